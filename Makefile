@@ -1,0 +1,38 @@
+# One command to run, one to test. Both create .venv on first use and reinstall only when
+# requirements/lock.txt or pyproject.toml change.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test lint bench lock clean
+
+run: $(STAMP)
+	$(BIN)/brain $(ARGS)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+bench: $(STAMP)
+	$(BIN)/python -m bench $(if $(QUICK),--quick,)
+
+$(STAMP): requirements/lock.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+	  || { echo "second-brain needs Python 3.11 or newer (found: $$($(PYTHON) --version))"; exit 1; }
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	# torch is pinned first so nothing can pull a multi-GB CUDA build.
+	$(BIN)/python -m pip install --quiet "$$(grep '^torch==' requirements/lock.txt)"
+	$(BIN)/python -m pip install --quiet -r requirements/lock.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	@touch $(STAMP)
+
+# Re-pin after editing requirements/*.in (needs a working venv).
+lock:
+	$(BIN)/python -m pip install -r requirements/base.in -r requirements/dev.in
+	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^second-brain' > requirements/lock.txt
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,1 @@
+"""The `brain` command line."""

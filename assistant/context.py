@@ -1,0 +1,54 @@
+"""The composition root: resolved paths plus the validated config for one `brain` invocation.
+
+Subsystems open their own stores from a context (`indexing`, `memory`, `chat` have `open_*`
+functions taking it); the context only owns what they share: paths, config and the one
+embedding model, which is expensive to load and must be loaded once per process.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from assistant.config import Config, ensure_config_file, load_config
+from assistant.paths import AppPaths, resolve_paths
+
+if TYPE_CHECKING:
+    from indexing.embedder import Embedder
+
+
+@dataclass
+class AppContext:
+    paths: AppPaths
+    config: Config
+    _embedder: Embedder | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def load(cls, home: str | None = None, *, create: bool = True) -> AppContext:
+        """Resolve paths, write the default config on first run, load and validate it.
+
+        Raises ConfigError for a bad config file.
+        """
+        paths = resolve_paths(home)
+        if create:
+            paths.ensure()
+            ensure_config_file(paths)
+        return cls(paths=paths, config=load_config(paths.config_file))
+
+    def embedder(self) -> Embedder:
+        """The configured embedding model with its disk cache, loaded on first use."""
+        with self._lock:
+            if self._embedder is None:
+                from indexing.embedder import make_embedder
+
+                self._embedder = make_embedder(
+                    self.config.embedding.model,
+                    cache_dir=self.paths.embedding_cache_dir,
+                    batch_size=self.config.embedding.batch_size,
+                    device=self.config.embedding.device,
+                    ollama_host=self.config.ollama.host,
+                    timeout=self.config.ollama.timeout,
+                )
+            return self._embedder

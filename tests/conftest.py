@@ -1,0 +1,51 @@
+"""Shared fixtures: an isolated home per test, the network guard, offline model loading."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests import netguard
+
+pytest_plugins = [
+    "tests.fixtures.ollama",
+    "tests.fixtures.knowledge",
+    "tests.fixtures.memory",
+    "tests.fixtures.chat",
+]
+
+# No library may try a model hub; everything loads from installed packages.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+os.environ.pop("BRAIN_HOME", None)
+os.environ.pop("OLLAMA_HOST", None)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    netguard.install()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    netguard.uninstall()
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An isolated `--home` (also exported as $BRAIN_HOME for subprocesses)."""
+    root = tmp_path / "home"
+    monkeypatch.setenv("BRAIN_HOME", str(root))
+    yield root
+
+
+@pytest.fixture(scope="session")
+def real_embedder(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The bundled all-MiniLM-L6-v2 with a per-session disk cache; loaded once (~5 s)."""
+    from indexing.embedder import make_embedder
+
+    cache = tmp_path_factory.mktemp("embed-cache")
+    return make_embedder("bundled", cache_dir=cache, batch_size=64, device="cpu")

@@ -1,0 +1,82 @@
+"""Fail any test that opens a network connection to a non-loopback address.
+
+Everything second-brain talks to in tests (the fake Ollama, a Chroma server) is on loopback;
+an attempt to reach anything else means some library is phoning home, which the product
+promises never to do.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+_real_getaddrinfo = socket.getaddrinfo
+
+_LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", ""}
+
+
+class NetworkAccessError(AssertionError):
+    pass
+
+
+def _is_loopback(host: Any) -> bool:
+    if isinstance(host, bytes):
+        host = host.decode()
+    if not isinstance(host, str):
+        return False
+    if host in _LOCAL_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def _check(sock: socket.socket, address: Any) -> None:
+    if sock.family == socket.AF_UNIX:
+        return
+    host = address[0] if isinstance(address, tuple) else address
+    if not _is_loopback(host):
+        raise NetworkAccessError(f"test tried to connect to non-loopback address {address!r}")
+
+
+def _guarded_connect(self: socket.socket, address: Any) -> None:
+    _check(self, address)
+    return _real_connect(self, address)
+
+
+def _guarded_connect_ex(self: socket.socket, address: Any) -> int:
+    _check(self, address)
+    return _real_connect_ex(self, address)
+
+
+def _guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+    if host is not None and not _is_loopback(host):
+        raise NetworkAccessError(f"test tried to resolve non-loopback host {host!r}")
+    return _real_getaddrinfo(host, *args, **kwargs)
+
+
+def install() -> None:
+    socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
+    socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
+    socket.getaddrinfo = _guarded_getaddrinfo
+
+
+def uninstall() -> None:
+    socket.socket.connect = _real_connect  # type: ignore[method-assign]
+    socket.socket.connect_ex = _real_connect_ex  # type: ignore[method-assign]
+    socket.getaddrinfo = _real_getaddrinfo
+
+
+@contextmanager
+def guarded() -> Iterator[None]:
+    install()
+    try:
+        yield
+    finally:
+        uninstall()
