@@ -1,0 +1,51 @@
+"""`python -m bench [--quick] [NAME …]`: run benchmarks, write results, refresh the README table."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+
+from bench.common import MissingData
+
+# Each module defines `run(quick: bool) -> Report`.
+BENCHMARKS: dict[str, str] = {
+    "indexing": "bench.indexing",
+    "retrieval": "bench.retrieval",
+    "memory": "bench.memory",
+    "chat": "bench.chat",
+    "tui": "bench.tui",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser.add_argument("--quick", action="store_true", help="reduced data, a few minutes")
+    parser.add_argument("names", nargs="*", metavar="NAME", help=", ".join(BENCHMARKS))
+    args = parser.parse_args(argv)
+    unknown = [n for n in args.names if n not in BENCHMARKS]
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(unknown)}")
+    failures = 0
+    for name in args.names or list(BENCHMARKS):
+        print(f"== {name}{' (quick)' if args.quick else ''}", flush=True)
+        try:
+            module = importlib.import_module(BENCHMARKS[name])
+            report = module.run(quick=args.quick)
+        except MissingData as exc:
+            print(f"  skipped: {exc}")
+            continue
+        except Exception:
+            traceback.print_exc()
+            failures += 1
+            continue
+        print(f"  wrote {report.write()}")
+    from bench.readme_table import update_readme
+
+    update_readme()
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
