@@ -1,0 +1,402 @@
+"""`KnowledgeBase`: the one facade `assistant/` uses over the manifest, keywords and vectors.
+
+SQLite (manifest + chunks + FTS) is the source of truth; the Chroma collection is derived from it
+and named after the embedding model, so a model change never meets a collection of the wrong
+dimension: the new model gets a fresh collection that the next sync fills (from the embedding
+cache where it can), then the old one is dropped.
+
+Writers (sync, folder add/remove) take an exclusive file lock next to the database; readers never
+block (SQLite WAL).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import time
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from indexing.lock import IndexLock
+from indexing.manifest import Manifest
+from indexing.progress import ProgressCallback
+from indexing.sync import Syncer, SyncReport, SyncSettings
+from indexing.types import Chunk
+
+if TYPE_CHECKING:
+    from indexing.embedder import Embedder
+    from indexing.vectors import VectorStore
+
+META_MODEL = "model_id"
+META_DIMENSION = "dimension"
+META_COLLECTION = "collection"
+GLOB_CHARS = frozenset("*?[")
+
+
+class KnowledgeError(Exception):
+    """A knowledge-base problem the user can act on; the message says how."""
+
+
+class FolderError(KnowledgeError):
+    """A folder that cannot be registered or removed (missing, a file, unreadable, unknown)."""
+
+
+class ReembedNeeded(KnowledgeError):
+    """The index was embedded with another model; dense search needs a re-sync first."""
+
+    def __init__(self, indexed_with: str, configured: str) -> None:
+        super().__init__(
+            f"the index was built with embedding model {indexed_with!r} but {configured!r} is "
+            "configured; run `brain index --sync` to re-embed it (embeddings already computed "
+            "for a model are reused from the cache)"
+        )
+        self.indexed_with = indexed_with
+        self.configured = configured
+
+
+@dataclass(frozen=True, slots=True)
+class FolderInfo:
+    path: str
+    files: int
+    chunks: int
+    added_at: datetime
+    last_sync: datetime | None  # UTC; None until the first sync finishes
+
+
+@dataclass(frozen=True, slots=True)
+class FolderAdded:
+    path: str  # the resolved folder
+    status: str  # "added" | "already" (registered before) | "inside" (covered by `parent`)
+    parent: str | None = None
+    absorbed: tuple[str, ...] = ()  # registered sub-folders now covered by this one
+
+
+@dataclass(frozen=True, slots=True)
+class FolderRemoved:
+    path: str
+    files: int
+    chunks: int
+
+
+def collection_name(model_id: str, dimension: int) -> str:
+    digest = hashlib.sha256(f"{model_id}\n{dimension}".encode()).hexdigest()[:12]
+    return f"knowledge-{digest}"
+
+
+def _when(ts: float | None) -> datetime | None:
+    return None if ts is None else datetime.fromtimestamp(ts, UTC)
+
+
+def resolve_folder(path: str | os.PathLike[str]) -> Path:
+    """The real, absolute folder for user input; FolderError when it is not a usable folder."""
+    given = Path(path).expanduser()
+    if not given.exists():
+        raise FolderError(f"no such folder: {given}")
+    if not given.is_dir():
+        raise FolderError(f"{given} is a file, not a folder (index the folder that contains it)")
+    real = Path(os.path.realpath(given))
+    if not os.access(real, os.R_OK | os.X_OK):
+        raise FolderError(f"cannot read folder {real}: permission denied")
+    return real
+
+
+def _inside(child: str, parent: str) -> bool:
+    return child != parent and child.startswith(parent.rstrip("/") + "/")
+
+
+class KnowledgeBase:
+    def __init__(
+        self,
+        manifest: Manifest,
+        vector_location: str | Path,
+        embedder: Embedder | None,
+        lock: IndexLock,
+    ) -> None:
+        self.manifest = manifest
+        self.vector_location = vector_location
+        self.embedder = embedder
+        self.lock = lock
+        self._vectors: VectorStore | None = None
+
+    @classmethod
+    def open(
+        cls,
+        db_path: Path,
+        vector_location: str | Path,
+        embedder: Embedder | None = None,
+        *,
+        lock_timeout: float = 5.0,
+    ) -> KnowledgeBase:
+        """Open (creating if needed) the index at `db_path` with vectors at `vector_location`.
+
+        Without an embedder the base can list and remove folders and run keyword search, but not
+        sync or dense search (listing folders must not load a model).
+        """
+        manifest = Manifest.open(Path(db_path))
+        lock = IndexLock(Path(str(db_path) + ".lock"), timeout=lock_timeout)
+        return cls(manifest, vector_location, embedder, lock)
+
+    def close(self) -> None:
+        self.manifest.close()
+
+    # --- model / collection -----------------------------------------------------------------
+
+    @property
+    def indexed_model(self) -> str | None:
+        """The embedding model the vectors were built with (None for an empty new index)."""
+        return self.manifest.get_meta(META_MODEL)
+
+    @property
+    def reembed_needed(self) -> bool:
+        """True when the configured model differs from the one the index was built with."""
+        if self.embedder is None:
+            return False
+        recorded = self.manifest.get_meta(META_COLLECTION)
+        if recorded is None:
+            return False
+        return recorded != collection_name(self.embedder.model_id, self.embedder.dimension)
+
+    def _require_embedder(self) -> Embedder:
+        if self.embedder is None:
+            raise KnowledgeError("this operation needs the embedding model; open with an embedder")
+        return self.embedder
+
+    def _open_store(self, collection: str, model_id: str, dimension: int) -> VectorStore:
+        from indexing.vectors import VectorStore
+
+        return VectorStore.open(
+            self.vector_location, collection, model_id=model_id, dimension=dimension
+        )
+
+    def _recorded_store(self) -> VectorStore | None:
+        collection = self.manifest.get_meta(META_COLLECTION)
+        model = self.manifest.get_meta(META_MODEL)
+        dimension = self.manifest.get_meta(META_DIMENSION)
+        if collection is None or model is None or dimension is None:
+            return None
+        return self._open_store(collection, model, int(dimension))
+
+    def vectors(self) -> VectorStore | None:
+        """The collection dense search reads: the current model's once it is complete."""
+        if self._vectors is None:
+            if self.embedder is not None and not self.reembed_needed:
+                e = self.embedder
+                self._vectors = self._open_store(
+                    collection_name(e.model_id, e.dimension), e.model_id, e.dimension
+                )
+            elif self.embedder is None:
+                self._vectors = self._recorded_store()
+        return self._vectors
+
+    # --- folders ----------------------------------------------------------------------------
+
+    def folders(self) -> list[FolderInfo]:
+        files = self.manifest.file_counts()
+        chunks = self.manifest.chunk_counts()
+        return [
+            FolderInfo(
+                path=f.path,
+                files=files.get(f.path, 0),
+                chunks=chunks.get(f.path, 0),
+                added_at=_when(f.added_at) or datetime.now(UTC),
+                last_sync=_when(f.last_sync),
+            )
+            for f in self.manifest.folders()
+        ]
+
+    def add_folder(self, path: str | os.PathLike[str]) -> FolderAdded:
+        """Register a folder (no indexing yet: call `sync`).
+
+        Nested registrations collapse to the outermost folder: adding a folder inside a
+        registered one changes nothing (it is already indexed); adding a parent of registered
+        folders absorbs them, keeping their indexed files and chunks (no re-embedding).
+        """
+        real = str(resolve_folder(path))
+        with self.lock:
+            registered = [f.path for f in self.manifest.folders()]
+            if real in registered:
+                return FolderAdded(real, "already")
+            for parent in registered:
+                if _inside(real, parent):
+                    return FolderAdded(real, "inside", parent=parent)
+            children = tuple(p for p in registered if _inside(p, real))
+            with self.manifest.transaction():
+                self.manifest.add_folder(real, time.time())
+                for child in children:
+                    self.manifest.move_files(child, real)
+                    self.manifest.delete_folder(child)
+        return FolderAdded(real, "added", absorbed=children)
+
+    def remove_folder(self, path: str | os.PathLike[str]) -> FolderRemoved:
+        """Unregister a folder and delete its files' chunks from SQLite, FTS and Chroma."""
+        given = Path(path).expanduser()
+        candidates = {str(given.absolute()), os.path.realpath(given)}
+        registered = [f.path for f in self.manifest.folders()]
+        match = next((p for p in registered if p in candidates), None)
+        if match is None:
+            parent = next((p for p in registered if any(_inside(c, p) for c in candidates)), None)
+            hint = (
+                f"; it is part of {parent} — add it to indexing.exclude to leave it out"
+                if parent
+                else ""
+            )
+            raise FolderError(f"{given} is not a registered folder{hint}")
+        with self.lock:
+            files = self.manifest.files(match)
+            ids = self.manifest.chunk_ids_for_sources(files)
+            with self.manifest.transaction():
+                self.manifest.delete_chunks(ids)
+                self.manifest.keywords.delete(ids)
+                for file_path in files:
+                    self.manifest.delete_file(file_path)
+                self.manifest.delete_folder(match)
+            # After the commit: a crash here leaves orphan vectors, which the next sync's
+            # reconcile deletes.
+            for store in self._stores_to_clean():
+                store.delete(ids)
+        return FolderRemoved(match, len(files), len(ids))
+
+    def _stores_to_clean(self) -> list[VectorStore]:
+        stores: list[VectorStore] = []
+        recorded = self._recorded_store()
+        if recorded is not None:
+            stores.append(recorded)
+        if self.embedder is not None:
+            e = self.embedder
+            name = collection_name(e.model_id, e.dimension)
+            if name != self.manifest.get_meta(META_COLLECTION):
+                stores.append(self._open_store(name, e.model_id, e.dimension))
+        return stores
+
+    # --- sync -------------------------------------------------------------------------------
+
+    def sync(
+        self,
+        settings: SyncSettings,
+        *,
+        folders: Sequence[str | os.PathLike[str]] | None = None,
+        rebuild: bool = False,
+        progress: ProgressCallback | None = None,
+    ) -> SyncReport:
+        """Bring the index in line with the registered folders (or the given ones).
+
+        `rebuild` forgets everything indexed and re-reads all folders; embeddings come from the
+        cache, so a warm rebuild makes no model calls.
+        """
+        embedder = self._require_embedder()
+        started = time.perf_counter()
+        with self.lock:
+            registered = [f.path for f in self.manifest.folders()]
+            selected = (
+                registered if folders is None or rebuild else self._select(folders, registered)
+            )
+            current = collection_name(embedder.model_id, embedder.dimension)
+            recorded = self.manifest.get_meta(META_COLLECTION)
+            reembed = recorded is not None and recorded != current
+            if rebuild:
+                with self.manifest.transaction():
+                    self.manifest.clear_index()
+                self._drop_collection(current, embedder.model_id, embedder.dimension)
+            self._vectors = None
+            store = self._open_store(current, embedder.model_id, embedder.dimension)
+            syncer = Syncer(self.manifest, store, embedder, settings, progress)
+            syncer.repair()
+            if recorded != current:
+                # The new collection now holds every chunk: switch over, then forget the old.
+                if recorded is not None:
+                    self._drop_recorded()
+                with self.manifest.transaction():
+                    self.manifest.set_meta(META_MODEL, embedder.model_id)
+                    self.manifest.set_meta(META_DIMENSION, str(embedder.dimension))
+                    self.manifest.set_meta(META_COLLECTION, current)
+                    self.manifest.set_model_for_all_files(embedder.model_id)
+            self._vectors = store
+            syncer.sync_folders(selected)
+            return syncer.report(selected, started, reembedded=reembed, rebuilt=rebuild)
+
+    def _select(
+        self, folders: Sequence[str | os.PathLike[str]], registered: list[str]
+    ) -> list[str]:
+        selected: list[str] = []
+        for folder in folders:
+            real = os.path.realpath(Path(folder).expanduser())
+            match = next((p for p in registered if p == real or _inside(real, p)), None)
+            if match is None:
+                raise FolderError(f"{folder} is not a registered folder (add it first)")
+            if match not in selected:
+                selected.append(match)
+        return selected
+
+    def _drop_collection(self, name: str, model_id: str, dimension: int) -> None:
+        self._open_store(name, model_id, dimension).drop()
+
+    def _drop_recorded(self) -> None:
+        try:
+            store = self._recorded_store()
+        except Exception:  # an unreadable old collection must not block the switch
+            return
+        if store is not None:
+            store.drop()
+
+    # --- reads for retrieval ----------------------------------------------------------------
+
+    def dense_search(
+        self, query_embedding: Sequence[float], k: int, *, sources: Collection[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """Nearest chunks by cosine similarity, optionally only from `sources`."""
+        if self.reembed_needed:
+            assert self.embedder is not None
+            raise ReembedNeeded(self.indexed_model or "?", self.embedder.model_id)
+        if sources is not None and not sources:
+            return []
+        store = self.vectors()
+        if store is None or k <= 0:
+            return []
+        where = {"source": {"$in": sorted(sources)}} if sources is not None else None
+        return store.query(query_embedding, k, where=where)
+
+    def keyword_search(
+        self, query: str, k: int, *, sources: Collection[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """BM25 over the chunks (higher is better), optionally only from `sources`."""
+        ids: list[str] | None = None
+        if sources is not None:
+            ids = self.manifest.chunk_ids_for_sources(sources)
+            if not ids:
+                return []
+        if k <= 0:
+            return []
+        with self.manifest.lock:
+            return self.manifest.keywords.search(query, k, ids=ids)
+
+    def get_chunks(self, ids: Iterable[str]) -> dict[str, Chunk]:
+        return self.manifest.get_chunks(ids)
+
+    def sources_under(self, path_or_glob: str) -> list[str]:
+        """Indexed files under a folder/file path, or matching a glob.
+
+        A glob without "/" matches file names (`*.md`); one with "/" matches whole paths,
+        relative ones from the current directory (`notes/**/*.md`, `~/docs/*`).
+        """
+        pattern = os.path.expanduser(path_or_glob.strip())
+        paths = self.manifest.source_paths()
+        if any(ch in GLOB_CHARS for ch in pattern):
+            if "/" not in pattern:
+                return [p for p in paths if fnmatch.fnmatchcase(os.path.basename(p), pattern)]
+            if not os.path.isabs(pattern):
+                pattern = os.path.join(os.getcwd(), pattern)
+            pattern = os.path.normpath(pattern)
+            return [p for p in paths if fnmatch.fnmatchcase(p, pattern)]
+        bases = {os.path.abspath(pattern), os.path.realpath(pattern)}
+        return [p for p in paths if p in bases or any(_inside(p, b) for b in bases)]
+
+    def stats(self) -> tuple[int, int]:
+        """(files, chunks) indexed."""
+        return self.manifest.totals()
+
+    def chunk_ids(self) -> set[str]:
+        return self.manifest.chunk_ids()

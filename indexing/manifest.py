@@ -1,0 +1,384 @@
+"""The knowledge manifest: what is indexed, as one SQLite database (WAL).
+
+Folders, files (stat + content hash + chunk ids + embedding model), and the chunks themselves
+(text included: retrieval reads chunk text from here, not from Chroma). The keyword (FTS5) table
+lives in the same database, so one transaction updates a file's manifest rows and its keyword
+rows together: after a crash both are either the old or the new state, never half of each.
+
+Schema changes go through numbered migrations recorded in `schema_migrations`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from indexing.types import Chunk
+
+if TYPE_CHECKING:
+    from indexing.keywords import KeywordIndex
+
+KEYWORD_TABLE = "chunk_fts"
+
+# Each migration is a list of statements applied in one transaction; never edit a released one.
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (
+        1,
+        (
+            """CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
+            """CREATE TABLE folders (
+                path TEXT PRIMARY KEY,
+                added_at REAL NOT NULL,
+                last_sync REAL
+            )""",
+            """CREATE TABLE files (
+                path TEXT PRIMARY KEY,
+                folder TEXT NOT NULL,
+                size INTEGER NOT NULL,
+                mtime REAL NOT NULL,
+                content_hash TEXT NOT NULL,
+                chunk_ids TEXT NOT NULL,
+                model_id TEXT NOT NULL,
+                indexed_at REAL NOT NULL
+            )""",
+            """CREATE INDEX files_by_folder ON files(folder)""",
+            """CREATE TABLE chunks (
+                id TEXT PRIMARY KEY,
+                source TEXT NOT NULL,
+                root TEXT NOT NULL,
+                heading TEXT NOT NULL,
+                idx INTEGER NOT NULL,
+                start_char INTEGER NOT NULL,
+                end_char INTEGER NOT NULL,
+                start_line INTEGER NOT NULL,
+                end_line INTEGER NOT NULL,
+                page INTEGER,
+                mtime REAL NOT NULL,
+                content_hash TEXT NOT NULL,
+                language TEXT NOT NULL,
+                text TEXT NOT NULL
+            )""",
+            """CREATE INDEX chunks_by_source ON chunks(source, idx)""",
+        ),
+    ),
+)
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+_CHUNK_COLUMNS = (
+    "id, text, source, root, heading, idx, start_char, end_char, start_line, end_line, page, "
+    "mtime, content_hash, language"
+)
+
+
+class ManifestError(Exception):
+    """The manifest database cannot be used (corrupt, from a newer version, unwritable)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FolderRecord:
+    path: str
+    added_at: float
+    last_sync: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class FileRecord:
+    path: str
+    folder: str
+    size: int
+    mtime: float
+    content_hash: str
+    chunk_ids: tuple[str, ...]
+    model_id: str
+    indexed_at: float
+
+
+def _chunk_row(chunk: Chunk) -> tuple[object, ...]:
+    return (
+        chunk.id, chunk.text, chunk.source, chunk.root, chunk.heading, chunk.index,
+        chunk.start_char, chunk.end_char, chunk.start_line, chunk.end_line, chunk.page,
+        chunk.mtime, chunk.content_hash, chunk.language,
+    )
+
+
+def _row_chunk(row: Sequence[object]) -> Chunk:
+    return Chunk(*row)  # type: ignore[arg-type]  # columns are in Chunk field order
+
+
+def _file_record(row: Sequence[object]) -> FileRecord:
+    path, folder, size, mtime, content_hash, chunk_ids, model_id, indexed_at = row
+    return FileRecord(
+        str(path), str(folder), int(size), float(mtime), str(content_hash),  # type: ignore[arg-type]
+        tuple(json.loads(str(chunk_ids))), str(model_id), float(indexed_at),  # type: ignore[arg-type]
+    )
+
+
+def _chunks(seq: Sequence[str], size: int = 500) -> Iterator[Sequence[str]]:
+    # SQLite limits bound parameters per statement; stay well below it.
+    for start in range(0, len(seq), size):
+        yield seq[start : start + size]
+
+
+class Manifest:
+    """One connection to the knowledge database, shared by threads under a lock.
+
+    Writes happen inside `transaction()`; reads may happen at any time (WAL lets other processes
+    read while a sync writes).
+    """
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self.conn = conn
+        self.path = path
+        self.lock = threading.RLock()
+        self._keywords: KeywordIndex | None = None
+
+    @classmethod
+    def open(cls, path: Path) -> Manifest:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE … COMMIT) so nothing
+            # commits half a file behind our back.
+            conn = sqlite3.connect(
+                str(path), isolation_level=None, check_same_thread=False, timeout=30.0
+            )
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA busy_timeout=30000")
+            manifest = cls(conn, path)
+            manifest._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise ManifestError(f"cannot open the knowledge database {path}: {exc}") from exc
+        with suppress(OSError):
+            path.chmod(0o600)
+        return manifest
+
+    def _migrate(self) -> None:
+        with self.lock:
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations "
+                "(version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)"
+            )
+            current = self.schema_version()
+            if current > SCHEMA_VERSION:
+                raise ManifestError(
+                    f"{self.path} was written by a newer second-brain (schema {current}, "
+                    f"this version knows {SCHEMA_VERSION}); upgrade second-brain"
+                )
+            for version, statements in MIGRATIONS:
+                if version <= current:
+                    continue
+                with self.transaction():
+                    for statement in statements:
+                        self.conn.execute(statement)
+                    self.conn.execute(
+                        "INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?)",
+                        (version, time.time()),
+                    )
+            # The keyword table is created by KeywordIndex itself (its own schema).
+            _ = self.keywords
+
+    def schema_version(self) -> int:
+        row = self.conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+        return int(row[0] or 0)
+
+    @property
+    def keywords(self) -> KeywordIndex:
+        if self._keywords is None:
+            from indexing.keywords import KeywordIndex
+
+            with self.lock:
+                self._keywords = KeywordIndex(self.conn, KEYWORD_TABLE)
+        return self._keywords
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic write: committed on success, rolled back on any exception."""
+        with self.lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()
+
+    # --- meta -------------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        with self.lock:
+            row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str | None) -> None:
+        """Set (or with None delete) a meta key; call inside a transaction or on its own."""
+        with self.lock:
+            if value is None:
+                self.conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+            else:
+                self.conn.execute(
+                    "INSERT INTO meta(key, value) VALUES (?, ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    (key, value),
+                )
+
+    # --- folders ----------------------------------------------------------------------------
+
+    def folders(self) -> list[FolderRecord]:
+        with self.lock:
+            rows = self.conn.execute(
+                "SELECT path, added_at, last_sync FROM folders ORDER BY path"
+            ).fetchall()
+        return [FolderRecord(str(p), float(a), None if s is None else float(s)) for p, a, s in rows]
+
+    def add_folder(self, path: str, added_at: float) -> None:
+        self.conn.execute(
+            "INSERT OR IGNORE INTO folders(path, added_at, last_sync) VALUES (?, ?, NULL)",
+            (path, added_at),
+        )
+
+    def delete_folder(self, path: str) -> None:
+        self.conn.execute("DELETE FROM folders WHERE path = ?", (path,))
+
+    def set_last_sync(self, path: str, when: float) -> None:
+        self.conn.execute("UPDATE folders SET last_sync = ? WHERE path = ?", (when, path))
+
+    def move_files(self, old_folder: str, new_folder: str) -> None:
+        """Re-home a nested folder's files under the folder that now contains it."""
+        self.conn.execute("UPDATE files SET folder = ? WHERE folder = ?", (new_folder, old_folder))
+        self.conn.execute("UPDATE chunks SET root = ? WHERE root = ?", (new_folder, old_folder))
+
+    # --- files ------------------------------------------------------------------------------
+
+    def files(self, folder: str | None = None) -> dict[str, FileRecord]:
+        sql = (
+            "SELECT path, folder, size, mtime, content_hash, chunk_ids, model_id, indexed_at "
+            "FROM files"
+        )
+        with self.lock:
+            if folder is None:
+                rows = self.conn.execute(sql).fetchall()
+            else:
+                rows = self.conn.execute(sql + " WHERE folder = ?", (folder,)).fetchall()
+        return {str(r[0]): _file_record(r) for r in rows}
+
+    def put_file(self, record: FileRecord) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO files(path, folder, size, mtime, content_hash, chunk_ids, "
+            "model_id, indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                record.path, record.folder, record.size, record.mtime, record.content_hash,
+                json.dumps(list(record.chunk_ids)), record.model_id, record.indexed_at,
+            ),
+        )
+
+    def delete_file(self, path: str) -> None:
+        self.conn.execute("DELETE FROM files WHERE path = ?", (path,))
+
+    def set_model_for_all_files(self, model_id: str) -> None:
+        self.conn.execute("UPDATE files SET model_id = ?", (model_id,))
+
+    def file_counts(self) -> dict[str, int]:
+        with self.lock:
+            rows = self.conn.execute("SELECT folder, COUNT(*) FROM files GROUP BY folder")
+            return {str(f): int(n) for f, n in rows}
+
+    def source_paths(self) -> list[str]:
+        with self.lock:
+            return [str(r[0]) for r in self.conn.execute("SELECT path FROM files ORDER BY path")]
+
+    # --- chunks -----------------------------------------------------------------------------
+
+    def put_chunks(self, chunks: Iterable[Chunk]) -> None:
+        self.conn.executemany(
+            f"INSERT OR REPLACE INTO chunks({_CHUNK_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [_chunk_row(c) for c in chunks],
+        )
+
+    def delete_chunks(self, ids: Collection[str]) -> None:
+        ids = list(ids)
+        for part in _chunks(ids):
+            marks = ",".join("?" * len(part))
+            self.conn.execute(f"DELETE FROM chunks WHERE id IN ({marks})", tuple(part))
+
+    def set_chunk_mtime(self, source: str, mtime: float) -> None:
+        self.conn.execute("UPDATE chunks SET mtime = ? WHERE source = ?", (mtime, source))
+
+    def get_chunks(self, ids: Iterable[str]) -> dict[str, Chunk]:
+        wanted = list(dict.fromkeys(ids))
+        found: dict[str, Chunk] = {}
+        with self.lock:
+            for part in _chunks(wanted):
+                marks = ",".join("?" * len(part))
+                rows = self.conn.execute(
+                    f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id IN ({marks})", tuple(part)
+                ).fetchall()
+                for row in rows:
+                    found[str(row[0])] = _row_chunk(row)
+        return {i: found[i] for i in wanted if i in found}
+
+    def chunk_ids(self) -> set[str]:
+        with self.lock:
+            return {str(r[0]) for r in self.conn.execute("SELECT id FROM chunks")}
+
+    def chunk_ids_for_sources(self, sources: Iterable[str]) -> list[str]:
+        wanted = list(dict.fromkeys(sources))
+        out: list[str] = []
+        with self.lock:
+            for part in _chunks(wanted):
+                marks = ",".join("?" * len(part))
+                out.extend(
+                    str(r[0])
+                    for r in self.conn.execute(
+                        f"SELECT id FROM chunks WHERE source IN ({marks})", tuple(part)
+                    )
+                )
+        return out
+
+    def iter_chunk_texts(self) -> Iterator[tuple[str, str]]:
+        """(id, text) of every chunk, streamed (for rebuilding the keyword index)."""
+        with self.lock:
+            rows = self.conn.execute("SELECT id, text FROM chunks ORDER BY id")
+            for cid, text in rows:
+                yield str(cid), str(text)
+
+    def chunk_counts(self) -> dict[str, int]:
+        """Chunks per registered folder (chunk.root)."""
+        with self.lock:
+            rows = self.conn.execute("SELECT root, COUNT(*) FROM chunks GROUP BY root")
+            return {str(r): int(n) for r, n in rows}
+
+    def chunk_texts(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """id → (text, source) for re-embedding and re-upserting."""
+        out: dict[str, tuple[str, str]] = {}
+        with self.lock:
+            for part in _chunks(list(ids)):
+                marks = ",".join("?" * len(part))
+                for cid, text, source in self.conn.execute(
+                    f"SELECT id, text, source FROM chunks WHERE id IN ({marks})", tuple(part)
+                ):
+                    out[str(cid)] = (str(text), str(source))
+        return out
+
+    def totals(self) -> tuple[int, int]:
+        with self.lock:
+            files = int(self.conn.execute("SELECT COUNT(*) FROM files").fetchone()[0])
+            chunks = int(self.conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+        return files, chunks
+
+    def clear_index(self) -> None:
+        """Forget every file and chunk (keeps folders); inside a transaction."""
+        self.conn.execute("DELETE FROM files")
+        self.conn.execute("DELETE FROM chunks")
+        self.keywords.clear()

@@ -1,0 +1,31 @@
+"""Progress events of a sync, for progress bars (CLI) and the TUI's index manager.
+
+The sync only reports counts; rate and ETA are for the display to compute from successive
+events, so the engine stays free of clocks and formatting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Phase(StrEnum):
+    scanning = "scanning"  # walking folders, comparing stat with the manifest
+    repairing = "repairing"  # reconciling the vector store with the manifest (or re-embedding)
+    indexing = "indexing"  # reading, chunking, embedding and storing changed files
+    done = "done"
+
+
+@dataclass(frozen=True, slots=True)
+class SyncProgress:
+    phase: Phase
+    files_done: int = 0
+    files_total: int = 0  # files that need reading (new or changed); unchanged ones are free
+    chunks_done: int = 0  # chunks written so far (indexing) or vectors repaired (repairing)
+    chunks_total: int = 0  # known only while repairing; 0 = unknown
+    path: str = ""  # the file or folder being worked on, for display
+
+
+ProgressCallback = Callable[[SyncProgress], None]

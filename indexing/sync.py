@@ -1,0 +1,427 @@
+"""One sync: diff the manifest against the disk and apply the difference to both stores.
+
+Crash safety (SIGKILL at any point converges on the next sync) comes from the write order and one
+repair step:
+1. vectors are upserted into Chroma first;
+2. then the file's manifest rows, chunk rows and keyword rows commit in ONE SQLite transaction;
+3. only after that commit are the file's obsolete vectors deleted from Chroma.
+So at any instant SQLite (manifest + chunks + FTS, always mutually consistent) is the truth and
+Chroma may only hold extra vectors or, after an interrupted repair, miss some. `reconcile` runs at
+the start of every sync: vectors whose id is not in the manifest are deleted and manifest chunks
+missing from Chroma are re-upserted (their embeddings come from the embedding cache, so this costs
+no model call). The same step re-embeds everything into a fresh collection after a model change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from indexing.chunking import ChunkSettings, chunk_file
+from indexing.manifest import FileRecord, Manifest
+from indexing.progress import Phase, ProgressCallback, SyncProgress
+from indexing.readers import SkipFile, read_file
+from indexing.sources import Skipped, SourceFile, SourceSettings, walk
+from indexing.types import Chunk
+
+if TYPE_CHECKING:
+    from indexing.embedder import Embedder
+    from indexing.vectors import VectorStore
+
+# Texts per embed → upsert → commit round: big enough for efficient model batches, small enough
+# that a crash loses little work and progress moves smoothly.
+DEFAULT_BATCH_CHUNKS = 256
+# Files per SQLite transaction when they need no embedding (e.g. a `touch` of many files).
+MAX_BATCH_FILES = 200
+
+
+@dataclass(frozen=True, slots=True)
+class SyncSettings:
+    sources: SourceSettings = field(default_factory=SourceSettings)
+    chunking: ChunkSettings = field(default_factory=ChunkSettings)
+    batch_chunks: int = DEFAULT_BATCH_CHUNKS
+
+
+@dataclass(frozen=True, slots=True)
+class SyncReport:
+    folders: tuple[str, ...]
+    added: tuple[str, ...]  # new files indexed
+    updated: tuple[str, ...]  # files whose content changed
+    removed: tuple[str, ...]  # files deleted, now ignored or now skipped
+    unchanged: int
+    skipped: Mapping[str, tuple[tuple[str, str], ...]]  # reason → ((path, detail), …)
+    chunks_added: int
+    chunks_removed: int
+    embedded: int  # texts the model actually embedded (embedding-cache misses)
+    cache_hits: int  # texts whose embedding came from the cache
+    repaired: int  # vectors fixed by the start-of-sync reconcile (orphans + missing)
+    reembedded: bool  # the whole index moved to a new embedding model
+    rebuilt: bool
+    missing_folders: tuple[str, ...]  # registered folders not on disk: left untouched
+    seconds: float
+
+    @property
+    def skipped_count(self) -> int:
+        return sum(len(v) for v in self.skipped.values())
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.removed or self.repaired)
+
+    def summary(self) -> str:
+        parts = [
+            f"{len(self.added)} added",
+            f"{len(self.updated)} updated",
+            f"{len(self.removed)} removed",
+            f"{self.unchanged} unchanged",
+        ]
+        if self.skipped:
+            reasons = ", ".join(f"{len(v)} {k}" for k, v in sorted(self.skipped.items()))
+            parts.append(f"{self.skipped_count} skipped ({reasons})")
+        text = (
+            ", ".join(parts)
+            + f"; chunks +{self.chunks_added} -{self.chunks_removed}"
+            + f"; embedded {self.embedded}, cache hits {self.cache_hits}"
+            + f"; {self.seconds:.1f}s"
+        )
+        if self.repaired:
+            text += f"; repaired {self.repaired} vectors"
+        return text
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class _Counters:
+    """Embedding work as the embedder counts it (CachedEmbedder has hits/misses)."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self.start_hits = int(getattr(embedder, "hits", 0))
+        self.start_misses = int(getattr(embedder, "misses", 0))
+        self.texts = 0
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        self.texts += len(texts)
+        return self.embedder.embed_documents(list(texts))
+
+    @property
+    def hits(self) -> int:
+        return int(getattr(self.embedder, "hits", 0)) - self.start_hits
+
+    @property
+    def embedded(self) -> int:
+        if hasattr(self.embedder, "misses"):
+            return int(self.embedder.misses) - self.start_misses
+        return self.texts  # an uncached embedder embeds everything it is given
+
+
+def _metadata(chunk_source: str) -> dict[str, str]:
+    # Only what Chroma needs to filter (`--in PATH`); everything else lives in SQLite.
+    return {"source": chunk_source}
+
+
+def reconcile(
+    manifest: Manifest,
+    vectors: VectorStore,
+    counters: _Counters,
+    *,
+    batch: int = DEFAULT_BATCH_CHUNKS,
+    progress: ProgressCallback | None = None,
+) -> int:
+    """Make the vector store hold exactly the manifest's chunk ids; returns vectors fixed."""
+    want = manifest.chunk_ids()
+    have = set(vectors.ids())
+    extra = sorted(have - want)
+    missing = sorted(want - have)
+    if extra:
+        vectors.delete(extra)
+    done = 0
+    for start in range(0, len(missing), batch):
+        part = missing[start : start + batch]
+        rows = manifest.chunk_texts(part)
+        ids = [i for i in part if i in rows]  # a chunk deleted meanwhile needs no vector
+        if ids:
+            embeddings = counters.embed([rows[i][0] for i in ids])
+            vectors.upsert(ids, embeddings, [_metadata(rows[i][1]) for i in ids])
+        done += len(part)
+        if progress:
+            progress(SyncProgress(Phase.repairing, chunks_done=done, chunks_total=len(missing)))
+    return len(extra) + len(missing)
+
+
+@dataclass(slots=True)
+class _Update:
+    kind: str  # "added" | "updated" | "touched" | "removed"
+    path: str
+    record: FileRecord | None  # None when removed
+    chunks: list[Chunk]  # the file's chunks now (empty when removed/touched)
+    new_chunks: list[Chunk]  # chunks whose id is not indexed yet: embed + upsert + FTS
+    stale_ids: list[str]  # chunk ids to delete
+
+
+@dataclass(slots=True)
+class _FolderScan:
+    to_read: list[tuple[SourceFile, FileRecord | None]] = field(default_factory=list)
+    gone: list[FileRecord] = field(default_factory=list)
+    unchanged: int = 0
+
+
+class Syncer:
+    """Applies one sync to a manifest + vector store pair; the caller holds the index lock."""
+
+    def __init__(
+        self,
+        manifest: Manifest,
+        vectors: VectorStore,
+        embedder: Embedder,
+        settings: SyncSettings,
+        progress: ProgressCallback | None = None,
+    ) -> None:
+        self.manifest = manifest
+        self.vectors = vectors
+        self.embedder = embedder
+        self.settings = settings
+        self.progress = progress
+        self.counters = _Counters(embedder)
+        self.skipped: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        self.added: list[str] = []
+        self.updated: list[str] = []
+        self.removed: list[str] = []
+        self.unchanged = 0
+        self.chunks_added = 0
+        self.chunks_removed = 0
+        self.repaired = 0
+        self.missing_folders: list[str] = []
+        self._files_done = 0
+        self._files_total = 0
+
+    def _emit(self, phase: Phase, path: str = "") -> None:
+        if self.progress:
+            self.progress(
+                SyncProgress(
+                    phase,
+                    files_done=self._files_done,
+                    files_total=self._files_total,
+                    chunks_done=self.chunks_added,
+                    path=path,
+                )
+            )
+
+    # --- steps ------------------------------------------------------------------------------
+
+    def repair(self) -> None:
+        self._emit(Phase.repairing)
+        keywords = self.manifest.keywords
+        if keywords.stale:
+            # The tokenizer changed since these rows were written: re-tokenise every chunk.
+            with self.manifest.transaction():
+                keywords.clear()
+                keywords.add(self.manifest.iter_chunk_texts())
+        self.repaired += reconcile(
+            self.manifest,
+            self.vectors,
+            self.counters,
+            batch=self.settings.batch_chunks,
+            progress=self.progress,
+        )
+
+    def sync_folders(self, folders: Sequence[str]) -> None:
+        scans: list[_FolderScan] = []
+        for folder in folders:
+            self._emit(Phase.scanning, folder)
+            if not Path(folder).is_dir():
+                # An unmounted drive or a renamed folder: keep its chunks until the user
+                # removes it (`brain folders rm`), rather than silently wiping them.
+                self.missing_folders.append(folder)
+                continue
+            scans.append(self._scan(folder))
+        self._files_total = sum(len(s.to_read) for s in scans)
+        self.unchanged += sum(s.unchanged for s in scans)
+        self._emit(Phase.indexing)
+        pending: list[_Update] = []
+        pending_chunks = 0
+        for scan in scans:
+            for record in scan.gone:
+                pending.append(self._removal(record))
+            for source, record in scan.to_read:
+                update = self._read(source, record)
+                self._files_done += 1
+                if update is None:
+                    continue
+                pending.append(update)
+                pending_chunks += len(update.new_chunks)
+                if (
+                    pending_chunks >= self.settings.batch_chunks
+                    or len(pending) >= MAX_BATCH_FILES
+                ):
+                    self._flush(pending)
+                    pending, pending_chunks = [], 0
+                    self._emit(Phase.indexing, str(source.path))
+        self._flush(pending)
+        now = time.time()
+        with self.manifest.transaction():
+            for folder in folders:
+                if folder not in self.missing_folders:
+                    self.manifest.set_last_sync(folder, now)
+        self._files_done = self._files_total
+        self._emit(Phase.done)
+
+    def report(
+        self, folders: Sequence[str], started: float, *, reembedded: bool, rebuilt: bool
+    ) -> SyncReport:
+        return SyncReport(
+            folders=tuple(folders),
+            added=tuple(self.added),
+            updated=tuple(self.updated),
+            removed=tuple(self.removed),
+            unchanged=self.unchanged,
+            skipped={k: tuple(v) for k, v in sorted(self.skipped.items())},
+            chunks_added=self.chunks_added,
+            chunks_removed=self.chunks_removed,
+            embedded=self.counters.embedded,
+            cache_hits=self.counters.hits,
+            repaired=self.repaired,
+            reembedded=reembedded,
+            rebuilt=rebuilt,
+            missing_folders=tuple(self.missing_folders),
+            seconds=time.perf_counter() - started,
+        )
+
+    # --- internals --------------------------------------------------------------------------
+
+    def _scan(self, folder: str) -> _FolderScan:
+        known = self.manifest.files(folder)
+        scan = _FolderScan()
+        seen: set[str] = set()
+        for item in walk(Path(folder), self.settings.sources):
+            path = str(item.path)
+            if isinstance(item, Skipped):
+                self.skipped[str(item.reason)].append((path, item.detail))
+                continue
+            seen.add(path)
+            record = known.get(path)
+            if record is not None and record.size == item.size and record.mtime == item.mtime:
+                scan.unchanged += 1
+            else:
+                scan.to_read.append((item, record))
+        # Deleted, now ignored, or now skipped (too large, unreadable…): their chunks go.
+        scan.gone = [r for p, r in sorted(known.items()) if p not in seen]
+        return scan
+
+    def _read(self, source: SourceFile, record: FileRecord | None) -> _Update | None:
+        path = str(source.path)
+        try:
+            decoded = read_file(source.path, max_bytes=self.settings.sources.max_file_bytes)
+            digest = content_hash(decoded.text)
+            if record is not None and digest == record.content_hash:
+                # Touched but not changed: no chunking, no vectors; just the new stat.
+                return _Update(
+                    "touched", path, _replace_stat(record, source), [], [], []
+                )
+            chunks = chunk_file(source, decoded, self.settings.chunking)
+        except SkipFile as exc:
+            self.skipped[str(exc.reason)].append((path, exc.detail))
+            return self._removal(record) if record is not None else None
+        except Exception as exc:  # one bad file must never stop a sync of thousands
+            self.skipped["error"].append((path, f"{type(exc).__name__}: {exc}"))
+            return self._removal(record) if record is not None else None
+        chunks = list({c.id: c for c in chunks}.values())  # ids are unique per file
+        old_ids = set(record.chunk_ids) if record is not None else set()
+        new_ids = {c.id for c in chunks}
+        new_record = FileRecord(
+            path=path,
+            folder=str(source.root),
+            size=source.size,
+            mtime=source.mtime,
+            content_hash=digest,
+            chunk_ids=tuple(c.id for c in chunks),
+            model_id=self.embedder.model_id,
+            indexed_at=time.time(),
+        )
+        return _Update(
+            "added" if record is None else "updated",
+            path,
+            new_record,
+            chunks,
+            [c for c in chunks if c.id not in old_ids],
+            sorted(old_ids - new_ids),
+        )
+
+    def _removal(self, record: FileRecord) -> _Update:
+        return _Update("removed", record.path, None, [], [], list(record.chunk_ids))
+
+    def _flush(self, pending: list[_Update]) -> None:
+        if not pending:
+            return
+        new_chunks = [c for u in pending for c in u.new_chunks]
+        # 1. vectors first: a crash after this leaves only extra vectors (reconcile deletes).
+        for start in range(0, len(new_chunks), self.settings.batch_chunks):
+            part = new_chunks[start : start + self.settings.batch_chunks]
+            embeddings = self.counters.embed([c.text for c in part])
+            self.vectors.upsert(
+                [c.id for c in part], embeddings, [_metadata(c.source) for c in part]
+            )
+        # 2. manifest + chunks + keywords, atomically.
+        keywords = self.manifest.keywords
+        stale: list[str] = []
+        with self.manifest.transaction():
+            for update in pending:
+                if update.kind == "removed":
+                    ids = sorted(
+                        set(update.stale_ids)
+                        | set(self.manifest.chunk_ids_for_sources([update.path]))
+                    )
+                    self.manifest.delete_chunks(ids)
+                    keywords.delete(ids)
+                    self.manifest.delete_file(update.path)
+                    stale.extend(ids)
+                    continue
+                assert update.record is not None
+                if update.kind == "touched":
+                    self.manifest.set_chunk_mtime(update.path, update.record.mtime)
+                else:
+                    if update.stale_ids:
+                        self.manifest.delete_chunks(update.stale_ids)
+                        keywords.delete(update.stale_ids)
+                        stale.extend(update.stale_ids)
+                    self.manifest.put_chunks(update.chunks)
+                    if update.new_chunks:
+                        keywords.add((c.id, c.text) for c in update.new_chunks)
+                self.manifest.put_file(update.record)
+        # 3. obsolete vectors last: a crash before this leaves orphans reconcile removes.
+        if stale:
+            self.vectors.delete(stale)
+        for update in pending:
+            if update.kind == "added":
+                self.added.append(update.path)
+            elif update.kind == "updated":
+                self.updated.append(update.path)
+            elif update.kind == "removed":
+                self.removed.append(update.path)
+            else:
+                self.unchanged += 1
+        self.chunks_added += len(new_chunks)
+        self.chunks_removed += len(stale)
+
+
+def _replace_stat(record: FileRecord, source: SourceFile) -> FileRecord:
+    return FileRecord(
+        path=record.path,
+        folder=str(source.root),
+        size=source.size,
+        mtime=source.mtime,
+        content_hash=record.content_hash,
+        chunk_ids=record.chunk_ids,
+        model_id=record.model_id,
+        indexed_at=record.indexed_at,
+    )
+
+
+ReportCallback = Callable[[SyncReport], None]
