@@ -1,0 +1,394 @@
+"""A small, strict client for Ollama's management API, with failures a user can act on.
+
+Chat streaming goes through llama-index's `Ollama` LLM; this client covers what the app asks
+Ollama directly (is it up, which models are pulled, a model's context length and capabilities,
+embeddings for `ollama:<model>`) and, through `map_exception`, turns the errors any Ollama
+client raises — httpx, the `ollama` package, llama-index — into one `OllamaError` hierarchy
+whose messages say what went wrong and how to fix it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from assistant.errors import UserError
+
+DEFAULT_HOST = "http://localhost:11434"
+# Connecting to a local Ollama either succeeds at once or is refused; a long wait means a
+# firewalled or wrong host, which should not eat the whole request timeout.
+CONNECT_TIMEOUT = 3.0
+EMBED_BATCH = 128
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+class OllamaError(UserError):
+    """Any failure talking to Ollama; the message and hint are meant for the user."""
+
+
+class OllamaUnavailable(OllamaError):
+    """Nothing answers at the configured host (not running, wrong host, went away)."""
+
+
+class ModelNotFound(OllamaError):
+    """The model is not pulled."""
+
+    def __init__(self, message: str, hint: str | None = None, *, model: str = "") -> None:
+        super().__init__(message, hint)
+        self.model = model
+
+
+class OllamaTimeout(OllamaError):
+    """Ollama accepted the request but did not answer within the timeout."""
+
+
+class OllamaProtocolError(OllamaError):
+    """A reply that is not what Ollama sends: wrong content type, malformed JSON, cut off."""
+
+
+class OllamaServerError(OllamaError):
+    """Ollama answered with an error of its own (out of memory, runner crashed, bad request)."""
+
+    def __init__(self, message: str, hint: str | None = None, *, status: int = 500) -> None:
+        super().__init__(message, hint)
+        self.status = status
+
+
+def normalize_host(host: str) -> str:
+    """`localhost:11434`, `http://h:1/`, `0.0.0.0` → a base URL a client can use."""
+    host = (host or "").strip() or DEFAULT_HOST
+    if "://" not in host:
+        host = "http://" + host
+    host = host.replace("://0.0.0.0", "://127.0.0.1").rstrip("/")
+    scheme, _, rest = host.partition("://")
+    if ":" not in rest.split("/", 1)[0].rsplit("]", 1)[-1]:
+        # Ollama's own default port when none is given (as the `ollama` CLI does).
+        head, sep, tail = rest.partition("/")
+        rest = f"{head}:11434{sep}{tail}"
+    return f"{scheme}://{rest}"
+
+
+def model_matches(requested: str, installed: str) -> bool:
+    """Ollama's name resolution: `qwen3` is `qwen3:latest`."""
+    def full(name: str) -> str:
+        name = name.strip()
+        return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
+
+    return full(requested) == full(installed)
+
+
+def unavailable(host: str) -> OllamaUnavailable:
+    return OllamaUnavailable(
+        f"Ollama is not running at {host}",
+        "start it with `ollama serve` (or set [ollama] host in `brain config edit`)",
+    )
+
+
+def model_not_found(model: str, host: str) -> ModelNotFound:
+    return ModelNotFound(
+        f"model {model!r} is not installed in Ollama at {host}",
+        f"run `ollama pull {model}`",
+        model=model,
+    )
+
+
+def timed_out(host: str, timeout: float | None) -> OllamaTimeout:
+    after = f" within {timeout:g} s" if timeout else ""
+    return OllamaTimeout(
+        f"Ollama at {host} did not answer{after}",
+        "the model may still be loading or the machine is busy; try again, or raise "
+        "[ollama] timeout in `brain config edit`",
+    )
+
+
+def _error_text(body: str) -> str:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body.strip()[:200]
+    if isinstance(data, dict) and isinstance(data.get("error"), str):
+        return data["error"]
+    return body.strip()[:200]
+
+
+def _from_status(status: int, error: str, host: str, model: str | None) -> OllamaError:
+    if status == 404 and "model" in error and "not found" in error:
+        name = model or _quoted_model(error) or "<model>"
+        return model_not_found(name, host)
+    if status == 404:
+        return OllamaProtocolError(
+            f"{host} does not look like an Ollama server (404: {error or 'not found'})",
+            "check [ollama] host in `brain config edit`",
+        )
+    hint = "see Ollama's log (`journalctl -u ollama` or ~/.ollama/logs/server.log)"
+    if "does not support" in error:
+        hint = "choose another model with [ollama] model in `brain config edit`"
+    return OllamaServerError(f"Ollama error ({status}): {error or 'no details'}", hint,
+                             status=status)
+
+
+def _quoted_model(error: str) -> str | None:
+    for quote in ('"', "'"):
+        start = error.find(quote)
+        end = error.find(quote, start + 1)
+        if start != -1 and end > start:
+            return error[start + 1:end]
+    return None
+
+
+def map_exception(
+    exc: BaseException, host: str, model: str | None = None, *, timeout: float | None = None
+) -> OllamaError | None:
+    """The `OllamaError` for an exception raised while talking to Ollama, or None.
+
+    Understands httpx errors, `ollama.ResponseError`, the `ConnectionError` the `ollama`
+    package raises when nothing listens, and errors chained under another exception (as
+    llama-index sometimes wraps them). None means the exception is not a transport or
+    protocol failure — most likely a bug — and should propagate unchanged.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        mapped = _map_one(current, host, model, timeout)
+        if mapped is not None:
+            return mapped
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _map_one(
+    exc: BaseException, host: str, model: str | None, timeout: float | None
+) -> OllamaError | None:
+    if isinstance(exc, OllamaError):
+        return exc
+    if isinstance(exc, httpx.ConnectTimeout):
+        return OllamaUnavailable(
+            f"Ollama at {host} did not accept a connection",
+            "check that `ollama serve` is running and [ollama] host is right",
+        )
+    if isinstance(exc, httpx.TimeoutException):
+        return timed_out(host, timeout)
+    if isinstance(exc, httpx.ConnectError):
+        return unavailable(host)
+    if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
+        return OllamaUnavailable(
+            f"Ollama at {host} closed the connection before finishing its reply",
+            "Ollama may have crashed or restarted; check `ollama serve` and try again",
+        )
+    if isinstance(exc, httpx.HTTPStatusError):
+        text = ""
+        with contextlib.suppress(httpx.ResponseNotRead):
+            text = exc.response.text
+        return _from_status(exc.response.status_code, _error_text(text), host, model)
+    if isinstance(exc, httpx.TransportError):
+        return unavailable(host)
+    try:
+        import ollama  # the package llama-index's Ollama LLM is built on
+    except ImportError:  # pragma: no cover - it is a dependency
+        ollama = None  # type: ignore[assignment]
+    if ollama is not None and isinstance(exc, ollama.ResponseError):
+        return _from_status(exc.status_code, str(exc.error), host, model)
+    if isinstance(exc, ConnectionError) and "connect to Ollama" in str(exc):
+        return unavailable(host)
+    if isinstance(exc, (ConnectionRefusedError, ConnectionResetError)):
+        return unavailable(host)
+    if isinstance(exc, json.JSONDecodeError):
+        return OllamaProtocolError(
+            f"Ollama at {host} sent a malformed reply ({exc.msg})",
+            "check that [ollama] host points at Ollama and not another service",
+        )
+    return None
+
+
+# --- results ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class ModelSummary:
+    """One line of `ollama list`."""
+
+    name: str
+    size: int
+    family: str
+    parameter_size: str
+    quantization: str
+    modified_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """What `ollama show` says about a model."""
+
+    name: str
+    context_length: int | None
+    embedding_length: int | None
+    family: str
+    parameter_size: str
+    quantization: str
+    capabilities: tuple[str, ...]
+
+    @property
+    def supports_tools(self) -> bool:
+        return "tools" in self.capabilities
+
+    @property
+    def supports_thinking(self) -> bool:
+        return "thinking" in self.capabilities
+
+    @property
+    def supports_chat(self) -> bool:
+        # Ollama before 0.6 reported no capabilities; assume a chat model then.
+        return not self.capabilities or "completion" in self.capabilities
+
+    @property
+    def supports_embedding(self) -> bool:
+        return "embedding" in self.capabilities
+
+
+# --- the client -------------------------------------------------------------------------------
+
+class OllamaClient:
+    """Blocking client for one Ollama host. Thread-safe; `close()` or use as a context manager."""
+
+    def __init__(self, host: str = DEFAULT_HOST, timeout: float = 60.0,
+                 *, connect_timeout: float = CONNECT_TIMEOUT) -> None:
+        self.host = normalize_host(host)
+        self.timeout = timeout
+        self._http = httpx.Client(
+            base_url=self.host,
+            timeout=httpx.Timeout(timeout, connect=min(timeout, connect_timeout)),
+            headers={"Accept": "application/json"},
+            # Ollama is local; a system proxy must never see the user's prompts.
+            trust_env=False,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> OllamaClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- api --------------------------------------------------------------------------------
+
+    def version(self) -> str:
+        data = self._request("GET", "/api/version")
+        version = data.get("version")
+        if not isinstance(version, str):
+            raise self._malformed("/api/version", "no version")
+        return version
+
+    def is_up(self) -> bool:
+        try:
+            self.version()
+        except OllamaError:
+            return False
+        return True
+
+    def list_models(self) -> list[ModelSummary]:
+        data = self._request("GET", "/api/tags")
+        models = data.get("models")
+        if not isinstance(models, list):
+            raise self._malformed("/api/tags", "no model list")
+        out = []
+        for item in models:
+            if not isinstance(item, dict):
+                raise self._malformed("/api/tags", "model entry is not an object")
+            details = item.get("details") or {}
+            out.append(ModelSummary(
+                name=str(item.get("name") or item.get("model") or ""),
+                size=int(item.get("size") or 0),
+                family=str(details.get("family") or ""),
+                parameter_size=str(details.get("parameter_size") or ""),
+                quantization=str(details.get("quantization_level") or ""),
+                modified_at=str(item.get("modified_at") or ""),
+            ))
+        return out
+
+    def has_model(self, model: str) -> bool:
+        return any(model_matches(model, m.name) for m in self.list_models())
+
+    def show(self, model: str) -> ModelInfo:
+        data = self._request("POST", "/api/show", {"model": model}, model=model)
+        info = data.get("model_info") or {}
+        details = data.get("details") or {}
+        if not isinstance(info, dict) or not isinstance(details, dict):
+            raise self._malformed("/api/show", "model_info is not an object")
+        return ModelInfo(
+            name=model,
+            context_length=_suffixed_int(info, ".context_length"),
+            embedding_length=_suffixed_int(info, ".embedding_length"),
+            family=str(details.get("family") or info.get("general.architecture") or ""),
+            parameter_size=str(details.get("parameter_size") or ""),
+            quantization=str(details.get("quantization_level") or ""),
+            capabilities=tuple(str(c) for c in data.get("capabilities") or ()),
+        )
+
+    def embed(self, model: str, texts: Sequence[str]) -> list[list[float]]:
+        """Embeddings for `texts`, in order (batched; empty input → empty list)."""
+        out: list[list[float]] = []
+        for start in range(0, len(texts), EMBED_BATCH):
+            batch = list(texts[start:start + EMBED_BATCH])
+            data = self._request("POST", "/api/embed",
+                                 {"model": model, "input": batch, "truncate": True}, model=model)
+            vectors = data.get("embeddings")
+            if (not isinstance(vectors, list) or len(vectors) != len(batch)
+                    or not all(isinstance(v, list) and v for v in vectors)):
+                raise self._malformed("/api/embed", "wrong number of embeddings")
+            if len({len(v) for v in vectors}) > 1 or (out and len(vectors[0]) != len(out[0])):
+                raise self._malformed("/api/embed", "embeddings of different lengths")
+            out.extend([float(x) for x in v] for v in vectors)
+        return out
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    def _request(self, method: str, path: str, body: dict[str, Any] | None = None,
+                 *, model: str | None = None) -> dict[str, Any]:
+        try:
+            response = self._http.request(method, path, json=body)
+        except httpx.HTTPError as exc:
+            raise self._mapped(exc, model) from exc
+        if response.status_code >= 400:
+            raise _from_status(response.status_code, _error_text(response.text),
+                               self.host, model)
+        content_type = response.headers.get("content-type", "")
+        if "json" not in content_type:
+            raise OllamaProtocolError(
+                f"{self.host}{path} answered with {content_type or 'no content type'}, "
+                "not JSON — is this an Ollama server?",
+                "check [ollama] host in `brain config edit`",
+            )
+        try:
+            data = response.json()
+        except ValueError as exc:
+            raise self._malformed(path, "invalid JSON") from exc
+        if not isinstance(data, dict):
+            raise self._malformed(path, "not a JSON object")
+        return data
+
+    def _mapped(self, exc: BaseException, model: str | None) -> OllamaError:
+        return map_exception(exc, self.host, model, timeout=self.timeout) or OllamaError(
+            f"request to Ollama at {self.host} failed: {exc}"
+        )
+
+    def _malformed(self, path: str, what: str) -> OllamaProtocolError:
+        return OllamaProtocolError(
+            f"malformed reply from {self.host}{path}: {what}",
+            "check that [ollama] host points at Ollama, and update Ollama if it is old",
+        )
+
+
+def _suffixed_int(info: dict[str, Any], suffix: str) -> int | None:
+    for key, value in info.items():
+        if key.endswith(suffix) and isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
