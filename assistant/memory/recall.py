@@ -1,0 +1,132 @@
+"""Finding the memories relevant to a question.
+
+Candidates come from both the dense index (Chroma) and the keyword index (FTS5 BM25) over
+active memories. Their similarity is a blend of the cosine and the max-normalised BM25 score,
+so a memory that shares rare words with the question (names, places, "yoga") is found even
+when the embedding misses it. The final score is
+`w_sim·similarity + w_imp·importance(decayed) + w_fresh·exp(-days_since_update/30)`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from assistant.memory.clock import days_between, parse_iso
+from assistant.memory.model import Memory, MemoryStatus, MemoryType, RecalledMemory
+from assistant.memory.scoring import (
+    DecaySettings,
+    ScoreWeights,
+    decayed_importance,
+    estimate_tokens,
+    recall_score,
+)
+from assistant.memory.store import MemoryStore
+
+
+@dataclass(frozen=True, slots=True)
+class RecallSettings:
+    top_k: int = 5
+    weights: ScoreWeights = field(default_factory=ScoreWeights)
+    decay: DecaySettings = field(default_factory=DecaySettings)
+    candidates: int = 50
+    keyword_share: float = 0.5  # weight of normalised BM25 inside `similarity`
+    profile_confidence: float = 0.9  # facts/preferences at least this sure are always included
+
+
+def _days_unused(memory: Memory, now_iso: str) -> float:
+    last = max(memory.last_used_at or "", memory.updated_at)
+    return days_between(last, parse_iso(now_iso))
+
+
+def effective_importance(memory: Memory, now_iso: str, decay: DecaySettings) -> float:
+    if memory.pinned:
+        return memory.importance
+    return decayed_importance(memory.importance, _days_unused(memory, now_iso), decay)
+
+
+def search(
+    store: MemoryStore, query: str, *, top_k: int, settings: RecallSettings = RecallSettings()
+) -> list[RecalledMemory]:
+    """Active memories ranked by the recall score (no forced items, no side effects)."""
+    if top_k <= 0 or not query.strip():
+        return []
+    store.sync_vectors()
+    pool = max(settings.candidates, top_k * 3)
+    query_vector = store.embedder().embed_query(query)
+    dense = dict(store.dense_candidates(query_vector, pool))
+    keyword = dict(store.keyword_candidates(query, pool))
+    ids = list(dict.fromkeys([*dense, *keyword]))
+    memories = {
+        i: m for i, m in store.get_many(ids).items() if m.status is MemoryStatus.ACTIVE
+    }
+    if not memories:
+        return []
+    # A keyword-only candidate was not among the dense top-`pool`: its cosine is at most the
+    # lowest one seen, a fair estimate without re-embedding it.
+    floor_cos = min(dense.values()) if dense else 0.0
+    top_bm25 = max(keyword.values()) if keyword else 0.0
+    share = settings.keyword_share if keyword else 0.0
+    now_iso = store.now()
+    now = parse_iso(now_iso)
+    ranked: list[RecalledMemory] = []
+    for memory_id, memory in memories.items():
+        cos = max(0.0, dense.get(memory_id, floor_cos))
+        kw = keyword.get(memory_id, 0.0) / top_bm25 if top_bm25 > 0 else 0.0
+        similarity = (1 - share) * cos + share * kw
+        score = recall_score(
+            similarity,
+            effective_importance(memory, now_iso, settings.decay),
+            days_between(memory.updated_at, now),
+            settings.weights,
+        )
+        if math.isfinite(score):
+            ranked.append(RecalledMemory(memory, score, similarity, "relevant"))
+    ranked.sort(key=lambda r: (-r.score, r.memory.id))
+    return ranked[:top_k]
+
+
+def recall(
+    store: MemoryStore,
+    query: str,
+    *,
+    budget_tokens: int,
+    settings: RecallSettings = RecallSettings(),
+    top_k: int | None = None,
+) -> list[RecalledMemory]:
+    """Memories for the chat prompt: pinned and sure profile facts first, then the most
+    relevant, all within `budget_tokens`. Marks what it returns as used."""
+    chosen: list[RecalledMemory] = []
+    seen: set[str] = set()
+    used = 0
+
+    def take(item: RecalledMemory) -> bool:
+        nonlocal used
+        cost = estimate_tokens(item.memory.text)
+        if item.memory.id in seen or used + cost > budget_tokens:
+            return False
+        chosen.append(item)
+        seen.add(item.memory.id)
+        used += cost
+        return True
+
+    now_iso = store.now()
+    always = [m for m in store.list(pinned=True)]
+    always += sorted(
+        (
+            m
+            for m in store.list()
+            if not m.pinned
+            and m.type in (MemoryType.FACT, MemoryType.PREFERENCE)
+            and m.confidence >= settings.profile_confidence
+            and m.key
+        ),
+        key=lambda m: -effective_importance(m, now_iso, settings.decay),
+    )
+    for memory in always:
+        take(RecalledMemory(memory, 1.0, 0.0, "pinned" if memory.pinned else "profile"))
+    k = settings.top_k if top_k is None else top_k
+    for item in search(store, query, top_k=k, settings=settings):
+        take(item)
+    store.mark_used([item.memory.id for item in chosen])
+    return chosen

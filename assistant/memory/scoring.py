@@ -1,0 +1,55 @@
+"""The recall score and importance decay: pure functions of numbers and a clock."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+FRESHNESS_DAYS = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreWeights:
+    similarity: float = 0.6
+    importance: float = 0.3
+    freshness: float = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class DecaySettings:
+    after_days: float = 90.0  # unused this long before importance starts to decay
+    half_life_days: float = 90.0  # then it halves every this many days
+    floor: float = 0.05  # never below this: decay demotes, it does not delete
+
+
+def freshness(days_since_update: float) -> float:
+    return math.exp(-max(0.0, days_since_update) / FRESHNESS_DAYS)
+
+
+def decayed_importance(importance: float, days_unused: float, settings: DecaySettings) -> float:
+    """Importance after `days_unused` days without being recalled or changed.
+
+    Computed from the stored importance at read time (never written back), so decay is gradual,
+    never compounds, and stops the moment the memory is used again.
+    """
+    excess = days_unused - settings.after_days
+    if excess <= 0:
+        return importance
+    factor = 0.5 ** (excess / settings.half_life_days)
+    return max(min(importance, settings.floor), importance * factor)
+
+
+def recall_score(
+    similarity: float, importance: float, days_since_update: float, weights: ScoreWeights
+) -> float:
+    return (
+        weights.similarity * similarity
+        + weights.importance * importance
+        + weights.freshness * freshness(days_since_update)
+    )
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough token count: ~4 characters per token for Latin text, 1 per CJK character."""
+    cjk = sum(1 for ch in text if "\u3000" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af")
+    return cjk + max(1, (len(text) - cjk + 3) // 4) + 4  # + per-item formatting overhead

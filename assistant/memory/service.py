@@ -1,0 +1,215 @@
+"""Wiring the memory layer to the app: `open_memory(ctx)` and the `MemoryService` facade.
+
+The chat engine calls `recall`, `remember` (explicit "remember that …") and `extract_async`;
+the TUI and CLI use `service.store` for list/edit/delete/pin/undo/history and subscribe to its
+changes. Nothing here loads the embedding model or Chroma until a search or a write needs it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from assistant.context import AppContext
+from assistant.errors import UserError
+from assistant.memory import reconcile
+from assistant.memory.clock import Clock, system_clock
+from assistant.memory.decay import enforce_capacity
+from assistant.memory.explicit import explicit_memory
+from assistant.memory.extraction import ChatFn, extract_memories, ollama_chat_fn
+from assistant.memory.model import Actor, Memory, MemoryType, NewMemory, RecalledMemory
+from assistant.memory.profile import ProfileRefresh, refresh_profile
+from assistant.memory.recall import RecallSettings, recall, search
+from assistant.memory.scoring import DecaySettings, ScoreWeights
+from assistant.memory.secrets import find_secret
+from assistant.memory.store import MemoryStore, SecretRejected, VectorIndex
+
+log = logging.getLogger(__name__)
+
+MEMORY_COLLECTION = "memories"
+
+
+def recall_settings(ctx: AppContext) -> RecallSettings:
+    cfg = ctx.config.memory
+    return RecallSettings(
+        top_k=cfg.top_k,
+        weights=ScoreWeights(cfg.weight_similarity, cfg.weight_importance, cfg.weight_freshness),
+        decay=DecaySettings(after_days=float(cfg.decay_after_days)),
+    )
+
+
+def open_memory(ctx: AppContext, *, clock: Clock = system_clock) -> MemoryStore:
+    """The user's memory store (SQLite at paths.memory_db, Chroma collection `memories`)."""
+
+    def vectors() -> VectorIndex:
+        from indexing.vectors import VectorStore
+
+        embedder = ctx.embedder()
+        location = ctx.config.store.vector_store or str(ctx.paths.vectors_dir)
+        return VectorStore.open(
+            location, MEMORY_COLLECTION, model_id=embedder.model_id,
+            dimension=embedder.dimension,
+        )
+
+    ctx.paths.ensure()
+    return MemoryStore(ctx.paths.memory_db, embedder=ctx.embedder, vectors=vectors, clock=clock)
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionOutcome:
+    added: list[Memory] = field(default_factory=list)
+    updated: list[Memory] = field(default_factory=list)  # new memories that superseded others
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (text, reason)
+    error: str | None = None
+
+
+class MemoryService:
+    def __init__(
+        self,
+        store: MemoryStore,
+        *,
+        settings: RecallSettings | None = None,
+        context_window: int = 8192,
+        budget_share: float = 0.25,
+        capacity: int = 2000,
+        chat_fn: ChatFn | None = None,
+    ) -> None:
+        self.store = store
+        self.settings = settings or RecallSettings()
+        self.budget_tokens = int(context_window * budget_share)
+        self.capacity = capacity
+        self.chat_fn = chat_fn
+        self._extract_lock = threading.Lock()
+
+    @classmethod
+    def open(cls, ctx: AppContext, *, clock: Clock = system_clock) -> MemoryService:
+        cfg = ctx.config
+        return cls(
+            open_memory(ctx, clock=clock),
+            settings=recall_settings(ctx),
+            context_window=cfg.ollama.context_window,
+            budget_share=cfg.memory.budget_share,
+            capacity=cfg.memory.capacity,
+            chat_fn=ollama_chat_fn(cfg.ollama.host, cfg.ollama.model, timeout=cfg.ollama.timeout,
+                                   keep_alive=cfg.ollama.keep_alive),
+        )
+
+    # --- recall -------------------------------------------------------------------------------
+
+    def recall(self, query: str, *, budget_tokens: int | None = None) -> list[RecalledMemory]:
+        """Memories for a chat prompt (pinned + sure profile facts + top-k relevant)."""
+        budget = self.budget_tokens if budget_tokens is None else budget_tokens
+        return recall(self.store, query, budget_tokens=budget, settings=self.settings)
+
+    def search(self, query: str, top_k: int | None = None) -> list[RecalledMemory]:
+        k = self.settings.top_k if top_k is None else top_k
+        return search(self.store, query, top_k=k, settings=self.settings)
+
+    # --- writing ------------------------------------------------------------------------------
+
+    def remember(self, utterance: str, *, session_id: str | None = None,
+                 source: str | None = None) -> Memory | None:
+        """If `utterance` is an explicit "remember that …", store it and return the memory.
+
+        Raises SecretRejected (a UserError with a clear message) if it contains a secret.
+        """
+        text = explicit_memory(utterance)
+        if text is None:
+            return None
+        finding = find_secret(utterance)
+        if finding:
+            raise SecretRejected(f"not remembered: {finding.message()}")
+        candidate = NewMemory(text=text, type=MemoryType.FACT, importance=0.7, source=source,
+                              session_id=session_id, source_text=utterance)
+        decision = reconcile.decide(self.store, candidate)
+        if decision.action is reconcile.Action.SKIP and decision.target is not None:
+            return decision.target
+        return self.store.add(candidate, actor=Actor.USER)
+
+    def extract(
+        self,
+        user_turns: Sequence[str],
+        *,
+        session_id: str | None = None,
+        turn_ids: Sequence[str] | None = None,
+        chat_fn: ChatFn | None = None,
+    ) -> ExtractionOutcome:
+        """Extract memories from the session's user turns and reconcile them. Never raises."""
+        chat = chat_fn or self.chat_fn
+        if chat is None:
+            return ExtractionOutcome(error="no chat model configured for extraction")
+        with self._extract_lock:
+            try:
+                return self._extract(user_turns, session_id, turn_ids, chat)
+            except Exception as exc:  # never into the chat
+                log.exception("memory extraction failed")
+                return ExtractionOutcome(error=str(exc) or type(exc).__name__)
+
+    def _extract(self, user_turns: Sequence[str], session_id: str | None,
+                 turn_ids: Sequence[str] | None, chat: ChatFn) -> ExtractionOutcome:
+        # Read what is known *before* the slow model call; writes later check these versions,
+        # so anything the user edits while the model runs is kept as the user wrote it.
+        snapshot = {m.id: m for m in self.store.list()}
+        known = [(m.key, m.text) for m in snapshot.values() if m.key]
+        result = extract_memories(user_turns, chat_fn=chat, known=known)
+        outcome = ExtractionOutcome(skipped=list(result.rejected), error=result.error)
+        turns = [t for t in user_turns if t and t.strip()]
+        for item in result.memories:
+            source = None
+            if turn_ids is not None and item.source_turn is not None:
+                kept_ids = [i for t, i in zip(user_turns, turn_ids, strict=False)
+                            if t and t.strip()]
+                if item.source_turn < len(kept_ids):
+                    source = kept_ids[item.source_turn]
+            candidate = NewMemory(
+                text=item.text, type=item.type, key=item.key, confidence=item.confidence,
+                importance=item.importance, source=source, session_id=session_id,
+                source_text=item.source_text if item.source_text in turns else None,
+            )
+            decision = reconcile.decide(self.store, candidate, snapshot=snapshot)
+            if decision.action is reconcile.Action.SKIP:
+                outcome.skipped.append((item.text, decision.reason))
+                continue
+            stored = reconcile.apply(self.store, candidate, decision, actor=Actor.ASSISTANT)
+            if stored is None:
+                outcome.skipped.append((item.text, "changed by the user meanwhile"))
+            elif decision.action is reconcile.Action.UPDATE:
+                outcome.updated.append(stored)
+            else:
+                outcome.added.append(stored)
+        self.maintain()
+        return outcome
+
+    def extract_async(
+        self,
+        user_turns: Sequence[str],
+        *,
+        session_id: str | None = None,
+        turn_ids: Sequence[str] | None = None,
+        on_done: Callable[[ExtractionOutcome], None] | None = None,
+    ) -> threading.Thread:
+        """Run `extract` in a daemon thread so the chat reply is never delayed."""
+
+        def work() -> None:
+            outcome = self.extract(user_turns, session_id=session_id, turn_ids=turn_ids)
+            if on_done is not None:
+                on_done(outcome)
+
+        thread = threading.Thread(target=work, name="memory-extraction", daemon=True)
+        thread.start()
+        return thread
+
+    def maintain(self) -> list[str]:
+        """Enforce the capacity limit; returns the ids archived."""
+        return enforce_capacity(self.store, self.capacity, self.settings)
+
+    def refresh_profile(self, *, chat_fn: ChatFn | None = None) -> ProfileRefresh:
+        chat = chat_fn or self.chat_fn
+        if chat is None:
+            raise UserError("no chat model configured to write the profile")
+        return refresh_profile(self.store, chat_fn=chat)
+
+    def close(self) -> None:
+        self.store.close()

@@ -1,0 +1,918 @@
+"""MemoryStore: SQLite is the source of truth; vectors and keywords are derived indexes.
+
+- Every change is one write transaction (`BEGIN IMMEDIATE`) that also appends to `history`, so
+  undo can restore any earlier state and nothing is ever silently lost.
+- Each row carries a `version`; writers that read a memory earlier (extraction, reconciliation)
+  pass the version they saw and the write is refused if it changed meanwhile: a user's edit made
+  while extraction was running always wins.
+- The keyword table lives in the same database and changes in the same transaction. Vectors live
+  in the Chroma collection `memories`; a row's `vec_state` says whether its vector must be
+  (re)written or removed, and `sync_vectors()` catches Chroma up, so a crash between the two never
+  leaves them inconsistent for long and `rebuild_vectors()` can recreate the collection from
+  SQLite alone. Only active memories are indexed.
+- Deleted rows are overwritten on disk (`secure_delete`), and `forget_all()` also VACUUMs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from assistant.errors import UserError
+from assistant.memory.clock import Clock, system_clock, to_iso
+from assistant.memory.document import search_text
+from assistant.memory.model import (
+    Actor,
+    Event,
+    HistoryEvent,
+    Memory,
+    MemoryStatus,
+    MemoryType,
+    NewMemory,
+    Profile,
+)
+from assistant.memory.secrets import find_secret
+
+if TYPE_CHECKING:
+    from indexing.embedder import Embedder
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+KEYWORD_TABLE = "memory_fts"
+PROFILE_ID = "profile"
+_ID_BYTES = 4  # 8 hex chars: short enough to type, checked for collisions
+
+
+class VectorIndex(Protocol):
+    """The part of `indexing.vectors.VectorStore` the memory store uses."""
+
+    def upsert(
+        self, ids: Sequence[str], embeddings: np.ndarray, metadatas: Sequence[dict[str, Any]]
+    ) -> None: ...
+    def delete(self, ids: Sequence[str]) -> None: ...
+    def query(
+        self, embedding: np.ndarray, k: int, *, where: dict[str, Any] | None = None
+    ) -> list[tuple[str, float]]: ...
+    def ids(self) -> list[str]: ...
+    def count(self) -> int: ...
+    def drop(self) -> None: ...
+
+
+class KeywordSearch(Protocol):
+    """The part of `indexing.keywords.KeywordIndex` the memory store uses."""
+
+    def add(self, items: Iterable[tuple[str, str]]) -> None: ...
+    def delete(self, ids: Iterable[str]) -> None: ...
+    def search(self, query: str, k: int, *, ids: Any = None) -> list[tuple[str, float]]: ...
+    def count(self) -> int: ...
+
+
+class MemoryNotFound(UserError):
+    pass
+
+
+class SecretRejected(UserError):
+    pass
+
+
+class ConcurrentChange(UserError):
+    """The memory changed since it was read; the newer change (usually the user's) is kept."""
+
+
+class NothingToUndo(UserError):
+    pass
+
+
+_MIGRATIONS: tuple[str, ...] = (
+    # 1: initial schema
+    """
+    CREATE TABLE memories (
+        id TEXT PRIMARY KEY,
+        type TEXT NOT NULL,
+        key TEXT,
+        text TEXT NOT NULL,
+        context TEXT NOT NULL DEFAULT '',
+        confidence REAL NOT NULL,
+        importance REAL NOT NULL,
+        status TEXT NOT NULL,
+        pinned INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        last_used_at TEXT,
+        use_count INTEGER NOT NULL DEFAULT 0,
+        source TEXT,
+        session_id TEXT,
+        source_text TEXT,
+        superseded_by TEXT,
+        version INTEGER NOT NULL DEFAULT 1,
+        edited_by_user INTEGER NOT NULL DEFAULT 0,
+        vec_state TEXT NOT NULL DEFAULT 'pending'
+    );
+    CREATE INDEX memories_status ON memories(status);
+    CREATE INDEX memories_key ON memories(key) WHERE key IS NOT NULL;
+    CREATE INDEX memories_vec ON memories(vec_state) WHERE vec_state != 'ok';
+    CREATE TABLE history (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        memory_id TEXT NOT NULL,
+        event TEXT NOT NULL,
+        old_text TEXT,
+        new_text TEXT,
+        actor TEXT NOT NULL,
+        at TEXT NOT NULL,
+        old_state TEXT,
+        undone INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX history_memory ON history(memory_id, seq);
+    CREATE TABLE profile (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        text TEXT NOT NULL,
+        updated_at TEXT,
+        edited_by_user INTEGER NOT NULL DEFAULT 0,
+        pending_text TEXT
+    );
+    CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+    """,
+)
+
+_COLUMNS = (
+    "id, type, key, text, confidence, importance, status, pinned, created_at, updated_at, "
+    "last_used_at, use_count, source, session_id, source_text, superseded_by, version, "
+    "edited_by_user"
+)
+# Restorable state: everything a change can alter.
+_STATE_FIELDS = (
+    "type", "key", "text", "confidence", "importance", "status", "pinned", "superseded_by",
+    "edited_by_user",
+)
+
+
+def _row_to_memory(row: sqlite3.Row) -> Memory:
+    return Memory(
+        id=row["id"],
+        type=MemoryType(row["type"]),
+        key=row["key"],
+        text=row["text"],
+        confidence=float(row["confidence"]),
+        importance=float(row["importance"]),
+        status=MemoryStatus(row["status"]),
+        pinned=bool(row["pinned"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        last_used_at=row["last_used_at"],
+        use_count=int(row["use_count"]),
+        source=row["source"],
+        session_id=row["session_id"],
+        source_text=row["source_text"],
+        superseded_by=row["superseded_by"],
+        version=int(row["version"]),
+        edited_by_user=bool(row["edited_by_user"]),
+    )
+
+
+def _state(memory: Memory) -> dict[str, Any]:
+    return {
+        "type": memory.type.value,
+        "key": memory.key,
+        "text": memory.text,
+        "confidence": memory.confidence,
+        "importance": memory.importance,
+        "status": memory.status.value,
+        "pinned": int(memory.pinned),
+        "superseded_by": memory.superseded_by,
+        "edited_by_user": int(memory.edited_by_user),
+    }
+
+
+def _clamp01(value: float, name: str) -> float:
+    if not 0.0 <= value <= 1.0:
+        raise UserError(f"{name} must be between 0 and 1, got {value}")
+    return float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    added: int
+    skipped_duplicates: int
+
+
+class MemoryStore:
+    """All reads and writes of memories. Thread-safe within a process; WAL across processes."""
+
+    def __init__(
+        self,
+        db_path: Path,
+        *,
+        embedder: Callable[[], Embedder],
+        vectors: Callable[[], VectorIndex],
+        keywords: Callable[[sqlite3.Connection, str], KeywordSearch] | None = None,
+        clock: Clock = system_clock,
+    ) -> None:
+        self.db_path = Path(db_path)
+        self.clock = clock
+        self._embedder_factory = embedder
+        self._vectors_factory = vectors
+        self._embedder: Embedder | None = None
+        self._vectors: VectorIndex | None = None
+        self._lock = threading.RLock()
+        self._listeners: list[Callable[[], None]] = []
+        self._local_changes = 0
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(
+            self.db_path, check_same_thread=False, isolation_level=None, timeout=30.0
+        )
+        self.conn.row_factory = sqlite3.Row
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA secure_delete=ON")  # deleted memories are zeroed on disk
+        self.conn.execute("PRAGMA foreign_keys=ON")
+        with suppress(OSError):
+            self.db_path.chmod(0o600)
+        self._migrate()
+        if keywords is None:
+            from indexing.keywords import KeywordIndex
+
+            keywords = KeywordIndex
+        self._keywords_factory = keywords
+        self.keywords = keywords(self.conn, KEYWORD_TABLE)
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        with self._lock:
+            current = int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+            if current > SCHEMA_VERSION:
+                raise UserError(
+                    f"{self.db_path} was written by a newer second-brain (schema {current})",
+                    hint="upgrade second-brain",
+                )
+            for number in range(current + 1, SCHEMA_VERSION + 1):
+                self.conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for statement in _MIGRATIONS[number - 1].split(";"):
+                        if statement.strip():
+                            self.conn.execute(statement)
+                    self.conn.execute(f"PRAGMA user_version={number}")
+                    self.conn.execute("COMMIT")
+                except BaseException:
+                    self.conn.execute("ROLLBACK")
+                    raise
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self._local_changes += 1
+        self._notify()
+
+    def _notify(self) -> None:
+        for callback in list(self._listeners):
+            try:
+                callback()
+            except Exception:  # a broken listener must not break a write
+                log.exception("memory change listener failed")
+
+    def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback()` after every change made through this store; returns unsubscribe."""
+        self._listeners.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._listeners:
+                self._listeners.remove(callback)
+
+        return unsubscribe
+
+    def change_count(self) -> int:
+        """Grows whenever the memories change, also by another process (poll it to refresh)."""
+        with self._lock:
+            data_version = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+        return self._local_changes + data_version
+
+    def now(self) -> str:
+        return to_iso(self.clock())
+
+    def embedder(self) -> Embedder:
+        with self._lock:
+            if self._embedder is None:
+                self._embedder = self._embedder_factory()
+            return self._embedder
+
+    def vectors(self) -> VectorIndex:
+        with self._lock:
+            if self._vectors is None:
+                self._vectors = self._vectors_factory()
+            return self._vectors
+
+    def close(self) -> None:
+        with self._lock:
+            with suppress(sqlite3.Error):
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self.conn.close()
+
+    def _new_id(self, conn: sqlite3.Connection) -> str:
+        while True:
+            candidate = secrets.token_hex(_ID_BYTES)
+            if candidate == PROFILE_ID[:8]:
+                continue
+            if conn.execute("SELECT 1 FROM memories WHERE id=?", (candidate,)).fetchone() is None:
+                return candidate
+
+    def _log(
+        self,
+        conn: sqlite3.Connection,
+        memory_id: str,
+        event: Event,
+        actor: Actor,
+        *,
+        old: Memory | None,
+        new_text: str | None,
+        undone: bool = False,
+    ) -> None:
+        conn.execute(
+            "INSERT INTO history (memory_id, event, old_text, new_text, actor, at, old_state, "
+            "undone) VALUES (?,?,?,?,?,?,?,?)",
+            (
+                memory_id,
+                event.value,
+                old.text if old else None,
+                new_text,
+                actor.value,
+                self.now(),
+                json.dumps(_state(old)) if old else None,
+                int(undone),
+            ),
+        )
+
+    def _index_keywords(self, memories: Sequence[tuple[Memory, str]]) -> None:
+        if memories:
+            self.keywords.add(
+                (m.id, search_text(m.text, type=m.type, key=m.key, context=ctx,
+                                   created_at=m.created_at))
+                for m, ctx in memories
+            )
+
+    def _reindex(self, conn: sqlite3.Connection, memory: Memory) -> None:
+        """Bring the keyword row and the vector state in line with the memory's status."""
+        self.keywords.delete([memory.id])
+        if memory.status is MemoryStatus.ACTIVE:
+            ctx = conn.execute("SELECT context FROM memories WHERE id=?", (memory.id,)).fetchone()
+            self._index_keywords([(memory, ctx[0] if ctx else "")])
+            conn.execute("UPDATE memories SET vec_state='pending' WHERE id=?", (memory.id,))
+        else:
+            conn.execute("UPDATE memories SET vec_state='stale' WHERE id=?", (memory.id,))
+
+    def _fetch(self, conn: sqlite3.Connection, memory_id: str) -> Memory:
+        row = conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id=?", (memory_id,)).fetchone()
+        if row is None:
+            raise MemoryNotFound(f"no memory with id {memory_id!r}")
+        return _row_to_memory(row)
+
+    def _apply(
+        self,
+        conn: sqlite3.Connection,
+        memory: Memory,
+        changes: dict[str, Any],
+        *,
+        event: Event,
+        actor: Actor,
+        expected_version: int | None = None,
+        log_event: bool = True,
+        undone: bool = False,
+    ) -> Memory:
+        """Write `changes` to one memory, bump its version, log it, re-index it."""
+        if expected_version is not None and memory.version != expected_version:
+            raise ConcurrentChange(
+                f"memory {memory.id} changed since it was read (version {memory.version}, "
+                f"expected {expected_version}); the newer change was kept"
+            )
+        changes = dict(changes)
+        changes["updated_at"] = self.now()
+        sets = ", ".join(f"{k}=?" for k in changes)
+        conn.execute(
+            f"UPDATE memories SET {sets}, version=version+1 WHERE id=?",
+            (*changes.values(), memory.id),
+        )
+        updated = self._fetch(conn, memory.id)
+        if log_event:
+            self._log(conn, memory.id, event, actor, old=memory, new_text=updated.text,
+                      undone=undone)
+        if any(k in changes for k in ("text", "status", "key", "type")):
+            self._reindex(conn, updated)
+        return updated
+
+    # --- reads --------------------------------------------------------------------------------
+
+    def resolve_id(self, prefix: str) -> str:
+        """The full id for a unique prefix (case-insensitive)."""
+        wanted = prefix.strip().lower()
+        if not wanted:
+            raise MemoryNotFound("empty memory id")
+        with self._lock:
+            rows = self.conn.execute(
+                "SELECT id FROM memories WHERE id >= ? AND id < ? LIMIT 3",
+                (wanted, wanted + "\uffff"),
+            ).fetchall()
+        if not rows:
+            raise MemoryNotFound(
+                f"no memory with id {prefix!r}", hint="see `brain memory list --all`"
+            )
+        if len(rows) > 1:
+            raise UserError(
+                f"id prefix {prefix!r} matches several memories "
+                f"({', '.join(r[0] for r in rows)}…)",
+                hint="type more characters of the id",
+            )
+        return str(rows[0][0])
+
+    def get(self, id_or_prefix: str) -> Memory:
+        memory_id = self.resolve_id(id_or_prefix)
+        with self._lock:
+            return self._fetch(self.conn, memory_id)
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, Memory]:
+        out: dict[str, Memory] = {}
+        with self._lock:
+            for start in range(0, len(ids), 500):
+                part = list(ids[start : start + 500])
+                marks = ",".join("?" * len(part))
+                for row in self.conn.execute(
+                    f"SELECT {_COLUMNS} FROM memories WHERE id IN ({marks})", part
+                ):
+                    out[row["id"]] = _row_to_memory(row)
+        return out
+
+    def list(
+        self,
+        *,
+        statuses: Iterable[MemoryStatus] | None = (MemoryStatus.ACTIVE,),
+        type: MemoryType | None = None,
+        key: str | None = None,
+        pinned: bool | None = None,
+    ) -> list[Memory]:
+        """Memories, pinned first then newest first. `statuses=None` means every status."""
+        where: list[str] = []
+        params: list[Any] = []
+        if statuses is not None:
+            wanted = [s.value for s in statuses]
+            where.append(f"status IN ({','.join('?' * len(wanted))})")
+            params += wanted
+        if type is not None:
+            where.append("type=?")
+            params.append(type.value)
+        if key is not None:
+            where.append("key=?")
+            params.append(key)
+        if pinned is not None:
+            where.append("pinned=?")
+            params.append(int(pinned))
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        with self._lock:
+            rows = self.conn.execute(
+                f"SELECT {_COLUMNS} FROM memories {clause} "
+                "ORDER BY pinned DESC, updated_at DESC, rowid DESC",
+                params,
+            ).fetchall()
+        return [_row_to_memory(r) for r in rows]
+
+    def count(self, status: MemoryStatus | None = MemoryStatus.ACTIVE) -> int:
+        with self._lock:
+            if status is None:
+                return int(self.conn.execute("SELECT count(*) FROM memories").fetchone()[0])
+            return int(
+                self.conn.execute(
+                    "SELECT count(*) FROM memories WHERE status=?", (status.value,)
+                ).fetchone()[0]
+            )
+
+    def history(self, id_or_prefix: str) -> list[HistoryEvent]:
+        memory_id = PROFILE_ID if id_or_prefix == PROFILE_ID else self.resolve_id(id_or_prefix)
+        with self._lock:
+            rows = self.conn.execute(
+                "SELECT seq, memory_id, event, old_text, new_text, actor, at, undone "
+                "FROM history WHERE memory_id=? ORDER BY seq",
+                (memory_id,),
+            ).fetchall()
+        return [
+            HistoryEvent(
+                seq=r["seq"], memory_id=r["memory_id"], event=Event(r["event"]),
+                old_text=r["old_text"], new_text=r["new_text"], actor=Actor(r["actor"]),
+                at=r["at"], undone=bool(r["undone"]),
+            )
+            for r in rows
+        ]
+
+    # --- writes -------------------------------------------------------------------------------
+
+    def _check_new(self, new: NewMemory) -> NewMemory:
+        text = " ".join(new.text.split()) if "\n" not in new.text else new.text.strip()
+        if not text:
+            raise UserError("a memory needs some text")
+        finding = find_secret(text)
+        if finding:
+            raise SecretRejected(f"not stored: {finding.message()}")
+        key = new.key.strip().lower().replace(" ", "_") if new.key else None
+        return replace(
+            new,
+            text=text,
+            key=key or None,
+            confidence=_clamp01(new.confidence, "confidence"),
+            importance=_clamp01(new.importance, "importance"),
+        )
+
+    def _insert(self, conn: sqlite3.Connection, new: NewMemory, actor: Actor) -> Memory:
+        now = self.now()
+        memory_id = self._new_id(conn)
+        conn.execute(
+            "INSERT INTO memories (id, type, key, text, context, confidence, importance, status, "
+            "pinned, created_at, updated_at, source, session_id, source_text, edited_by_user) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                memory_id, new.type.value, new.key, new.text, new.context, new.confidence,
+                new.importance, MemoryStatus.ACTIVE.value, int(new.pinned),
+                new.created_at or now, now, new.source, new.session_id, new.source_text,
+                int(actor is Actor.USER),
+            ),
+        )
+        memory = self._fetch(conn, memory_id)
+        self._log(conn, memory_id, Event.ADD, actor, old=None, new_text=new.text)
+        return memory
+
+    def add(self, new: NewMemory, *, actor: Actor = Actor.USER, sync: bool = True) -> Memory:
+        """Store one memory. Raises SecretRejected for secrets, UserError for empty text."""
+        new = self._check_new(new)
+        with self._write() as conn:
+            memory = self._insert(conn, new, actor)
+            self._index_keywords([(memory, new.context)])
+        if sync:
+            self.sync_vectors()
+        return memory
+
+    def add_many(
+        self,
+        items: Sequence[NewMemory],
+        *,
+        actor: Actor = Actor.USER,
+        batch_size: int = 512,
+        dedup_threshold: float | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ImportReport:
+        """Bulk insert (import): one transaction and one embedding batch per `batch_size`.
+
+        Items must already be validated (see `_check_new`). With `dedup_threshold`, an item
+        whose similarity to an active memory (or an earlier item) reaches it is skipped.
+        """
+        checked = [self._check_new(item) for item in items]
+        added = skipped = 0
+        done = 0
+        for start in range(0, len(checked), batch_size):
+            batch = checked[start : start + batch_size]
+            vectors: np.ndarray | None = None
+            docs = [
+                search_text(n.text, type=n.type, key=n.key, context=n.context,
+                            created_at=n.created_at)
+                for n in batch
+            ]
+            if dedup_threshold is not None or batch:
+                vectors = self.embedder().embed_documents(docs)
+            keep = list(range(len(batch)))
+            if dedup_threshold is not None and vectors is not None:
+                keep = self._dedup_batch(vectors, dedup_threshold)
+                skipped += len(batch) - len(keep)
+            stored: list[tuple[Memory, str]] = []
+            with self._write() as conn:
+                for i in keep:
+                    stored.append((self._insert(conn, batch[i], actor), batch[i].context))
+                self._index_keywords(stored)
+            if stored and vectors is not None:
+                self._upsert_vectors([m for m, _ in stored], vectors[keep])
+            added += len(stored)
+            done += len(batch)
+            if progress:
+                progress(done, len(checked))
+        return ImportReport(added=added, skipped_duplicates=skipped)
+
+    def _dedup_batch(self, vectors: np.ndarray, threshold: float) -> list[int]:
+        keep: list[int] = []
+        for i, vec in enumerate(vectors):
+            hits = self.dense_candidates(vec, 1)
+            if hits and hits[0][1] >= threshold:
+                continue
+            if keep and float(np.max(vectors[keep] @ vec)) >= threshold:
+                continue
+            keep.append(i)
+        return keep
+
+    def edit(
+        self,
+        id_or_prefix: str,
+        text: str,
+        *,
+        actor: Actor = Actor.USER,
+        expected_version: int | None = None,
+        key: str | None = None,
+    ) -> Memory:
+        """Replace a memory's text (a user edit is marked so later rewrites never override it)."""
+        memory_id = self.resolve_id(id_or_prefix)
+        checked = self._check_new(NewMemory(text=text, key=key))
+        with self._write() as conn:
+            memory = self._fetch(conn, memory_id)
+            changes: dict[str, Any] = {"text": checked.text}
+            if key is not None:
+                changes["key"] = checked.key
+            if actor is Actor.USER:
+                changes["edited_by_user"] = 1
+            if memory.status is not MemoryStatus.ACTIVE:
+                changes["status"] = MemoryStatus.ACTIVE.value
+            event = Event.EDIT_BY_USER if actor is Actor.USER else Event.UPDATE
+            updated = self._apply(conn, memory, changes, event=event, actor=actor,
+                                  expected_version=expected_version)
+        self.sync_vectors()
+        return updated
+
+    def delete(self, id_or_prefix: str, *, actor: Actor = Actor.USER) -> Memory:
+        """Mark deleted (kept for undo and history until forget-all)."""
+        memory_id = self.resolve_id(id_or_prefix)
+        with self._write() as conn:
+            memory = self._fetch(conn, memory_id)
+            if memory.status is MemoryStatus.DELETED:
+                raise UserError(f"memory {memory_id} is already deleted",
+                                hint=f"`brain memory undo {memory_id}` restores it")
+            updated = self._apply(conn, memory, {"status": MemoryStatus.DELETED.value},
+                                  event=Event.DELETE, actor=actor)
+        return updated
+
+    def pin(self, id_or_prefix: str, pinned: bool = True) -> Memory:
+        memory_id = self.resolve_id(id_or_prefix)
+        with self._write() as conn:
+            memory = self._fetch(conn, memory_id)
+            if memory.pinned == pinned:
+                return memory
+            changes: dict[str, Any] = {"pinned": int(pinned)}
+            if pinned and memory.status is MemoryStatus.ARCHIVED:
+                changes["status"] = MemoryStatus.ACTIVE.value
+            updated = self._apply(conn, memory, changes,
+                                  event=Event.PIN if pinned else Event.UNPIN, actor=Actor.USER)
+        self.sync_vectors()
+        return updated
+
+    def supersede(
+        self,
+        old_id: str,
+        new: NewMemory,
+        *,
+        actor: Actor = Actor.ASSISTANT,
+        expected_version: int | None = None,
+    ) -> Memory:
+        """Store `new` and mark `old_id` superseded by it (linked), in one transaction."""
+        new = self._check_new(new)
+        with self._write() as conn:
+            old = self._fetch(conn, old_id)
+            if expected_version is not None and old.version != expected_version:
+                raise ConcurrentChange(
+                    f"memory {old.id} changed since it was read; the newer change was kept"
+                )
+            if old.status is not MemoryStatus.ACTIVE:
+                raise ConcurrentChange(f"memory {old.id} is no longer active")
+            created = self._insert(conn, new, actor)
+            self._index_keywords([(created, new.context)])
+            self._apply(conn, old, {"status": MemoryStatus.SUPERSEDED.value,
+                                    "superseded_by": created.id},
+                        event=Event.SUPERSEDE, actor=actor)
+        self.sync_vectors()
+        return created
+
+    def set_importance(self, updates: Sequence[tuple[str, float]]) -> None:
+        """Decay: quiet importance changes (not history events; undo restores older values)."""
+        with self._write() as conn:
+            conn.executemany(
+                "UPDATE memories SET importance=? WHERE id=?",
+                [(max(0.0, min(1.0, v)), i) for i, v in updates],
+            )
+
+    def archive(self, ids: Sequence[str], *, actor: Actor = Actor.ASSISTANT) -> int:
+        """Capacity limit: archive active, unpinned memories (reversible with undo/restore)."""
+        count = 0
+        with self._write() as conn:
+            for memory_id in ids:
+                memory = self._fetch(conn, memory_id)
+                if memory.pinned or memory.status is not MemoryStatus.ACTIVE:
+                    continue
+                self._apply(conn, memory, {"status": MemoryStatus.ARCHIVED.value},
+                            event=Event.ARCHIVE, actor=actor)
+                count += 1
+        return count
+
+    def mark_used(self, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        now = self.now()
+        with self._write() as conn:
+            conn.executemany(
+                "UPDATE memories SET last_used_at=?, use_count=use_count+1 WHERE id=?",
+                [(now, i) for i in ids],
+            )
+
+    def undo(self, id_or_prefix: str) -> Memory:
+        """Restore the state before the latest change not yet undone; repeatable."""
+        memory_id = self.resolve_id(id_or_prefix)
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT seq, event, old_state FROM history WHERE memory_id=? AND undone=0 "
+                "AND event != ? ORDER BY seq DESC LIMIT 1",
+                (memory_id, Event.RESTORE.value),
+            ).fetchone()
+            if row is None:
+                raise NothingToUndo(f"nothing to undo for memory {memory_id}")
+            conn.execute("UPDATE history SET undone=1 WHERE seq=?", (row["seq"],))
+            memory = self._fetch(conn, memory_id)
+            if row["event"] == Event.ADD.value:
+                restored = self._apply(conn, memory, {"status": MemoryStatus.DELETED.value},
+                                       event=Event.DELETE, actor=Actor.USER, undone=True)
+                # Undoing a replacement brings back what it replaced.
+                for prev in conn.execute(
+                    "SELECT id FROM memories WHERE superseded_by=? AND status=?",
+                    (memory_id, MemoryStatus.SUPERSEDED.value),
+                ).fetchall():
+                    old = self._fetch(conn, prev[0])
+                    self._apply(conn, old, {"status": MemoryStatus.ACTIVE.value,
+                                            "superseded_by": None},
+                                event=Event.RESTORE, actor=Actor.USER, undone=True)
+            else:
+                state = json.loads(row["old_state"])
+                changes = {k: state[k] for k in _STATE_FIELDS if k in state}
+                restored = self._apply(conn, memory, changes, event=Event.RESTORE,
+                                       actor=Actor.USER, undone=True)
+                if row["event"] == Event.SUPERSEDE.value and memory.superseded_by:
+                    # The memory is current again; its replacement steps back.
+                    successor = self._fetch(conn, memory.superseded_by)
+                    if successor.status is MemoryStatus.ACTIVE:
+                        self._apply(conn, successor, {"status": MemoryStatus.SUPERSEDED.value,
+                                                      "superseded_by": memory_id},
+                                    event=Event.SUPERSEDE, actor=Actor.USER, undone=True)
+        self.sync_vectors()
+        return restored
+
+    # --- vectors ------------------------------------------------------------------------------
+
+    def _upsert_vectors(self, memories: Sequence[Memory], vectors: np.ndarray) -> None:
+        self.vectors().upsert(
+            [m.id for m in memories], vectors, [{"type": m.type.value} for m in memories]
+        )
+        with self._write() as conn:
+            conn.executemany(
+                "UPDATE memories SET vec_state='ok' WHERE id=? AND status=?",
+                [(m.id, MemoryStatus.ACTIVE.value) for m in memories],
+            )
+
+    def sync_vectors(self, batch_size: int = 256) -> int:
+        """Write pending vectors and remove stale ones; returns how many rows were fixed."""
+        with self._lock:
+            stale = [r[0] for r in self.conn.execute(
+                "SELECT id FROM memories WHERE vec_state='stale'")]
+            pending = self.conn.execute(
+                "SELECT id, context FROM memories WHERE vec_state='pending' AND status=?",
+                (MemoryStatus.ACTIVE.value,),
+            ).fetchall()
+        if not stale and not pending:
+            return 0
+        if stale:
+            self.vectors().delete(stale)
+            with self._write() as conn:
+                conn.executemany(
+                    "UPDATE memories SET vec_state='none' WHERE id=? AND vec_state='stale'",
+                    [(i,) for i in stale],
+                )
+        for start in range(0, len(pending), batch_size):
+            part = pending[start : start + batch_size]
+            found = self.get_many([r[0] for r in part])
+            memories = [found[r[0]] for r in part if r[0] in found]
+            contexts = {r[0]: r[1] for r in part}
+            docs = [
+                search_text(m.text, type=m.type, key=m.key, context=contexts[m.id],
+                            created_at=m.created_at)
+                for m in memories
+            ]
+            if memories:
+                self._upsert_vectors(memories, self.embedder().embed_documents(docs))
+        return len(stale) + len(pending)
+
+    def rebuild_vectors(self) -> int:
+        """Recreate the Chroma collection from SQLite (e.g. after changing embedding model)."""
+        self.vectors().drop()
+        with self._lock:
+            self._vectors = None
+        with self._write() as conn:
+            conn.execute("UPDATE memories SET vec_state='none'")
+            conn.execute("UPDATE memories SET vec_state='pending' WHERE status=?",
+                         (MemoryStatus.ACTIVE.value,))
+        return self.sync_vectors()
+
+    def dense_candidates(self, query_vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+        if k <= 0:
+            return []
+        return self.vectors().query(query_vector, k)
+
+    def keyword_candidates(self, query: str, k: int) -> list[tuple[str, float]]:
+        if k <= 0 or not query.strip():
+            return []
+        with self._lock:
+            return self.keywords.search(query, k)
+
+    # --- profile ------------------------------------------------------------------------------
+
+    def profile(self) -> Profile:
+        with self._lock:
+            row = self.conn.execute(
+                "SELECT text, updated_at, edited_by_user, pending_text FROM profile WHERE id=1"
+            ).fetchone()
+        if row is None:
+            return Profile(text="", updated_at=None, edited_by_user=False, pending_text=None)
+        return Profile(row["text"], row["updated_at"], bool(row["edited_by_user"]),
+                       row["pending_text"])
+
+    def set_profile(self, text: str, *, actor: Actor) -> Profile:
+        """Write the profile. A model rewrite of a user-edited profile is only proposed."""
+        text = text.strip()
+        finding = find_secret(text)
+        if finding:
+            raise SecretRejected(f"profile not saved: {finding.message()}")
+        current = self.profile()
+        with self._write() as conn:
+            if actor is Actor.ASSISTANT and current.edited_by_user:
+                conn.execute("UPDATE profile SET pending_text=? WHERE id=1", (text,))
+            else:
+                conn.execute(
+                    "INSERT INTO profile (id, text, updated_at, edited_by_user, pending_text) "
+                    "VALUES (1,?,?,?,NULL) ON CONFLICT(id) DO UPDATE SET text=excluded.text, "
+                    "updated_at=excluded.updated_at, edited_by_user=excluded.edited_by_user, "
+                    "pending_text=NULL",
+                    (text, self.now(), int(actor is Actor.USER)),
+                )
+                conn.execute(
+                    "INSERT INTO history (memory_id, event, old_text, new_text, actor, at) "
+                    "VALUES (?,?,?,?,?,?)",
+                    (PROFILE_ID, (Event.EDIT_BY_USER if actor is Actor.USER else Event.UPDATE)
+                     .value, current.text, text, actor.value, self.now()),
+                )
+        return self.profile()
+
+    def accept_pending_profile(self) -> Profile:
+        pending = self.profile().pending_text
+        if pending is None:
+            raise UserError("there is no proposed profile rewrite to accept")
+        with self._write() as conn:
+            conn.execute("UPDATE profile SET edited_by_user=0 WHERE id=1")
+        return self.set_profile(pending, actor=Actor.ASSISTANT)
+
+    # --- export and erase ---------------------------------------------------------------------
+
+    def export_rows(self, *, include_inactive: bool = False) -> Iterator[dict[str, Any]]:
+        statuses = None if include_inactive else (MemoryStatus.ACTIVE,)
+        for memory in reversed(self.list(statuses=statuses)):
+            yield {
+                "text": memory.text,
+                "type": memory.type.value,
+                "key": memory.key,
+                "created_at": memory.created_at,
+                "source": memory.source,
+                "importance": memory.importance,
+                "confidence": memory.confidence,
+                "pinned": memory.pinned,
+                "id": memory.id,
+                "status": memory.status.value,
+                "updated_at": memory.updated_at,
+            }
+
+    def forget_all(self) -> int:
+        """Erase every memory, its history, its vectors and keyword rows; leave nothing on disk."""
+        with self._lock:
+            count = self.count(None)
+            self.vectors().drop()
+            self._vectors = None
+            with self._write() as conn:
+                conn.execute("DELETE FROM memories")
+                conn.execute("DELETE FROM history")
+                conn.execute("DELETE FROM profile")
+                # Dropping (not emptying) the FTS tables leaves no tokens in old FTS segments.
+                for suffix in ("", "_ids", "_meta"):
+                    conn.execute(f'DROP TABLE IF EXISTS "{KEYWORD_TABLE}{suffix}"')
+                self.keywords = self._keywords_factory(conn, KEYWORD_TABLE)
+            self.conn.execute("VACUUM")
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return count
