@@ -1,0 +1,310 @@
+"""`brain index`: register folders and keep the knowledge index in sync with them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from typing import TYPE_CHECKING, Any, TextIO
+
+from assistant.cli.common import context, print_json
+from assistant.errors import UserError
+from assistant.knowledge_service import indexing_errors, open_knowledge, sync_settings
+
+if TYPE_CHECKING:
+    from indexing.knowledge import KnowledgeBase
+    from indexing.progress import SyncProgress
+    from indexing.sync import SyncReport
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "index",
+        help="index folders of notes, docs and code (and keep them in sync)",
+        description="Register folders and index them: new files are added, changed files "
+        "re-indexed, deleted or now-ignored files removed. Embeddings are cached, so "
+        "re-indexing unchanged text never runs the model again.",
+    )
+    p.add_argument("paths", nargs="*", metavar="PATH", help="folders to register and index")
+    p.add_argument("--sync", action="store_true", help="re-sync every registered folder")
+    p.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="drop the index and rebuild it from the files (embeddings come from the cache)",
+    )
+    p.add_argument(
+        "--watch", action="store_true", help="after syncing, keep watching folders for changes"
+    )
+    p.add_argument(
+        "--verbose", "-v", action="store_true", help="list added, updated, removed, skipped files"
+    )
+    p.add_argument("--json", action="store_true", help="print the sync report as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not (args.paths or args.sync or args.rebuild or args.watch):
+        raise UserError(
+            "nothing to index: give one or more folders",
+            hint="`brain index ~/notes` registers and indexes a folder; "
+            "`brain index --sync` re-syncs all registered folders",
+        )
+    from indexing.knowledge import resolve_folder
+
+    # Validate every path before registering any: a typo must not leave half the work done.
+    with indexing_errors():
+        folders = [resolve_folder(p) for p in args.paths]
+    ctx = context(args)
+    out = sys.stdout
+    if not args.json and out.isatty():
+        print("Loading the embedding model…", file=sys.stderr, flush=True)
+    kb = open_knowledge(ctx)
+    try:
+        with indexing_errors():
+            targets = _register(kb, folders, quiet=args.json)
+            if not kb.folders():
+                raise UserError(
+                    "no folders registered yet", hint="add one with `brain index PATH`"
+                )
+            if kb.reembed_needed and not args.json:
+                print(
+                    f"The embedding model changed ({kb.indexed_model} → "
+                    f"{ctx.config.embedding.model}): re-embedding the index into a fresh "
+                    "collection.",
+                    flush=True,
+                )
+            settings = sync_settings(ctx.config)
+            sync_all = args.sync or args.rebuild or (args.watch and not targets)
+            reporter = _Progress(out) if not args.json else None
+            try:
+                report = kb.sync(
+                    settings,
+                    folders=None if sync_all else targets,
+                    rebuild=args.rebuild,
+                    progress=reporter,
+                )
+            finally:
+                if reporter:
+                    reporter.close()
+            if args.json:
+                print_json(report_json(report, kb))
+            else:
+                _print_report(report, kb, verbose=args.verbose, out=out)
+            if args.watch:
+                return _watch(kb, settings, ctx, out=out, as_json=args.json)
+    finally:
+        kb.close()
+    return 0
+
+
+def _register(kb: KnowledgeBase, folders: list[Any], *, quiet: bool) -> list[str]:
+    targets: list[str] = []
+    for folder in folders:
+        added = kb.add_folder(folder)
+        if added.status == "inside":
+            assert added.parent is not None
+            if not quiet:
+                print(f"{added.path} is already indexed as part of {added.parent}")
+            target = added.parent
+        else:
+            if not quiet and added.status == "already":
+                print(f"{added.path} is already registered; syncing it")
+            for child in added.absorbed:
+                if not quiet:
+                    print(f"{child} is now covered by {added.path}")
+            target = added.path
+        if target not in targets:
+            targets.append(target)
+    return targets
+
+
+def report_json(report: SyncReport, kb: KnowledgeBase) -> dict[str, Any]:
+    files, chunks = kb.stats()
+    return {
+        "folders": list(report.folders),
+        "added": list(report.added),
+        "updated": list(report.updated),
+        "removed": list(report.removed),
+        "unchanged": report.unchanged,
+        "skipped": {
+            reason: [{"path": p, "detail": d} for p, d in items]
+            for reason, items in report.skipped.items()
+        },
+        "chunks_added": report.chunks_added,
+        "chunks_removed": report.chunks_removed,
+        "embedded": report.embedded,
+        "cache_hits": report.cache_hits,
+        "repaired": report.repaired,
+        "reembedded": report.reembedded,
+        "rebuilt": report.rebuilt,
+        "missing_folders": list(report.missing_folders),
+        "seconds": round(report.seconds, 3),
+        "total_files": files,
+        "total_chunks": chunks,
+    }
+
+
+def _print_report(report: SyncReport, kb: KnowledgeBase, *, verbose: bool, out: TextIO) -> None:
+    files, chunks = kb.stats()
+    what = "Rebuilt" if report.rebuilt else "Synced"
+    n = len(report.folders)
+    print(f"{what} {n} folder{'s' if n != 1 else ''}: {report.summary()}", file=out)
+    print(f"Index: {files} files, {chunks} chunks.", file=out)
+    for folder in report.missing_folders:
+        print(
+            f"warning: {folder} is missing; its chunks are kept "
+            f"(remove it with `brain folders rm {folder}`)",
+            file=out,
+        )
+    if verbose:
+        for title, paths in (
+            ("added", report.added),
+            ("updated", report.updated),
+            ("removed", report.removed),
+        ):
+            for path in paths:
+                print(f"  {title}: {path}", file=out)
+        for reason, items in report.skipped.items():
+            print(f"Skipped ({reason}): {len(items)}", file=out)
+            for path, detail in items:
+                print(f"  {path}  ({detail})", file=out)
+    elif report.skipped:
+        print("Run with --verbose to list the skipped files.", file=out)
+    out.flush()
+
+
+class _Progress:
+    """A rich progress bar on a terminal; a few plain lines otherwise (logs, pipes, CI)."""
+
+    PLAIN_EVERY = 5.0  # seconds between plain progress lines
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.tty = out.isatty()
+        self.started = time.monotonic()
+        self.last_plain = 0.0
+        self._bar: Any = None
+        self._task: Any = None
+        self._repair: Any = None
+
+    def __call__(self, event: SyncProgress) -> None:
+        from indexing.progress import Phase
+
+        if self.tty:
+            self._rich(event)
+            return
+        now = time.monotonic()
+        final = event.phase == Phase.done
+        if event.phase == Phase.indexing and event.files_total and (
+            final or now - self.last_plain >= self.PLAIN_EVERY
+        ):
+            self.last_plain = now
+            elapsed = now - self.started
+            rate = event.files_done / elapsed if elapsed > 0 else 0.0
+            eta = (event.files_total - event.files_done) / rate if rate > 0 else 0.0
+            print(
+                f"indexing: {event.files_done}/{event.files_total} files, "
+                f"{event.chunks_done} chunks, {rate:.1f} files/s, ETA {eta:.0f}s",
+                file=self.out,
+                flush=True,
+            )
+        elif event.phase == Phase.repairing and event.chunks_total and (
+            now - self.last_plain >= self.PLAIN_EVERY or event.chunks_done == event.chunks_total
+        ):
+            self.last_plain = now
+            print(
+                f"re-embedding: {event.chunks_done}/{event.chunks_total} chunks",
+                file=self.out,
+                flush=True,
+            )
+
+    def _rich(self, event: SyncProgress) -> None:
+        from indexing.progress import Phase
+
+        if self._bar is None:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self._bar = Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[chunks]} chunks"),
+                TextColumn("{task.fields[rate]}"),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=Console(file=self.out),
+                transient=False,
+            )
+            self._bar.start()
+        if event.phase == Phase.repairing and event.chunks_total:
+            if self._repair is None:
+                self._repair = self._bar.add_task(
+                    "re-embedding", total=event.chunks_total, chunks="", rate=""
+                )
+            self._bar.update(self._repair, completed=event.chunks_done)
+            return
+        if event.phase in (Phase.indexing, Phase.done):
+            if self._task is None:
+                self._task = self._bar.add_task(
+                    "indexing", total=max(event.files_total, 1), chunks=0, rate=""
+                )
+            elapsed = time.monotonic() - self.started
+            rate = f"{event.files_done / elapsed:.1f} files/s" if elapsed > 0 else ""
+            self._bar.update(
+                self._task,
+                total=max(event.files_total, 1),
+                completed=event.files_done if event.files_total else 1,
+                chunks=event.chunks_done,
+                rate=rate,
+                description="indexing" if event.phase == Phase.indexing else "done",
+            )
+        elif event.phase == Phase.scanning and self._task is None:
+            self._bar.console.print(f"scanning {event.path}", highlight=False)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+
+def _watch(kb: KnowledgeBase, settings: Any, ctx: Any, *, out: TextIO, as_json: bool) -> int:
+    from indexing.watch import FolderWatcher
+
+    def on_report(report: SyncReport) -> None:
+        if as_json:
+            print_json(report_json(report, kb))
+        elif report.changed or report.skipped:
+            stamp = time.strftime("%H:%M:%S")
+            print(f"[{stamp}] {report.summary()}", file=out, flush=True)
+
+    def on_error(exc: BaseException) -> None:
+        print(f"brain: sync failed: {exc}", file=sys.stderr, flush=True)
+
+    stop = threading.Event()
+    watcher = FolderWatcher(
+        kb,
+        settings,
+        debounce_ms=ctx.config.indexing.watch_debounce_ms,
+        on_report=on_report,
+        on_error=on_error,
+        ignore_paths=(ctx.paths.data_dir, ctx.paths.cache_dir, ctx.paths.config_dir),
+    )
+    if not as_json:
+        print("Watching for changes (Ctrl+C to stop)…", file=out, flush=True)
+    try:
+        watcher.run(stop)
+    except KeyboardInterrupt:
+        stop.set()
+    return 0
