@@ -1,0 +1,263 @@
+"""Health checks behind `brain doctor`: is everything the app needs present and working?
+
+Each check answers one question with a one-line detail and, when it fails, a fix the user can
+type. Checks run concurrently in daemon threads so that a dead Ollama (connection refused or a
+black-holed host) never makes the report wait longer than the configured request timeout, and
+a slow model load cannot hide the other results.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from assistant.config import Config, ConfigError, ensure_config_file, load_config
+from assistant.context import AppContext
+from assistant.errors import UserError
+from assistant.paths import DIR_MODE, AppPaths, resolve_paths
+
+LOW_DISK_BYTES = 1_000_000_000
+# Local checks (model load, store open) do not depend on Ollama; they get at least this long so a
+# cold start on a slow disk is not reported as a failure.
+LOCAL_CHECK_SECONDS = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    hint: str = ""
+    essential: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class DoctorReport:
+    checks: tuple[Check, ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when every essential check passed (warnings allowed)."""
+        return all(c.ok or not c.essential for c in self.checks)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "checks": [c.as_dict() for c in self.checks]}
+
+
+def run_doctor(home: str | None = None) -> DoctorReport:
+    """Run every check for `--home` (or $BRAIN_HOME / the platform dirs)."""
+    paths = resolve_paths(home)
+    setup_error: str | None = None
+    try:
+        paths.ensure()
+        ensure_config_file(paths)
+    except OSError as exc:
+        setup_error = f"cannot create {exc.filename or paths.data_dir}: {exc.strerror or exc}"
+    try:
+        config = load_config(paths.config_file)
+        config_check = Check("config", True, str(paths.config_file))
+    except ConfigError as exc:
+        config = Config()
+        config_check = Check("config", False, str(exc),
+                             "fix the file with `brain config edit` (defaults used below)")
+    ctx = AppContext(paths=paths, config=config)
+    return DoctorReport((config_check, *run_checks(ctx, setup_error=setup_error)))
+
+
+def run_checks(ctx: AppContext, *, setup_error: str | None = None) -> list[Check]:
+    """All checks except the config file's, concurrently, in a stable order."""
+    timeout = ctx.config.ollama.timeout
+    groups: list[tuple[Callable[[], list[Check]], float, list[Check]]] = [
+        (lambda: _ollama_checks(ctx), timeout + 1.0,
+         [_unfinished("ollama", timeout), _unfinished("chat model", timeout)]),
+        (lambda: [_embedding_check(ctx)], max(timeout, LOCAL_CHECK_SECONDS),
+         [_unfinished("embedding", max(timeout, LOCAL_CHECK_SECONDS))]),
+        (lambda: [_vector_store_check(ctx)], max(timeout, LOCAL_CHECK_SECONDS),
+         [_unfinished("vector store", max(timeout, LOCAL_CHECK_SECONDS))]),
+        (lambda: [_data_dir_check(ctx.paths, setup_error), _disk_check(ctx.paths)], timeout,
+         [_unfinished("data dir", timeout), _unfinished("disk space", timeout, essential=False)]),
+    ]
+    results: list[list[Check] | None] = [None] * len(groups)
+
+    def runner(i: int, fn: Callable[[], list[Check]]) -> None:
+        results[i] = fn()
+
+    started = time.monotonic()
+    threads = []
+    for i, (fn, _, _) in enumerate(groups):
+        thread = threading.Thread(target=runner, args=(i, fn), daemon=True, name=f"doctor-{i}")
+        thread.start()
+        threads.append(thread)
+    checks: list[Check] = []
+    for i, (thread, (_, limit, fallback)) in enumerate(zip(threads, groups, strict=True)):
+        thread.join(max(0.0, started + limit - time.monotonic()))
+        checks.extend(results[i] if results[i] is not None else fallback)
+    return checks
+
+
+def _unfinished(name: str, seconds: float, *, essential: bool = True) -> Check:
+    return Check(name, False, f"no answer within {seconds:g} s",
+                 "run `brain doctor` again; if it persists, see the check's log", essential)
+
+
+def _guarded(name: str, fn: Callable[[], Check], *, essential: bool = True) -> Check:
+    """A check that raised is a failed check, never a crashed doctor."""
+    try:
+        return fn()
+    except UserError as exc:
+        message = str(exc).split("\n", 1)[0]
+        return Check(name, False, message, exc.hint or "", essential)
+    except Exception as exc:  # a broken dependency must still produce a report line
+        return Check(name, False, f"{type(exc).__name__}: {exc}",
+                     "see `brain doctor --json` and report a bug if this persists", essential)
+
+
+# --- Ollama -----------------------------------------------------------------------------------
+
+def _ollama_checks(ctx: AppContext) -> list[Check]:
+    from assistant.ollama_client import OllamaClient, OllamaError
+
+    config = ctx.config.ollama
+    model = config.model
+    with OllamaClient(config.host, timeout=config.timeout) as client:
+        try:
+            version = client.version()
+        except OllamaError as exc:
+            return [
+                Check("ollama", False, str(exc).split("\n", 1)[0], exc.hint or ""),
+                Check("chat model", False, f"{model}: not checked (Ollama unreachable)",
+                      f"start Ollama, then `ollama pull {model}` if it is missing"),
+            ]
+        up = Check("ollama", True, f"Ollama {version} at {client.host}")
+        return [up, _guarded("chat model", lambda: _model_check(client, model))]
+
+
+def _model_check(client: Any, model: str) -> Check:
+    if not client.has_model(model):
+        installed = ", ".join(m.name for m in client.list_models()) or "none"
+        return Check("chat model", False, f"{model} is not pulled (installed: {installed})",
+                     f"ollama pull {model}")
+    info = client.show(model)
+    if not info.supports_chat:
+        return Check("chat model", False, f"{model} cannot chat (it is an embedding model)",
+                     "set [ollama] model to a chat model in `brain config edit`")
+    traits = [info.parameter_size, f"context {info.context_length}" if info.context_length
+              else "", "tools" if info.supports_tools else ""]
+    return Check("chat model", True, f"{model} ({', '.join(t for t in traits if t)})")
+
+
+# --- local checks -----------------------------------------------------------------------------
+
+def _embedding_check(ctx: AppContext) -> Check:
+    def check() -> Check:
+        started = time.monotonic()
+        try:
+            embedder = ctx.embedder()
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.startswith("indexing"):
+                return Check("embedding", False, "embedding support is not installed",
+                             "reinstall second-brain (`make run` or `pip install .`)")
+            raise
+        vector = embedder.embed_query("second-brain doctor")
+        if len(vector) != embedder.dimension:
+            return Check("embedding", False,
+                         f"{embedder.model_id} returned {len(vector)} numbers, "
+                         f"expected {embedder.dimension}",
+                         "set [embedding] model to a working model in `brain config edit`")
+        took = time.monotonic() - started
+        return Check("embedding", True,
+                     f"{embedder.model_id} ({embedder.dimension}-d, ready in {took:.1f} s)")
+
+    return _guarded("embedding", check)
+
+
+def _vector_store_check(ctx: AppContext) -> Check:
+    location = ctx.config.store.vector_store.strip()
+    if location.startswith(("http://", "https://")):
+        return _guarded("vector store", lambda: _chroma_server_check(location,
+                                                                     ctx.config.ollama.timeout))
+    return _guarded("vector store", lambda: _chroma_embedded_check(ctx.paths.vectors_dir))
+
+
+def _chroma_embedded_check(directory: Path) -> Check:
+    import chromadb
+    from chromadb.config import Settings
+
+    # The same Settings as indexing/vectors.py: Chroma refuses a second client for one path
+    # with different settings in the same process.
+    client = chromadb.PersistentClient(
+        path=str(directory), settings=Settings(anonymized_telemetry=False, allow_reset=True)
+    )
+    client.heartbeat()
+    count = len(client.list_collections())
+    return Check("vector store", True, f"embedded Chroma at {directory} ({count} collections)")
+
+
+def _chroma_server_check(url: str, timeout: float) -> Check:
+    import httpx
+
+    base = url.rstrip("/")
+    try:
+        with httpx.Client(timeout=httpx.Timeout(timeout, connect=min(timeout, 3.0)),
+                          trust_env=False) as http:
+            beat = http.get(f"{base}/api/v2/heartbeat")
+            version = http.get(f"{base}/api/v2/version")
+    except httpx.HTTPError as exc:
+        return Check("vector store", False, f"no Chroma server at {base} ({type(exc).__name__})",
+                     "start it with `chroma run --path DIR --port N`, or clear "
+                     "[store] vector_store to use the embedded store")
+    if beat.status_code != 200 or "heartbeat" not in beat.text:
+        return Check("vector store", False, f"{base} is not a Chroma server "
+                     f"(heartbeat answered {beat.status_code})",
+                     "check [store] vector_store in `brain config edit`")
+    server_version = version.text.strip().strip('"') if version.status_code == 200 else "?"
+    return Check("vector store", True, f"Chroma server {server_version} at {base}")
+
+
+def _data_dir_check(paths: AppPaths, setup_error: str | None) -> Check:
+    if setup_error:
+        return Check("data dir", False, setup_error,
+                     "make the directory writable, or choose another with --home")
+    probe = paths.data_dir / f".doctor-{uuid.uuid4().hex}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, b"ok")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        probe.unlink()
+    except OSError as exc:
+        return Check("data dir", False, f"{paths.data_dir} is not writable: {exc.strerror or exc}",
+                     f"fix its permissions (`chmod u+rwx {paths.data_dir}`) or use --home")
+    mode = paths.data_dir.stat().st_mode & 0o777
+    if mode & 0o077:
+        return Check("data dir", False,
+                     f"{paths.data_dir} is readable by other users (mode {mode:03o})",
+                     f"chmod {DIR_MODE:o} {paths.data_dir}", essential=False)
+    return Check("data dir", True, f"{paths.data_dir} (writable, mode {mode:03o})")
+
+
+def _disk_check(paths: AppPaths) -> Check:
+    try:
+        free = shutil.disk_usage(paths.data_dir).free
+    except OSError as exc:
+        return Check("disk space", False, f"cannot read free space: {exc.strerror or exc}",
+                     essential=False)
+    detail = f"{free / 1e9:.1f} GB free in {paths.data_dir}"
+    if free < LOW_DISK_BYTES:
+        return Check("disk space", False, detail,
+                     "free some space: indexes and the embedding cache grow with your folders",
+                     essential=False)
+    return Check("disk space", True, detail, essential=False)
+
