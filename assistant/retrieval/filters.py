@@ -1,0 +1,51 @@
+"""`--in PATH`: restrict retrieval to a folder, a file or a glob of indexed files."""
+
+from __future__ import annotations
+
+import glob as globlib
+import os
+from pathlib import Path
+from typing import Protocol
+
+from assistant.errors import UserError
+
+
+class SourceLister(Protocol):
+    def sources_under(self, path_or_glob: str) -> list[str]: ...
+
+
+def _is_glob(text: str) -> bool:
+    return globlib.has_magic(text)
+
+
+def normalise_filter(in_path: str, cwd: Path | None = None) -> str:
+    """An absolute folder/file path or an absolute glob for `KnowledgeBase.sources_under`.
+
+    Relative paths are relative to the working directory, like any shell argument. A bare
+    pattern without a slash (`*.md`) matches file names anywhere, which is what people mean.
+    """
+    text = in_path.strip()
+    if not text:
+        raise UserError("--in needs a folder, file or glob, got an empty value")
+    text = os.path.expanduser(text)
+    base = cwd or Path.cwd()
+    if _is_glob(text):
+        if os.path.isabs(text):
+            return text
+        if "/" not in text and os.sep not in text:
+            return "**/" + text
+        return str(base / text)
+    return str((base / text).resolve())
+
+
+def allowed_sources(kb: SourceLister, in_path: str, cwd: Path | None = None) -> list[str]:
+    """The indexed files under `in_path`; a clear error when there are none."""
+    target = normalise_filter(in_path, cwd)
+    sources = kb.sources_under(target)
+    if not sources:
+        raise UserError(
+            f"no indexed files under {in_path!r}",
+            hint="check the path (relative paths start at the current folder) or list the "
+            "indexed folders with `brain folders list`",
+        )
+    return sorted(set(sources))

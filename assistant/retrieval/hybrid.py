@@ -1,0 +1,338 @@
+"""HybridRetriever: dense + BM25 → RRF → recency → optional rerank → confidence gate.
+
+A LlamaIndex `BaseRetriever` (so the chat pipeline can use it like any retriever) whose
+`search()` returns the full evidence (`RetrievalResult`). This module imports llama_index at
+import time: import it lazily (inside functions), never from start-up paths.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from assistant.config import RetrievalConfig
+from assistant.errors import UserError
+from assistant.retrieval.filters import allowed_sources
+from assistant.retrieval.fusion import max_rrf, rrf
+from assistant.retrieval.gate import is_low_confidence
+from assistant.retrieval.hit import RetrievalResult, SearchHit
+from assistant.retrieval.query import build_search_query, is_follow_up, rewrite_query
+from assistant.retrieval.recency import recency_boost
+from assistant.retrieval.rerank import Reranker
+from assistant.retrieval.scores import fused_display, keyword_score, term_coverage
+from indexing.types import Chunk
+
+STAGES: tuple[str, ...] = ("embed", "dense", "keyword", "fuse", "rerank", "total")
+
+
+class KnowledgeSearch(Protocol):
+    """The part of `indexing.knowledge.KnowledgeBase` retrieval uses."""
+
+    def dense_search(
+        self, query_embedding: np.ndarray, k: int, *, sources: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]: ...
+
+    def keyword_search(
+        self, query: str, k: int, *, sources: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]: ...
+
+    def get_chunks(self, ids: Sequence[str]) -> dict[str, Chunk]: ...
+
+    def sources_under(self, path_or_glob: str) -> list[str]: ...
+
+    def stats(self) -> tuple[int, int]: ...
+
+
+class QueryEmbedder(Protocol):
+    model_id: str
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+
+class ResultLog(Protocol):
+    def append(self, result: RetrievalResult, *, origin: str = ..., in_path: str | None = ...,
+               when: float | None = ...) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    chunk: Chunk
+    rrf: float
+    boost: float
+    fused: float
+    cosine: float | None
+    dense_rank: int | None
+    bm25: float | None
+    keyword_rank: int | None
+
+
+def _default_tokenizer(text: str) -> list[str]:
+    from indexing.tokenize import tokenize
+
+    return tokenize(text)
+
+
+class HybridRetriever(BaseRetriever):
+    def __init__(
+        self,
+        kb: KnowledgeSearch,
+        embedder: QueryEmbedder,
+        settings: RetrievalConfig | None = None,
+        *,
+        reranker: Reranker | None = None,
+        log: ResultLog | None = None,
+        origin: str = "cli",
+        complete: Callable[[str], str] | None = None,
+        tokenizer: Callable[[str], list[str]] | None = None,
+        clock: Callable[[], float] = time.time,
+        parallel: bool = True,
+        cwd: Path | None = None,
+    ) -> None:
+        super().__init__()
+        self.kb = kb
+        self.embedder = embedder
+        self.settings = settings or RetrievalConfig()
+        self.reranker = reranker
+        self.log = log
+        self.origin = origin
+        self._complete = complete  # chat model callable for optional query rewriting
+        self._tokenize = tokenizer or _default_tokenizer
+        self._clock = clock
+        self._cwd = cwd
+        self._pool: ThreadPoolExecutor | None = (
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="dense") if parallel else None
+        )
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    # --- LlamaIndex interface ---------------------------------------------------------------
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return to_nodes(self.search(query_bundle.query_str))
+
+    # --- the pipeline -----------------------------------------------------------------------
+
+    def search_query_for(self, query: str, history: Sequence[str] = ()) -> str:
+        if self.settings.rewrite_queries and self._complete is not None and is_follow_up(query):
+            return rewrite_query(query, history, self._complete)
+        return build_search_query(query, history)
+
+    def search(
+        self,
+        query: str,
+        *,
+        top_k: int | None = None,
+        in_path: str | None = None,
+        history: Sequence[str] = (),
+        candidates: int | None = None,
+        log: bool = True,
+    ) -> RetrievalResult:
+        """Retrieve the best `top_k` chunks for `query` (with `history` = earlier user turns).
+
+        Raises UserError for an empty query, an empty index or a filter matching nothing.
+        """
+        if not query or not query.strip():
+            raise UserError("the query is empty")
+        top_k = top_k or self.settings.top_k
+        if top_k < 1:
+            raise UserError(f"--top-k must be at least 1, got {top_k}")
+        pool_size = max(candidates or self.settings.candidates, top_k)
+        start = time.perf_counter()
+        timings: dict[str, float] = dict.fromkeys(STAGES, 0.0)
+
+        search_query = self.search_query_for(query.strip(), history)
+        sources = allowed_sources(self.kb, in_path, self._cwd) if in_path else None
+
+        dense, keyword = self._run_retrievers(search_query, pool_size, sources, timings)
+        if not dense and not keyword:
+            _files, chunks = self.kb.stats()
+            if chunks == 0:
+                raise UserError(
+                    "the index is empty: there is nothing to search yet",
+                    hint="add a folder with `brain folders add PATH`, then run `brain index`",
+                )
+
+        t = time.perf_counter()
+        ranked = self._fuse(dense, keyword)
+        timings["fuse"] = (time.perf_counter() - t) * 1000
+
+        t = time.perf_counter()
+        rerank_scores: dict[str, float] = {}
+        if self.reranker is not None and ranked:
+            head = ranked[: max(top_k * 3, 20)]
+            scores = self.reranker.rerank(search_query, [c.chunk.text for c in head])
+            rerank_scores = {c.chunk.id: s for c, s in zip(head, scores, strict=True)}
+            head = sorted(head, key=lambda c: -rerank_scores[c.chunk.id])  # stable on ties
+            ranked = head + ranked[len(head):]
+        timings["rerank"] = (time.perf_counter() - t) * 1000
+
+        t = time.perf_counter()
+        chosen = ranked[:top_k]
+        query_terms = self._tokenize(search_query)
+        best_raw = keyword[0][1] if keyword else 0.0
+        coverage: dict[str, float] = {}
+
+        def cover(chunk: Chunk) -> float:
+            if chunk.id not in coverage:
+                coverage[chunk.id] = term_coverage(query_terms, self._tokenize(chunk.text))
+            return coverage[chunk.id]
+
+        best_keyword: float | None = None
+        if keyword:
+            top_kw = self.kb.get_chunks([keyword[0][0]]).get(keyword[0][0])
+            if top_kw is not None:
+                best_keyword = keyword_score(best_raw, best_raw, cover(top_kw))
+        best_cosine = dense[0][1] if dense else None
+        best_possible = max_rrf(2, self.settings.rrf_k)
+        hits = [
+            SearchHit(
+                chunk=c.chunk,
+                rank=position,
+                score=(
+                    round(rerank_scores[c.chunk.id], 6)
+                    if c.chunk.id in rerank_scores
+                    else fused_display(c.fused, best_possible)
+                ),
+                fused=c.fused,
+                rrf=c.rrf,
+                cosine=c.cosine,
+                dense_rank=c.dense_rank,
+                bm25=c.bm25,
+                keyword=(
+                    keyword_score(c.bm25, best_raw, cover(c.chunk)) if c.bm25 is not None else None
+                ),
+                keyword_rank=c.keyword_rank,
+                recency_boost=c.boost,
+                rerank_score=rerank_scores.get(c.chunk.id),
+            )
+            for position, c in enumerate(chosen, start=1)
+        ]
+        low = not hits or is_low_confidence(
+            best_cosine,
+            best_keyword,
+            cosine_threshold=self.settings.score_threshold,
+            keyword_threshold=self.settings.keyword_threshold,
+        )
+        timings["fuse"] += (time.perf_counter() - t) * 1000
+        timings["total"] = (time.perf_counter() - start) * 1000
+        result = RetrievalResult(
+            query=query.strip(),
+            hits=hits,
+            low_confidence=low,
+            timings={k: round(v, 3) for k, v in timings.items()},
+            search_query=search_query,
+            best_cosine=best_cosine,
+            best_keyword=best_keyword,
+        )
+        if log and self.log is not None:
+            entry_id = self.log.append(result, origin=self.origin, in_path=in_path)
+            result = _with_log_id(result, entry_id)
+        return result
+
+    def _run_retrievers(
+        self,
+        query: str,
+        k: int,
+        sources: Sequence[str] | None,
+        timings: dict[str, float],
+    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+        """Dense (embed + vector search) in a worker thread while BM25 runs here: the model
+        and Chroma release the GIL, so the keyword search is nearly free.
+        """
+
+        def dense() -> list[tuple[str, float]]:
+            t = time.perf_counter()
+            vector = self.embedder.embed_query(query)
+            t2 = time.perf_counter()
+            found = self.kb.dense_search(vector, k, sources=sources)
+            timings["embed"] = (t2 - t) * 1000
+            timings["dense"] = (time.perf_counter() - t2) * 1000
+            return found
+
+        future: Future[list[tuple[str, float]]] | None = None
+        if self._pool is not None:
+            future = self._pool.submit(dense)
+        t = time.perf_counter()
+        keyword = self.kb.keyword_search(query, k, sources=sources)
+        timings["keyword"] = (time.perf_counter() - t) * 1000
+        dense_hits = future.result() if future is not None else dense()
+        return list(dense_hits), list(keyword)
+
+    def _fuse(
+        self, dense: list[tuple[str, float]], keyword: list[tuple[str, float]]
+    ) -> list[_Candidate]:
+        fused = rrf([[i for i, _ in dense], [i for i, _ in keyword]], k=self.settings.rrf_k)
+        chunks = self.kb.get_chunks([f.id for f in fused])
+        cosine = dict(dense)
+        bm25 = dict(keyword)
+        now = self._clock()
+        out: list[_Candidate] = []
+        for f in fused:
+            chunk = chunks.get(f.id)
+            if chunk is None:  # deleted between search and fetch (a sync is running)
+                continue
+            boost = recency_boost(
+                chunk.mtime,
+                now,
+                days=self.settings.recency_days,
+                boost=self.settings.recency_boost,
+            )
+            out.append(
+                _Candidate(
+                    chunk=chunk,
+                    rrf=f.score,
+                    boost=boost,
+                    fused=f.score * (1.0 + boost),
+                    cosine=cosine.get(f.id),
+                    dense_rank=f.ranks[0],
+                    bm25=bm25.get(f.id),
+                    keyword_rank=f.ranks[1],
+                )
+            )
+        out.sort(key=lambda c: -c.fused)  # stable: RRF order among equals
+        return out
+
+
+def _with_log_id(result: RetrievalResult, entry_id: int) -> RetrievalResult:
+    from dataclasses import replace
+
+    return replace(result, log_id=entry_id)
+
+
+def to_nodes(result: RetrievalResult) -> list[NodeWithScore]:
+    """LlamaIndex nodes carrying the chunk text and its citation metadata."""
+    nodes: list[NodeWithScore] = []
+    for hit in result.hits:
+        c = hit.chunk
+        metadata: dict[str, Any] = {
+            "source": c.source,
+            "heading": c.heading,
+            "start_line": c.start_line,
+            "end_line": c.end_line,
+            "page": c.page,
+            "language": c.language,
+            "rank": hit.rank,
+            "cosine": hit.cosine,
+            "keyword": hit.keyword,
+            "fused": hit.fused,
+        }
+        node = TextNode(
+            id_=c.id,
+            text=c.text,
+            metadata=metadata,
+            excluded_embed_metadata_keys=list(metadata),
+            excluded_llm_metadata_keys=[k for k in metadata if k not in ("source", "heading")],
+        )
+        nodes.append(NodeWithScore(node=node, score=hit.score))
+    return nodes

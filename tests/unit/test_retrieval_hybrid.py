@@ -1,0 +1,212 @@
+"""The HybridRetriever pipeline over an in-memory knowledge base (no model, no Chroma)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from assistant.config import RetrievalConfig
+from assistant.errors import UserError
+from assistant.retrieval.fusion import max_rrf
+from assistant.retrieval.hybrid import STAGES, HybridRetriever, to_nodes
+from assistant.retrieval.log import RetrievalLog
+from assistant.retrieval.recency import SECONDS_PER_DAY
+from tests.fakes import HashEmbedder
+from tests.fixtures.retrieval import FakeKnowledgeBase, make_chunk
+
+NOW = 1_700_000_000.0
+OLD = NOW - 365 * SECONDS_PER_DAY
+
+DOCS = {
+    "/notes/git/git-stash.md": "git-stash: save uncommitted changes in a stash and restore later",
+    "/notes/git/git-rebase.md": "git rebase: reapply commits on top of another branch",
+    "/notes/tools/tar.md": "tar: create and extract archive files, gzip compression",
+    "/notes/tools/zip.md": "zip: package and compress files into a zip archive",
+    "/notes/tickets/ABC-001.md": "ABC-001 login page crashes when password is empty",
+    "/notes/zh/tar.md": "tar 归档实用程序 创建存档并将其写入文件 解压缩",
+    "/notes/zh/ls.md": "ls 列出目录内容 显示隐藏文件",
+}
+
+
+def build_kb(mtimes: dict[str, float] | None = None) -> FakeKnowledgeBase:
+    kb = FakeKnowledgeBase(HashEmbedder())
+    for source, text in DOCS.items():
+        lang = "zh" if "/zh/" in source else "en"
+        kb.add(make_chunk(source, text, mtime=(mtimes or {}).get(source, OLD), language=lang,
+                          heading=Path(source).stem))
+    return kb
+
+
+def retriever(kb: FakeKnowledgeBase, **settings: object) -> HybridRetriever:
+    config = RetrievalConfig(**settings)  # type: ignore[arg-type]
+    return HybridRetriever(kb, kb.embedder, config, clock=lambda: NOW)
+
+
+def test_hits_carry_every_retrievers_evidence() -> None:
+    r = retriever(build_kb())
+    result = r.search("git-stash", top_k=3)
+    top = result.hits[0]
+    assert top.source == "/notes/git/git-stash.md"
+    assert top.rank == 1 and [h.rank for h in result.hits] == [1, 2, 3]
+    assert top.dense_rank == 1 and top.keyword_rank == 1
+    assert top.cosine is not None and 0 < top.cosine <= 1
+    assert top.bm25 is not None and top.bm25 > 0
+    assert top.keyword == 1.0  # best BM25 and every query term present
+    assert top.rrf == pytest.approx(2 / 61)
+    assert top.fused == pytest.approx(top.rrf)  # old file: no boost
+    assert top.score == 1.0  # first in both lists → best possible
+    assert all(0.0 <= h.score <= 1.0 for h in result.hits)
+    assert [h.fused for h in result.hits] == sorted((h.fused for h in result.hits), reverse=True)
+    assert set(result.timings) == set(STAGES)
+    assert result.timings["total"] >= result.timings["keyword"]
+    assert not result.low_confidence
+    r.close()
+
+
+def test_score_is_normalised_fused_not_raw_rrf() -> None:
+    result = retriever(build_kb()).search("compress archive", top_k=5)
+    for hit in result.hits:
+        assert hit.score == pytest.approx(min(1.0, hit.fused / max_rrf(2, 60)), abs=1e-6)
+        assert hit.score > hit.rrf  # never the raw ~0.016 number
+
+
+def test_identifier_and_chinese_queries_find_their_files() -> None:
+    r = retriever(build_kb())
+    assert r.search("ABC-001", top_k=1).hits[0].source.endswith("ABC-001.md")
+    assert r.search("如何解压缩存档", top_k=1).hits[0].source == "/notes/zh/tar.md"
+    assert r.search("列出目录", top_k=1).hits[0].source == "/notes/zh/ls.md"
+
+
+def test_recency_boost_lifts_a_recent_file_over_an_equal_old_one() -> None:
+    mtimes = {"/notes/tools/zip.md": NOW - 1 * SECONDS_PER_DAY}
+    boosted = retriever(build_kb(mtimes)).search("compress files archive", top_k=7)
+    plain = retriever(build_kb(mtimes), recency_boost=0.0).search(
+        "compress files archive", top_k=7
+    )
+    zip_boosted = next(h for h in boosted.hits if h.source.endswith("zip.md"))
+    zip_plain = next(h for h in plain.hits if h.source.endswith("zip.md"))
+    assert zip_boosted.recency_boost == pytest.approx(0.2 * 6 / 7)
+    assert zip_boosted.fused == pytest.approx(zip_boosted.rrf * (1 + 0.2 * 6 / 7))
+    assert zip_plain.recency_boost == 0.0 and zip_plain.fused == zip_plain.rrf
+    assert zip_boosted.rank <= zip_plain.rank
+
+
+def test_in_path_restricts_both_retrievers() -> None:
+    kb = build_kb()
+    r = retriever(kb)
+    result = r.search("archive", top_k=10, in_path="/notes/zh")
+    assert result.hits and all(h.source.startswith("/notes/zh/") for h in result.hits)
+    assert kb.dense_calls[-1] == kb.keyword_calls[-1] == ["/notes/zh/ls.md", "/notes/zh/tar.md"]
+    with pytest.raises(UserError, match="no indexed files"):
+        r.search("archive", in_path="/nowhere")
+
+
+class ReverseReranker:
+    """Fake cross-encoder: prefers the zip page, recording what it saw."""
+
+    name = "fake"
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, int]] = []
+
+    def rerank(self, query: str, texts: Sequence[str]) -> list[float]:
+        self.seen.append((query, len(texts)))
+        return [0.9 if t.startswith("zip") else 0.1 for t in texts]
+
+
+def test_reranker_reorders_the_head_and_sets_the_score() -> None:
+    kb = build_kb()
+    fake = ReverseReranker()
+    r = HybridRetriever(kb, kb.embedder, RetrievalConfig(), reranker=fake, clock=lambda: NOW)
+    result = r.search("tar archive", top_k=3)
+    assert fake.seen and fake.seen[0][0] == "tar archive"
+    assert result.hits[0].source.endswith("zip.md")
+    assert result.hits[0].rerank_score == 0.9 and result.hits[0].score == 0.9
+    assert result.timings["rerank"] >= 0
+
+
+def test_gate_flags_off_topic_queries_and_passes_exact_identifiers() -> None:
+    r = retriever(build_kb(), score_threshold=0.6)
+    off_topic = r.search("sourdough bread baking temperature", top_k=3)
+    assert off_topic.low_confidence
+    assert off_topic.best_keyword is None or off_topic.best_keyword < 0.5
+    exact = r.search("ABC-001", top_k=3)
+    assert not exact.low_confidence and exact.best_keyword == 1.0
+
+
+def test_empty_index_is_a_clear_error() -> None:
+    with pytest.raises(UserError, match="index is empty"):
+        retriever(FakeKnowledgeBase()).search("anything")
+
+
+def test_bad_queries_are_clear_errors() -> None:
+    r = retriever(build_kb())
+    with pytest.raises(UserError, match="empty"):
+        r.search("   ")
+    with pytest.raises(UserError, match="top-k"):
+        r.search("tar", top_k=-1)
+
+
+def test_parallel_and_sequential_give_the_same_ranking() -> None:
+    kb = build_kb()
+    parallel = HybridRetriever(kb, kb.embedder, clock=lambda: NOW, parallel=True)
+    sequential = HybridRetriever(kb, kb.embedder, clock=lambda: NOW, parallel=False)
+    for q in ("git stash", "压缩 文件", "ticket login crash"):
+        a = [(h.chunk_id, h.fused) for h in parallel.search(q, top_k=5).hits]
+        b = [(h.chunk_id, h.fused) for h in sequential.search(q, top_k=5).hits]
+        assert a == b
+    parallel.close()
+
+
+def test_follow_up_uses_history_and_optional_rewrite() -> None:
+    kb = build_kb()
+    r = retriever(kb)
+    result = r.search("and for zip?", history=["how do I compress files"], top_k=2)
+    assert result.search_query == "how do I compress files and for zip?"
+    assert result.query == "and for zip?"
+    calls: list[str] = []
+
+    def model(prompt: str) -> str:
+        calls.append(prompt)
+        return "zip compress files"
+
+    rewriting = HybridRetriever(
+        kb, kb.embedder, RetrievalConfig(rewrite_queries=True), complete=model, clock=lambda: NOW
+    )
+    assert rewriting.search("and for zip?", history=["compress files"]).search_query == (
+        "zip compress files"
+    )
+    rewriting.search("tar archive", history=["compress files"])  # not a follow-up: no call
+    assert len(calls) == 1
+
+
+def test_every_search_is_logged_without_chunk_text(tmp_path: Path) -> None:
+    kb = build_kb()
+    log = RetrievalLog(tmp_path / "log.sqlite3")
+    r = HybridRetriever(kb, kb.embedder, log=log, origin="tui", clock=lambda: NOW)
+    result = r.search("git-stash", top_k=2)
+    assert result.log_id is not None
+    entry = log.get(result.log_id)
+    assert entry is not None and entry.origin == "tui" and entry.query == "git-stash"
+    assert [h.chunk_id for h in entry.hits] == [h.chunk_id for h in result.hits]
+    assert entry.timings["total"] == result.timings["total"]
+    raw = (tmp_path / "log.sqlite3").read_bytes()
+    assert b"uncommitted changes" not in raw  # sources and scores only
+    r.search("tar", log=False)
+    assert log.count() == 1
+    log.close()
+
+
+def test_llama_index_retrieve_returns_nodes_with_citation_metadata() -> None:
+    kb = build_kb()
+    r = retriever(kb)
+    nodes = r.retrieve("git-stash")
+    assert len(nodes) == RetrievalConfig().top_k
+    first = nodes[0]
+    assert first.node.node_id == r.search("git-stash").hits[0].chunk_id
+    assert first.node.metadata["source"] == "/notes/git/git-stash.md"
+    assert 0 <= (first.score or 0) <= 1
+    assert "uncommitted" in first.node.get_content()
+    assert to_nodes(r.search("tar", top_k=2))[0].node.metadata["rank"] == 1

@@ -1,0 +1,95 @@
+"""Conversation-aware query building (pure) and the optional LLM rewrite."""
+
+from __future__ import annotations
+
+import pytest
+
+from assistant.retrieval.query import (
+    MAX_QUERY_CHARS,
+    build_search_query,
+    is_continuation,
+    is_follow_up,
+    rewrite_query,
+)
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["and for Chinese files?", "继续", "that one", "what about zip?", "How about the flags?",
+     "why?", "Continue.", "那中文文件呢？", "这个怎么用", "how do I undo it", "same for rsync"],
+)
+def test_follow_ups_are_recognised(message: str) -> None:
+    assert is_follow_up(message)
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["how do I extract a tar.gz archive", "git-stash", "ABC-001", "如何压缩文件夹",
+     "find files larger than 100 MB in this directory tree recursively", ""],
+)
+def test_self_contained_messages_are_not_follow_ups(message: str) -> None:
+    assert not is_follow_up(message)
+
+
+def test_standalone_message_is_searched_as_typed() -> None:
+    history = ["how do I extract a tar archive"]
+    assert build_search_query("  list docker  containers ", history) == "list docker containers"
+    assert build_search_query("and for zip?", []) == "and for zip?"
+
+
+def test_follow_up_is_prefixed_with_the_topic_turn() -> None:
+    history = ["how do I compress a folder with tar", "thanks"]
+    # "thanks" is itself not self-contained; the walk goes back to the topic.
+    assert build_search_query("and for zip?", ["how do I compress a folder with tar"]) == (
+        "how do I compress a folder with tar and for zip?"
+    )
+    assert build_search_query("what about zip?", history).startswith(
+        "how do I compress a folder with tar"
+    )
+
+
+def test_continuation_searches_the_previous_topic_alone() -> None:
+    history = ["如何用 tar 解压文件", "继续"]
+    assert build_search_query("继续", history) == "如何用 tar 解压文件"
+    assert is_continuation("go on") and is_continuation("继续。")
+
+
+def test_chains_of_follow_ups_stop_at_the_topic_and_are_bounded() -> None:
+    history = ["ssh key setup on linux", "and on mac?", "and windows?"]
+    query = build_search_query("that one", history)
+    assert query == "ssh key setup on linux and on mac? and windows? that one"
+    long_topic = "word " * 400
+    bounded = build_search_query("and that?", [long_topic.strip()])
+    assert len(bounded) <= MAX_QUERY_CHARS
+    assert bounded.endswith("and that?")
+
+
+def test_rewrite_uses_the_model_for_follow_ups_only() -> None:
+    prompts: list[str] = []
+
+    def model(prompt: str) -> str:
+        prompts.append(prompt)
+        return 'Search query: "compress a folder with zip"\nextra rambling'
+
+    history = ["how do I compress a folder with tar"]
+    assert rewrite_query("and for zip?", history, model) == "compress a folder with zip"
+    assert "how do I compress a folder with tar" in prompts[0]
+    assert rewrite_query("list docker containers", history, model) == "list docker containers"
+    assert len(prompts) == 1
+
+
+@pytest.mark.parametrize("answer", ["", "   \n", "x" * (MAX_QUERY_CHARS + 1)])
+def test_rewrite_falls_back_on_useless_answers(answer: str) -> None:
+    history = ["how do I compress a folder with tar"]
+    expected = build_search_query("and for zip?", history)
+    assert rewrite_query("and for zip?", history, lambda _: answer) == expected
+
+
+def test_rewrite_falls_back_when_the_model_fails() -> None:
+    def broken(prompt: str) -> str:
+        raise ConnectionError("ollama is down")
+
+    history = ["how do I compress a folder with tar"]
+    assert rewrite_query("and for zip?", history, broken) == (
+        "how do I compress a folder with tar and for zip?"
+    )
