@@ -15,6 +15,7 @@ pytest_plugins = [
     "tests.fixtures.knowledge",
     "tests.fixtures.memory",
     "tests.fixtures.chat",
+    "tests.fixtures.retrieval",
 ]
 
 # No library may try a model hub; everything loads from installed packages.
