@@ -1,0 +1,673 @@
+"""The chat engine: one turn = retrieve ∥ recall → assemble → stream → store.
+
+`ChatEngine.send(message)` returns a `TurnStream`, an async iterator of typed events
+(`Retrieved`, `ToolCalled`, `Token`, then `Done` or `Failed`). `TurnStream.cancel()` stops the
+generation at once — the HTTP stream is closed, which makes Ollama stop — and the turn ends with
+`Done` marked interrupted, the partial answer stored.
+
+Every turn is stored, whatever happens: complete, interrupted (partial answer), or failed (the
+user's message and the error), so a message typed is never lost and `retry()` can send it again.
+
+Knowledge search and memory recall are blocking (SQLite, the embedding model); each runs on its
+own single worker thread, concurrently, and always on the same thread (SQLite connections are
+bound to the thread that opened them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+from assistant.chat import errors
+from assistant.chat.budget import ContextOverflow
+from assistant.chat.citations import mark_cited
+from assistant.chat.errors import ChatError
+from assistant.chat.events import ChatEvent, Done, Failed, Retrieved, Token, ToolCalled
+from assistant.chat.models import ModelCatalog, ModelFacts, effective_window
+from assistant.chat.prompt import HistoryTurn, Prompt, PromptInputs, PromptMessage, assemble
+from assistant.chat.sessions import SessionStore
+from assistant.chat.summary import SUMMARY_SYSTEM, clean_summary, summary_request, turns_to_fold
+from assistant.chat.tools import MAX_TOOL_ROUNDS, TOOL_SPECS, run_tool
+from assistant.chat.turn import MemoryItem, Retrieval, Session, Source, ToolUse, Turn
+
+if TYPE_CHECKING:
+    from assistant.config import Config
+
+log = logging.getLogger(__name__)
+
+RETRIEVAL_HISTORY_TURNS = 3  # earlier user messages given to the retriever for follow-ups
+
+
+class KnowledgeSource(Protocol):
+    """What the engine needs from knowledge retrieval (see service.py for the real one)."""
+
+    def search(
+        self, message: str, *, history: Sequence[str] = (), top_k: int | None = None
+    ) -> Retrieval: ...
+
+
+class MemorySource(Protocol):
+    """What the engine needs from long-term memory (see service.py for the real one)."""
+
+    def recall(self, query: str, k: int) -> list[MemoryItem]: ...
+
+    def remember(self, text: str, kind: str, *, session_id: str | None) -> str:
+        """Store an explicit memory; returns a one-line confirmation for the user."""
+        ...
+
+    def extract(self, exchanges: Sequence[tuple[str, str]], *, session_id: str) -> None:
+        """Run long-term memory extraction over (question, answer) pairs."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSettings:
+    host: str
+    model: str
+    timeout: float = 60.0
+    temperature: float = 0.3
+    num_ctx: int = 0
+    context_cap: int = 8192
+    keep_alive: str = "10m"
+    persona: str = "You are second-brain, a private assistant. Answer clearly and concisely."
+    tools: bool = False
+    history_turns: int = 8
+    answer_reserve: int = 1024
+    memory_share: float = 0.25
+    knowledge_share: float = 0.45
+    memory_top_k: int = 5
+    top_k: int | None = None
+
+    @classmethod
+    def from_config(cls, config: Config) -> EngineSettings:
+        o = config.ollama
+        return cls(
+            host=o.host,
+            model=o.model,
+            timeout=o.timeout,
+            temperature=o.temperature,
+            num_ctx=o.num_ctx,
+            context_cap=o.context_window,
+            keep_alive=o.keep_alive,
+            persona=config.system_prompt(),
+            tools=o.tools,
+            history_turns=config.chat.history_turns,
+            answer_reserve=config.chat.answer_reserve,
+            memory_share=config.memory.budget_share,
+            memory_top_k=config.memory.top_k,
+            top_k=config.retrieval.top_k,
+        )
+
+
+_END = object()
+
+
+class TurnStream:
+    """Async iterator over one turn's events; `cancel()` interrupts the answer."""
+
+    def __init__(self, run: Callable[[Callable[[ChatEvent], None]], Awaitable[None]],
+                 on_abort: Callable[[Callable[[ChatEvent], None]], None]) -> None:
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._final: Done | Failed | None = None
+        self._task = asyncio.get_running_loop().create_task(run(self._emit))
+        self._task.add_done_callback(lambda _t: self._finish(on_abort))
+
+    def _emit(self, event: ChatEvent) -> None:
+        if isinstance(event, Done | Failed):
+            self._final = event
+        self._queue.put_nowait(event)
+
+    def _finish(self, on_abort: Callable[[Callable[[ChatEvent], None]], None]) -> None:
+        if self._final is None:
+            # Cancelled before the turn could record itself (or crashed): record it now.
+            try:
+                on_abort(self._emit)
+            except Exception:  # pragma: no cover - last resort, must not hang the reader
+                log.exception("could not record an aborted turn")
+        self._queue.put_nowait(_END)
+
+    def __aiter__(self) -> TurnStream:
+        return self
+
+    async def __anext__(self) -> ChatEvent:
+        event = await self._queue.get()
+        if event is _END:
+            self._queue.put_nowait(_END)  # later readers end too
+            raise StopAsyncIteration
+        return event
+
+    def cancel(self) -> None:
+        """Stop generating now; the stream then ends with `Done` (interrupted)."""
+        self._task.cancel()
+
+    @property
+    def done(self) -> bool:
+        return self._task.done()
+
+    async def result(self) -> Done | Failed:
+        """Consume the remaining events; the final one."""
+        async for _ in self:
+            pass
+        assert self._final is not None
+        return self._final
+
+    async def aclose(self) -> None:
+        self.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+
+@dataclass
+class _TurnState:
+    """What one turn has produced so far: enough to store it however it ends."""
+
+    message: str
+    started: float
+    model: str
+    parts: list[str] = field(default_factory=list)
+    sources: list[Source] = field(default_factory=list)
+    memories: tuple[MemoryItem, ...] = ()
+    low_confidence: bool = False
+    tools: list[ToolUse] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    prompt: Prompt | None = None
+    streaming: bool = False
+    recorded: bool = False
+
+    @property
+    def answer(self) -> str:
+        return "".join(self.parts)
+
+    def ms(self, key: str, since: float | None = None) -> None:
+        self.timings[key] = round((time.perf_counter() - (since or self.started)) * 1000, 2)
+
+
+class _ThinkFilter:
+    """Hide a leading <think>…</think> block from models that inline their reasoning."""
+
+    def __init__(self) -> None:
+        self._buffer = ""
+        self._state = "start"  # start → (thinking →) answer
+
+    def feed(self, text: str) -> str:
+        if self._state == "answer":
+            return text
+        self._buffer += text
+        if self._state == "start":
+            stripped = self._buffer.lstrip()
+            if not stripped:
+                return ""
+            if "<think>".startswith(stripped[:7]) and len(stripped) < 7:
+                return ""  # could still become "<think>"
+            if not stripped.startswith("<think>"):
+                self._state = "answer"
+                out, self._buffer = self._buffer, ""
+                return out
+            self._state = "thinking"
+        end = self._buffer.find("</think>")
+        if end == -1:
+            return ""
+        self._state = "answer"
+        out = self._buffer[end + len("</think>"):].lstrip()
+        self._buffer = ""
+        return out
+
+
+class ChatEngine:
+    """One conversation (a session) with the model, its knowledge and memory."""
+
+    def __init__(
+        self,
+        settings: EngineSettings,
+        store: SessionStore,
+        *,
+        knowledge: KnowledgeSource | None,
+        memory: MemorySource | None,
+        catalog: ModelCatalog,
+        session_id: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.knowledge = knowledge
+        self.memory = memory
+        self.catalog = catalog
+        self._session: Session | None = store.get(session_id) if session_id else None
+        if self._session is not None and self._session.model:
+            self.settings = replace(self.settings, model=self._session.model)
+        self._knowledge_pool = ThreadPoolExecutor(1, thread_name_prefix="brain-knowledge")
+        self._memory_pool = ThreadPoolExecutor(1, thread_name_prefix="brain-memory")
+        self._llms: dict[tuple[Any, ...], Any] = {}
+        self._background: set[asyncio.Task[None]] = set()
+        self._folding = False
+
+    # --- session and model ------------------------------------------------------------------
+
+    @property
+    def session(self) -> Session | None:
+        """The current session, or None before the first message of a new one."""
+        if self._session is not None:
+            self._session = self.store.get(self._session.id)
+        return self._session
+
+    @property
+    def model(self) -> str:
+        return self.settings.model
+
+    def new_session(self) -> None:
+        """Start a new, empty conversation (long-term memory still applies)."""
+        self._session = None
+
+    def resume(self, session_id: str) -> Session:
+        self._session = self.store.resolve(session_id)
+        if self._session.model:
+            self.settings = replace(self.settings, model=self._session.model)
+        return self._session
+
+    def turns(self) -> list[Turn]:
+        return self.store.turns(self._session.id) if self._session else []
+
+    def available_models(self) -> list[str]:
+        """Installed chat models (/api/tags). Blocking: call from a worker thread."""
+        return self.catalog.list_models()
+
+    def set_model(self, name: str) -> None:
+        """Switch model for the following turns, keeping the session. Blocking (checks that
+        the model is installed)."""
+        name = name.strip()
+        facts = self.catalog.facts(name)  # raises ChatError(model_not_found)
+        if facts.capabilities and "completion" not in facts.capabilities:
+            raise ChatError(
+                "model_not_found", f"{name!r} is not a chat model (it cannot generate text)",
+                "choose a chat model from `ollama list`", retryable=False,
+            )
+        self.settings = replace(self.settings, model=name)
+        if self._session is not None:
+            self.store.set_model(self._session.id, name)
+
+    def set_persona(self, prompt: str) -> None:
+        self.settings = replace(self.settings, persona=prompt)
+
+    # --- a turn -----------------------------------------------------------------------------
+
+    def send(
+        self, message: str, *, use_knowledge: bool = True, use_memory: bool = True
+    ) -> TurnStream:
+        """Start a turn (must be called from a running event loop)."""
+        text = message.strip()
+        if not text:
+            raise ChatError("protocol", "the message is empty", retryable=False)
+        state = _TurnState(text, time.perf_counter(), self.settings.model)
+        return TurnStream(
+            lambda emit: self._run(state, emit, use_knowledge, use_memory),
+            lambda emit: self._record_interrupted(state, emit),
+        )
+
+    async def ask(self, message: str, **kwargs: bool) -> Done | Failed:
+        """Run a turn to the end and return its final event."""
+        return await self.send(message, **kwargs).result()
+
+    def retry(self, **kwargs: bool) -> TurnStream:
+        """Send the last message again if its turn failed or was interrupted; the new turn
+        replaces it."""
+        turns = self.turns()
+        if not turns or turns[-1].status == "complete":
+            raise ChatError("protocol", "there is no failed or interrupted turn to retry",
+                            retryable=False)
+        last = turns[-1]
+        self.store.delete_turn(last.id)
+        return self.send(last.question, **kwargs)
+
+    async def _run(
+        self, state: _TurnState, emit: Callable[[ChatEvent], None],
+        use_knowledge: bool, use_memory: bool,
+    ) -> None:
+        try:
+            await self._turn(state, emit, use_knowledge, use_memory)
+        except asyncio.CancelledError:
+            self._record_interrupted(state, emit)
+        except ChatError as exc:
+            self._record_failed(state, emit, exc)
+        except ContextOverflow as exc:
+            self._record_failed(state, emit, errors.context_overflow(str(exc)))
+        except Exception as exc:
+            error = errors.map_error(
+                exc, host=self.settings.host, model=state.model,
+                timeout_s=self.settings.timeout, streaming=state.streaming,
+            )
+            self._record_failed(state, emit, error)
+
+    async def _turn(
+        self, state: _TurnState, emit: Callable[[ChatEvent], None],
+        use_knowledge: bool, use_memory: bool,
+    ) -> None:
+        settings = self.settings
+        session = self.session
+        history = self._history(session)
+        user_history = [t.question for t in history[-RETRIEVAL_HISTORY_TURNS:]]
+
+        loop = asyncio.get_running_loop()
+        knowledge_on = use_knowledge and self.knowledge is not None
+        memory_on = use_memory and self.memory is not None and settings.memory_top_k > 0
+        async def nothing() -> None:
+            return None
+
+        results = await asyncio.gather(
+            loop.run_in_executor(None, self._facts, settings.model),
+            loop.run_in_executor(self._knowledge_pool, self._search, state.message, user_history)
+            if knowledge_on else nothing(),
+            loop.run_in_executor(self._memory_pool, self._recall, state.message)
+            if memory_on else nothing(),
+            return_exceptions=True,
+        )
+        for result in results:  # Ollama's errors first: they say what to fix before retrying
+            if isinstance(result, BaseException):
+                raise result
+        facts, searched, recalled_t = results
+        retrieval: Retrieval | None = None
+        recalled: list[MemoryItem] | None = None
+        if searched is not None:
+            retrieval, state.timings["retrieval_ms"] = searched
+        if recalled_t is not None:
+            recalled, state.timings["recall_ms"] = recalled_t
+        state.ms("prepare_ms")
+
+        window = effective_window(facts, num_ctx=settings.num_ctx, cap=settings.context_cap)
+        tools_on = settings.tools and facts is not None and facts.supports_tools
+        t_assembly = time.perf_counter()
+        prompt = assemble(
+            PromptInputs(
+                persona=settings.persona,
+                message=state.message,
+                memories=recalled,
+                retrieval=retrieval,
+                summary=session.summary if session else "",
+                history=[
+                    HistoryTurn(t.question, t.answer, t.status == "interrupted") for t in history
+                ],
+                tools=tools_on,
+            ),
+            window=window,
+            answer_reserve=settings.answer_reserve,
+            memory_share=settings.memory_share,
+            knowledge_share=settings.knowledge_share,
+        )
+        state.ms("assembly_ms", t_assembly)
+        state.prompt = prompt
+        state.sources = list(prompt.sources)
+        state.memories = prompt.memories
+        state.low_confidence = bool(retrieval and retrieval.low_confidence)
+        state.timings["window"] = window
+        state.timings["prompt_tokens"] = prompt.total_tokens
+        emit(Retrieved(prompt.sources, prompt.memories, state.low_confidence,
+                       retrieval is not None, recalled is not None))
+
+        llm = self._llm(window, facts)
+        messages = [_chat_message(m) for m in prompt.messages]
+        search = self._tool_search if knowledge_on else None
+        remember = self._tool_remember if memory_on else None
+        rounds = MAX_TOOL_ROUNDS if tools_on else 0
+        while True:
+            calls = await self._stream(llm, messages, state, emit, tools=rounds > 0)
+            if not calls:
+                break
+            rounds -= 1
+            messages.append(_assistant_tool_message(state, calls))
+            for name, arguments in calls:
+                outcome = await loop.run_in_executor(
+                    self._knowledge_pool if name == "search_knowledge" else self._memory_pool,
+                    lambda n=name, a=arguments: run_tool(
+                        n, a, next_n=len(state.sources) + 1, search=search,
+                        remember=remember, known=state.sources,
+                    ),
+                )
+                state.tools.append(outcome.use)
+                state.sources.extend(outcome.sources)
+                emit(ToolCalled(outcome.use, outcome.sources))
+                messages.append(_tool_message(name, outcome.content))
+        state.ms("total_ms")
+        turn = self._store(state, "complete")
+        emit(Done(turn))
+        self._maybe_fold(turn.session_id, prompt.dropped_turns)
+
+    async def _stream(
+        self, llm: Any, messages: list[Any], state: _TurnState,
+        emit: Callable[[ChatEvent], None], *, tools: bool,
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """Stream one model reply into `state`; returns the tool calls it asked for."""
+        from llama_index.core.base.llms.types import ToolCallBlock
+
+        kwargs: dict[str, Any] = {"tools": TOOL_SPECS} if tools else {}
+        if "overhead_ms" not in state.timings:
+            state.ms("overhead_ms")  # enter → the request leaves for Ollama
+        think = _ThinkFilter()
+        last = None
+        gen = await llm.astream_chat(messages, **kwargs)
+        async with contextlib.aclosing(gen):
+            state.streaming = True
+            async for response in gen:
+                last = response
+                text = think.feed(response.delta or "")
+                if text:
+                    if "first_token_ms" not in state.timings:
+                        state.ms("first_token_ms")
+                    state.parts.append(text)
+                    emit(Token(text))
+        state.streaming = False
+        if last is None:
+            raise errors.protocol("the reply stream was empty", self.settings.host)
+        raw = getattr(last, "raw", None) or {}
+        if isinstance(raw, dict) and raw.get("done_reason") == "length":
+            log.info("answer stopped at the context limit")
+        return [
+            (b.tool_name, dict(b.tool_kwargs) if isinstance(b.tool_kwargs, dict) else {})
+            for b in last.message.blocks
+            if isinstance(b, ToolCallBlock)
+        ]
+
+    # --- the stages (blocking, run on worker threads) ----------------------------------------
+
+    def _facts(self, model: str) -> ModelFacts | None:
+        try:
+            return self.catalog.facts(model)
+        except ChatError as exc:
+            if exc.kind in ("model_not_found", "unavailable"):
+                raise  # the chat request would fail the same way: say so now
+            log.warning("could not read model facts for %s: %s", model, exc)
+            return None
+
+    def _search(self, message: str, history: Sequence[str]) -> tuple[Retrieval, float]:
+        assert self.knowledge is not None
+        start = time.perf_counter()
+        try:
+            result = self.knowledge.search(message, history=history, top_k=self.settings.top_k)
+        except Exception as exc:
+            raise errors.stage_failed("knowledge", "knowledge search", exc) from exc
+        return result, round((time.perf_counter() - start) * 1000, 2)
+
+    def _recall(self, message: str) -> tuple[list[MemoryItem], float]:
+        assert self.memory is not None
+        start = time.perf_counter()
+        try:
+            result = self.memory.recall(message, self.settings.memory_top_k)
+        except Exception as exc:
+            raise errors.stage_failed("memory", "memory recall", exc) from exc
+        return list(result), round((time.perf_counter() - start) * 1000, 2)
+
+    def _tool_search(self, query: str, top_k: int) -> Retrieval:
+        assert self.knowledge is not None
+        return self.knowledge.search(query, top_k=top_k)
+
+    def _tool_remember(self, text: str, kind: str) -> str:
+        assert self.memory is not None
+        return self.memory.remember(
+            text, kind, session_id=self._session.id if self._session else None
+        )
+
+    def _llm(self, window: int, facts: ModelFacts | None) -> Any:
+        """llama-index's Ollama LLM, one per (model, options, event loop): building its HTTP
+        client costs ~20 ms, and an httpx async client must not outlive its event loop."""
+        s = self.settings
+        loop = asyncio.get_running_loop()
+        key = (s.model, s.host, s.timeout, s.temperature, s.keep_alive, window, id(loop))
+        llm = self._llms.get(key)
+        if llm is None:
+            from llama_index.llms.ollama import Ollama
+
+            thinking = False if facts is not None and "thinking" in facts.capabilities else None
+            llm = Ollama(
+                model=s.model,
+                base_url=s.host,
+                temperature=s.temperature,
+                context_window=window,  # given, so it never calls /api/show itself
+                request_timeout=s.timeout,
+                keep_alive=s.keep_alive,
+                thinking=thinking,
+            )
+            self._llms = {k: v for k, v in self._llms.items() if k[-1] == id(loop)}
+            self._llms[key] = llm
+        return llm
+
+    # --- storing -----------------------------------------------------------------------------
+
+    def _history(self, session: Session | None) -> list[Turn]:
+        if session is None:
+            return []
+        return [
+            t for t in self.store.turns(session.id, after_seq=session.summary_through)
+            if t.status != "failed"
+        ]
+
+    def _ensure_session(self, first_message: str) -> Session:
+        if self._session is None:
+            self._session = self.store.create(model=self.settings.model)
+        return self._session
+
+    def _store(self, state: _TurnState, status: str, error: str = "") -> Turn:
+        session = self._ensure_session(state.message)
+        sources, invented = mark_cited(state.sources, state.answer)
+        if invented:
+            log.info("answer cites sources that do not exist: %s", invented)
+        state.recorded = True
+        return self.store.add_turn(
+            session.id,
+            state.message,
+            state.answer,
+            status=status,
+            model=state.model,
+            error=error,
+            low_confidence=state.low_confidence,
+            sources=sources,
+            memories=state.memories,
+            tools=state.tools,
+            timings=state.timings,
+        )
+
+    def _record_interrupted(self, state: _TurnState, emit: Callable[[ChatEvent], None]) -> None:
+        if state.recorded:
+            return
+        state.ms("total_ms")
+        emit(Done(self._store(state, "interrupted")))
+
+    def _record_failed(
+        self, state: _TurnState, emit: Callable[[ChatEvent], None], error: ChatError
+    ) -> None:
+        if state.recorded:
+            return
+        state.ms("total_ms")
+        turn = self._store(state, "failed", error=str(error.message))
+        emit(Failed(error, state.answer, turn))
+
+    # --- rolling summary ---------------------------------------------------------------------
+
+    def _maybe_fold(self, session_id: str, dropped: int) -> None:
+        if self._folding:
+            return  # one fold at a time; the next turn picks up what is left
+        session = self.store.get(session_id)
+        pending = self.store.turns(session_id, after_seq=session.summary_through)
+        fold = turns_to_fold(pending, keep=self.settings.history_turns, dropped=dropped)
+        if not fold:
+            return
+        self._folding = True
+        task = asyncio.get_running_loop().create_task(self._fold(session, fold))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _fold(self, session: Session, fold: list[Turn]) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+            if self.memory is not None:
+                exchanges = [(t.question, t.answer) for t in fold if t.status != "failed"]
+                try:
+                    await loop.run_in_executor(
+                        self._memory_pool,
+                        lambda: self.memory.extract(exchanges, session_id=session.id),  # type: ignore[union-attr]
+                    )
+                except Exception as exc:
+                    log.warning("memory extraction before summarising failed: %s", exc)
+                    return  # fold later: nothing personal may be lost to the summary
+            facts = await loop.run_in_executor(None, self._facts_quiet, self.settings.model)
+            window = effective_window(
+                facts, num_ctx=self.settings.num_ctx, cap=self.settings.context_cap
+            )
+            llm = self._llm(window, facts)
+            from llama_index.core.llms import ChatMessage
+
+            response = await llm.achat([
+                ChatMessage(role="system", content=SUMMARY_SYSTEM),
+                ChatMessage(role="user", content=summary_request(session.summary, fold)),
+            ])
+            summary = clean_summary(response.message.content or "")
+            if summary:
+                self.store.set_summary(session.id, summary, fold[-1].seq)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the summary is an optimisation: never break the chat
+            log.warning("rolling summary failed (will retry after the next turn): %s", exc)
+        finally:
+            self._folding = False
+
+    def _facts_quiet(self, model: str) -> ModelFacts | None:
+        try:
+            return self.catalog.facts(model)
+        except ChatError:
+            return None
+
+    async def drain(self, timeout: float | None = None) -> None:
+        """Wait for background work (the rolling summary) to finish."""
+        tasks = list(self._background)
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout)
+
+    async def aclose(self) -> None:
+        for task in list(self._background):
+            task.cancel()
+        await self.drain(timeout=5)
+        self._knowledge_pool.shutdown(wait=False, cancel_futures=True)
+        self._memory_pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _chat_message(message: PromptMessage) -> Any:
+    from llama_index.core.llms import ChatMessage
+
+    return ChatMessage(role=message.role, content=message.content)
+
+
+def _assistant_tool_message(state: _TurnState, calls: list[tuple[str, dict[str, Any]]]) -> Any:
+    from llama_index.core.base.llms.types import TextBlock, ToolCallBlock
+    from llama_index.core.llms import ChatMessage
+
+    blocks: list[Any] = [TextBlock(text="")]
+    blocks += [ToolCallBlock(tool_name=name, tool_kwargs=args) for name, args in calls]
+    return ChatMessage(role="assistant", blocks=blocks)
+
+
+def _tool_message(name: str, content: str) -> Any:
+    from llama_index.core.llms import ChatMessage
+
+    return ChatMessage(role="tool", content=content, additional_kwargs={"tool_name": name})

@@ -1,0 +1,123 @@
+"""What can go wrong talking to Ollama during a turn, as messages a user can act on.
+
+Every failure of a turn becomes a `ChatError` (a `UserError`: the CLI prints it, the TUI shows it
+as a banner) with a `kind` the UI can branch on and `retryable` saying whether trying the same
+message again can help. The user's message and any partial answer are never lost: the engine
+stores the turn before reporting the error.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Literal
+
+from assistant.errors import UserError
+
+log = logging.getLogger(__name__)
+
+ErrorKind = Literal[
+    "unavailable", "model_not_found", "timeout", "dropped", "context_overflow", "protocol",
+    "server", "knowledge", "memory",
+]
+
+
+class ChatError(UserError):
+    def __init__(
+        self, kind: ErrorKind, message: str, hint: str | None = None, *, retryable: bool = True
+    ) -> None:
+        super().__init__(message, hint)
+        self.kind = kind
+        self.retryable = retryable
+
+    @property
+    def message(self) -> str:
+        return self.args[0]
+
+
+def dropped(partial: bool) -> ChatError:
+    kept = " (the partial answer is kept)" if partial else ""
+    return ChatError(
+        "dropped",
+        f"the connection to Ollama dropped in the middle of the answer{kept}",
+        "retry; if it keeps happening, check `ollama ps` and the Ollama server log",
+    )
+
+
+def context_overflow(detail: str) -> ChatError:
+    return ChatError(
+        "context_overflow",
+        f"the message does not fit in the model's context window: {detail}",
+        "shorten the message, or raise ollama.num_ctx if the model supports a longer context",
+        retryable=False,
+    )
+
+
+def protocol(detail: str, host: str) -> ChatError:
+    return ChatError(
+        "protocol",
+        f"Ollama at {host} sent a reply second-brain cannot read ({detail})",
+        "check that [ollama] host points at Ollama (`curl HOST/api/version`), update Ollama "
+        "if it is old, and retry",
+    )
+
+
+def stage_failed(kind: ErrorKind, what: str, exc: BaseException) -> ChatError:
+    """Knowledge search or memory recall failed before anything was sent to the model."""
+    flag = "--no-knowledge" if kind == "knowledge" else "--no-memory"
+    return ChatError(
+        kind,
+        f"{what} failed: {exc}",
+        getattr(exc, "hint", None) or f"retry, or ask without it ({flag} / the toggle in the UI)",
+    )
+
+
+def _is_overflow(text: str) -> bool:
+    text = text.lower()
+    return "context" in text and any(w in text for w in ("exceed", "too long", "length", "window"))
+
+
+def map_error(
+    exc: BaseException, *, host: str, model: str, timeout_s: float, streaming: bool = False
+) -> ChatError:
+    """Translate an exception raised while talking to Ollama into a ChatError.
+
+    `streaming`: the reply had started, so a cut connection is a dropped stream (retry) rather
+    than a server that is not running.
+    """
+    import httpx
+    import pydantic
+
+    from assistant import ollama_client as oc
+
+    if isinstance(exc, ChatError):
+        return exc
+    if streaming and isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError):
+        return dropped(partial=True)
+    if _is_overflow(str(exc)):
+        return context_overflow(str(getattr(exc, "error", exc)))
+    mapped = oc.map_exception(exc, host, model, timeout=timeout_s)
+    if mapped is None:
+        if isinstance(exc, pydantic.ValidationError | KeyError | TypeError | ValueError):
+            first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ""
+            return protocol(f"{type(exc).__name__}: {first}", host)
+        # Not a transport failure, so most likely a bug: keep the traceback in the log, but
+        # still fail the turn cleanly so the user's message is stored and can be retried.
+        log.error("unexpected error during a chat turn", exc_info=exc)
+        return ChatError(
+            "server",
+            f"unexpected error while talking to Ollama: {type(exc).__name__}: {exc}",
+            "retry; if it persists, please report it with the log",
+        )
+    kind: ErrorKind
+    retryable = True
+    if isinstance(mapped, oc.ModelNotFound):
+        kind, retryable = "model_not_found", False
+    elif isinstance(mapped, oc.OllamaTimeout):
+        kind = "timeout"
+    elif isinstance(mapped, oc.OllamaUnavailable):
+        kind = "dropped" if streaming else "unavailable"
+    elif isinstance(mapped, oc.OllamaProtocolError):
+        kind = "protocol"
+    else:
+        kind = "server"
+    return ChatError(kind, str(mapped.args[0]), mapped.hint, retryable=retryable)

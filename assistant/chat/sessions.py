@@ -1,0 +1,397 @@
+"""Persistent chat sessions in SQLite (paths.sessions_db).
+
+The schema is versioned with `PRAGMA user_version` and upgraded by an ordered list of
+migrations, each applied in one transaction, so a database written by any earlier release opens
+in this one; a database from a newer release is refused rather than damaged.
+
+Each turn stores the numbered sources and recalled memories the model saw, copied by value (path,
+heading, lines, text) so a session can be shown and exported after the files changed or left the
+index.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from assistant.chat.turn import KnowledgeItem, MemoryItem, Session, Source, ToolUse, Turn
+from assistant.errors import UserError
+from assistant.paths import FILE_MODE
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: sessions, turns, the sources and memories each turn used.
+    """
+    CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        title TEXT NOT NULL DEFAULT '',
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        model TEXT NOT NULL DEFAULT '',
+        summary TEXT NOT NULL DEFAULT '',
+        summary_through INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE turns (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        question TEXT NOT NULL,
+        answer TEXT NOT NULL DEFAULT '',
+        status TEXT NOT NULL CHECK (status IN ('complete', 'interrupted', 'failed')),
+        error TEXT NOT NULL DEFAULT '',
+        model TEXT NOT NULL DEFAULT '',
+        low_confidence INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        timings TEXT NOT NULL DEFAULT '{}',
+        tools TEXT NOT NULL DEFAULT '[]',
+        UNIQUE (session_id, seq)
+    );
+    CREATE TABLE turn_sources (
+        turn_id INTEGER NOT NULL REFERENCES turns(id) ON DELETE CASCADE,
+        n INTEGER NOT NULL,
+        cited INTEGER NOT NULL DEFAULT 0,
+        chunk_id TEXT NOT NULL,
+        source TEXT NOT NULL,
+        relpath TEXT NOT NULL,
+        heading TEXT NOT NULL DEFAULT '',
+        start_line INTEGER NOT NULL DEFAULT 0,
+        end_line INTEGER NOT NULL DEFAULT 0,
+        page INTEGER,
+        score REAL NOT NULL DEFAULT 0,
+        text TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (turn_id, n)
+    );
+    CREATE TABLE turn_memories (
+        turn_id INTEGER NOT NULL REFERENCES turns(id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        memory_id TEXT NOT NULL,
+        kind TEXT NOT NULL DEFAULT '',
+        text TEXT NOT NULL,
+        score REAL NOT NULL DEFAULT 0,
+        PRIMARY KEY (turn_id, position)
+    );
+    CREATE INDEX turns_by_session ON turns(session_id, seq);
+    CREATE INDEX sessions_by_update ON sessions(updated_at);
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+TITLE_CHARS = 60
+
+
+class SessionNotFound(UserError):
+    def __init__(self, ref: str) -> None:
+        super().__init__(
+            f"no session matches {ref!r}", hint="`brain sessions list` shows the session ids"
+        )
+
+
+def migrate(conn: sqlite3.Connection, path: Path | str = "") -> int:
+    """Bring the schema to SCHEMA_VERSION; returns the version found before."""
+    found = conn.execute("PRAGMA user_version").fetchone()[0]
+    if found > SCHEMA_VERSION:
+        raise UserError(
+            f"{path}: sessions database has schema version {found}, newer than this "
+            f"second-brain understands ({SCHEMA_VERSION})",
+            hint="upgrade second-brain, or move the file away to start fresh",
+        )
+    for version in range(found + 1, SCHEMA_VERSION + 1):
+        with conn:  # one transaction per migration: a crash leaves the old version intact
+            script = MIGRATIONS[version - 1]
+            conn.executescript(f"BEGIN;\n{script}\nPRAGMA user_version = {version};")
+    return found
+
+
+def new_session_id() -> str:
+    return secrets.token_hex(4)
+
+
+def title_from(question: str) -> str:
+    line = " ".join(question.split())
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
+
+
+class SessionStore:
+    """Thread-safe access to the sessions database (the TUI's workers and the engine share it)."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path | str = ":memory:") -> None:
+        self._conn = conn
+        self._lock = threading.RLock()
+        self.path = path
+
+    @classmethod
+    def open(cls, path: Path | str) -> SessionStore:
+        if str(path) != ":memory:":
+            path = Path(path)
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if not path.exists():
+                path.touch(mode=FILE_MODE)
+        try:
+            conn = sqlite3.connect(str(path), check_same_thread=False, timeout=10)
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA journal_mode = WAL")
+            migrate(conn, path)
+        except sqlite3.DatabaseError as exc:
+            raise UserError(
+                f"{path}: cannot open the sessions database: {exc}",
+                hint="move the file away to start with no sessions",
+            ) from exc
+        conn.row_factory = sqlite3.Row
+        return cls(conn, path)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock, self._conn:
+            yield self._conn
+
+    # --- sessions ------------------------------------------------------------------------
+
+    def create(self, *, model: str = "", title: str = "") -> Session:
+        now = time.time()
+        with self._tx() as conn:
+            for _ in range(5):
+                sid = new_session_id()
+                try:
+                    conn.execute(
+                        "INSERT INTO sessions (id, title, created_at, updated_at, model) "
+                        "VALUES (?, ?, ?, ?, ?)",
+                        (sid, title, now, now, model),
+                    )
+                    break
+                except sqlite3.IntegrityError:
+                    continue  # 32-bit id collision: try another
+            else:  # pragma: no cover - five collisions in a row
+                raise RuntimeError("could not allocate a session id")
+        return self.get(sid)
+
+    def _session(self, row: sqlite3.Row) -> Session:
+        return Session(
+            id=row["id"],
+            title=row["title"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            model=row["model"],
+            summary=row["summary"],
+            summary_through=row["summary_through"],
+            turn_count=row["turn_count"],
+        )
+
+    _SELECT = (
+        "SELECT s.*, (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id) AS turn_count "
+        "FROM sessions s"
+    )
+
+    def get(self, session_id: str) -> Session:
+        with self._lock:
+            row = self._conn.execute(f"{self._SELECT} WHERE s.id = ?", (session_id,)).fetchone()
+        if row is None:
+            raise SessionNotFound(session_id)
+        return self._session(row)
+
+    def resolve(self, ref: str) -> Session:
+        """A session by id or unique id prefix (what users type from `sessions list`)."""
+        ref = ref.strip()
+        if not ref:
+            raise SessionNotFound(ref)
+        with self._lock:
+            rows = self._conn.execute(
+                f"{self._SELECT} WHERE s.id LIKE ? ESCAPE '\\' ORDER BY s.updated_at DESC",
+                (ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",),
+            ).fetchall()
+        exact = [r for r in rows if r["id"] == ref]
+        if exact:
+            return self._session(exact[0])
+        if len(rows) == 1:
+            return self._session(rows[0])
+        if not rows:
+            raise SessionNotFound(ref)
+        raise UserError(
+            f"{ref!r} matches {len(rows)} sessions", hint="type more characters of the id"
+        )
+
+    def list(self, limit: int | None = None) -> list[Session]:
+        sql = f"{self._SELECT} ORDER BY s.updated_at DESC, s.rowid DESC"
+        params: tuple[Any, ...] = ()
+        if limit is not None:
+            sql += " LIMIT ?"
+            params = (limit,)
+        with self._lock:
+            return [self._session(r) for r in self._conn.execute(sql, params)]
+
+    def latest(self) -> Session | None:
+        sessions = self.list(limit=1)
+        return sessions[0] if sessions else None
+
+    def rename(self, session_id: str, title: str) -> Session:
+        title = " ".join(title.split())
+        if not title:
+            raise UserError("a session title cannot be empty")
+        with self._tx() as conn:
+            cur = conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+        if cur.rowcount == 0:
+            raise SessionNotFound(session_id)
+        return self.get(session_id)
+
+    def delete(self, session_id: str) -> None:
+        with self._tx() as conn:
+            cur = conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        if cur.rowcount == 0:
+            raise SessionNotFound(session_id)
+
+    def set_model(self, session_id: str, model: str) -> None:
+        with self._tx() as conn:
+            conn.execute("UPDATE sessions SET model = ? WHERE id = ?", (model, session_id))
+
+    def set_summary(self, session_id: str, summary: str, through_seq: int) -> None:
+        """Store the rolling summary covering turns up to `through_seq` (never moves back)."""
+        with self._tx() as conn:
+            conn.execute(
+                "UPDATE sessions SET summary = ?, summary_through = ? "
+                "WHERE id = ? AND summary_through <= ?",
+                (summary, through_seq, session_id, through_seq),
+            )
+
+    # --- turns ---------------------------------------------------------------------------
+
+    def add_turn(
+        self,
+        session_id: str,
+        question: str,
+        answer: str,
+        *,
+        status: str,
+        model: str = "",
+        error: str = "",
+        low_confidence: bool = False,
+        sources: Sequence[Source] = (),
+        memories: Sequence[MemoryItem] = (),
+        tools: Sequence[ToolUse] = (),
+        timings: dict[str, float] | None = None,
+    ) -> Turn:
+        now = time.time()
+        with self._tx() as conn:
+            seq = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM turns WHERE session_id = ?", (session_id,)
+            ).fetchone()[0]
+            try:
+                cur = conn.execute(
+                    "INSERT INTO turns (session_id, seq, question, answer, status, error, model, "
+                    "low_confidence, created_at, timings, tools) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        session_id, seq, question, answer, status, error, model,
+                        int(low_confidence), now, json.dumps(timings or {}),
+                        json.dumps([_tool_json(t) for t in tools], ensure_ascii=False),
+                    ),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise SessionNotFound(session_id) from exc
+            turn_id = int(cur.lastrowid or 0)
+            conn.executemany(
+                "INSERT INTO turn_sources (turn_id, n, cited, chunk_id, source, relpath, heading, "
+                "start_line, end_line, page, score, text) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        turn_id, s.n, int(s.cited), s.item.chunk_id, s.item.source,
+                        s.item.relpath, s.item.heading, s.item.start_line, s.item.end_line,
+                        s.item.page, s.item.score, s.item.text,
+                    )
+                    for s in sources
+                ],
+            )
+            conn.executemany(
+                "INSERT INTO turn_memories (turn_id, position, memory_id, kind, text, score) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (turn_id, i, m.memory_id, m.kind, m.text, m.score)
+                    for i, m in enumerate(memories)
+                ],
+            )
+            title = conn.execute(
+                "SELECT title FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()[0]
+            conn.execute(
+                "UPDATE sessions SET updated_at = ?, title = ? WHERE id = ?",
+                (now, title or title_from(question), session_id),
+            )
+        return self.turn(turn_id)
+
+    def delete_turn(self, turn_id: int) -> None:
+        with self._tx() as conn:
+            conn.execute("DELETE FROM turns WHERE id = ?", (turn_id,))
+
+    def turn(self, turn_id: int) -> Turn:
+        with self._lock:
+            row = self._conn.execute("SELECT * FROM turns WHERE id = ?", (turn_id,)).fetchone()
+            if row is None:
+                raise UserError(f"no turn {turn_id}")
+            return self._turn(row)
+
+    def turns(self, session_id: str, *, after_seq: int = 0) -> list[Turn]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT * FROM turns WHERE session_id = ? AND seq > ? ORDER BY seq",
+                (session_id, after_seq),
+            ).fetchall()
+            return [self._turn(r) for r in rows]
+
+    def _turn(self, row: sqlite3.Row) -> Turn:
+        sources = tuple(
+            Source(
+                n=s["n"],
+                cited=bool(s["cited"]),
+                item=KnowledgeItem(
+                    chunk_id=s["chunk_id"], text=s["text"], source=s["source"],
+                    relpath=s["relpath"], heading=s["heading"], score=s["score"],
+                    start_line=s["start_line"], end_line=s["end_line"], page=s["page"],
+                ),
+            )
+            for s in self._conn.execute(
+                "SELECT * FROM turn_sources WHERE turn_id = ? ORDER BY n", (row["id"],)
+            )
+        )
+        memories = tuple(
+            MemoryItem(m["memory_id"], m["text"], m["kind"], m["score"])
+            for m in self._conn.execute(
+                "SELECT * FROM turn_memories WHERE turn_id = ? ORDER BY position", (row["id"],)
+            )
+        )
+        return Turn(
+            id=row["id"],
+            session_id=row["session_id"],
+            seq=row["seq"],
+            question=row["question"],
+            answer=row["answer"],
+            status=row["status"],
+            created_at=row["created_at"],
+            model=row["model"],
+            error=row["error"],
+            low_confidence=bool(row["low_confidence"]),
+            sources=sources,
+            memories=memories,
+            tools=tuple(_tool_from(t) for t in json.loads(row["tools"] or "[]")),
+            timings=json.loads(row["timings"] or "{}"),
+        )
+
+
+def _tool_json(tool: ToolUse) -> dict[str, Any]:
+    return {"name": tool.name, "arguments": tool.arguments, "result": tool.result, "ok": tool.ok}
+
+
+def _tool_from(data: dict[str, Any]) -> ToolUse:
+    return ToolUse(
+        name=str(data.get("name", "")),
+        arguments=dict(data.get("arguments") or {}),
+        result=str(data.get("result", "")),
+        ok=bool(data.get("ok", True)),
+    )

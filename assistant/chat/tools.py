@@ -1,0 +1,154 @@
+"""Tool-calling mode (ollama.tools): the model may search the knowledge base and store memories.
+
+Only two tools, both safe to run without asking: a search is read-only, and a memory is visible
+and editable by the user afterwards (and every call is shown to the user as it happens).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from assistant.chat.prompt import source_block
+from assistant.chat.turn import Retrieval, Source, ToolUse
+
+MAX_TOOL_ROUNDS = 3
+MAX_TOP_K = 10
+MEMORY_TYPES = ("fact", "preference", "episode", "procedure")  # assistant.memory.MemoryType
+
+TOOL_SPECS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "search_knowledge",
+            "description": (
+                "Search the user's indexed notes, documents and code. Returns numbered excerpts "
+                "to cite as [n]."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What to look for."},
+                    "top_k": {
+                        "type": "integer",
+                        "description": f"How many excerpts (1-{MAX_TOP_K}, default 4).",
+                    },
+                },
+                "required": ["query"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "remember",
+            "description": (
+                "Store a lasting fact about the user (who they are, what they prefer, their "
+                "goals) in long-term memory. Only for things the user said about themselves."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string", "description": "The fact, as one sentence."},
+                    "type": {"type": "string", "enum": list(MEMORY_TYPES)},
+                },
+                "required": ["text"],
+            },
+        },
+    },
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    use: ToolUse
+    content: str  # what the model reads back
+    sources: tuple[Source, ...] = ()
+
+
+def _int(value: Any, default: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def run_tool(
+    name: str,
+    arguments: dict[str, Any],
+    *,
+    next_n: int,
+    search: Callable[[str, int], Retrieval] | None,
+    remember: Callable[[str, str], str] | None,
+    known: Sequence[Source] = (),
+) -> ToolOutcome:
+    """Execute one tool call. Bad arguments and tool failures become a result the model (and the
+    user) can read, never an exception that would lose the turn."""
+    args = arguments if isinstance(arguments, dict) else {}
+    try:
+        if name == "search_knowledge":
+            return _search(args, next_n=next_n, search=search, known=known)
+        if name == "remember":
+            return _remember(args, remember=remember)
+        result = f"error: unknown tool {name!r} (available: search_knowledge, remember)"
+    except Exception as exc:  # a failing tool must not end the turn: report it to the model
+        result = f"error: {name} failed: {exc}"
+    return ToolOutcome(ToolUse(name, dict(args), result, ok=False), result)
+
+
+def _search(
+    args: dict[str, Any],
+    *,
+    next_n: int,
+    search: Callable[[str, int], Retrieval] | None,
+    known: Sequence[Source],
+) -> ToolOutcome:
+    query = str(args.get("query") or "").strip()
+    if search is None:
+        result = "error: knowledge search is off for this conversation"
+        return ToolOutcome(ToolUse("search_knowledge", dict(args), result, ok=False), result)
+    if not query:
+        result = "error: search_knowledge needs a non-empty `query`"
+        return ToolOutcome(ToolUse("search_knowledge", dict(args), result, ok=False), result)
+    top_k = max(1, min(MAX_TOP_K, _int(args.get("top_k"), 4)))
+    retrieval = search(query, top_k)
+    already = {s.item.chunk_id: s for s in known}
+    new: list[Source] = []
+    blocks: list[str] = []
+    n = next_n
+    for item in retrieval.items[:top_k]:
+        if item.chunk_id in already:
+            blocks.append(source_block(already[item.chunk_id].n, already[item.chunk_id].item))
+            continue
+        source = Source(n, item)
+        new.append(source)
+        blocks.append(source_block(n, item))
+        n += 1
+    if not blocks:
+        content = f"No excerpts found for {query!r}."
+    else:
+        note = "Low confidence: these may be unrelated.\n\n" if retrieval.low_confidence else ""
+        content = note + "\n\n".join(blocks)
+    shown = f"{len(blocks)} excerpt(s) for {query!r}" + (
+        " (low confidence)" if retrieval.low_confidence and blocks else ""
+    )
+    return ToolOutcome(
+        ToolUse("search_knowledge", {"query": query, "top_k": top_k}, shown), content, tuple(new)
+    )
+
+
+def _remember(args: dict[str, Any], *, remember: Callable[[str, str], str] | None) -> ToolOutcome:
+    text = str(args.get("text") or "").strip()
+    kind = str(args.get("type") or "fact").strip().lower()
+    if remember is None:
+        result = "error: memory is off for this conversation"
+        return ToolOutcome(ToolUse("remember", dict(args), result, ok=False), result)
+    if not text:
+        result = "error: remember needs a non-empty `text`"
+        return ToolOutcome(ToolUse("remember", dict(args), result, ok=False), result)
+    if kind not in MEMORY_TYPES:
+        kind = "fact"
+    result = remember(text, kind)
+    return ToolOutcome(ToolUse("remember", {"text": text, "type": kind}, result), result)
+

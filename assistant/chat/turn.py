@@ -1,0 +1,113 @@
+"""Domain types of one conversation turn, shared by the engine, sessions, CLI and TUI."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+TurnStatus = Literal["complete", "interrupted", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class KnowledgeItem:
+    """One retrieved chunk as the chat engine uses it (independent of the retriever's types).
+
+    `data` is the retriever's own JSON form of the hit (what `brain search --json` prints), kept
+    so `brain ask --json` can print exactly the same objects.
+    """
+
+    chunk_id: str
+    text: str
+    source: str  # absolute path
+    relpath: str  # path relative to its folder, for display
+    heading: str
+    score: float
+    start_line: int = 0
+    end_line: int = 0
+    page: int | None = None
+    data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    @property
+    def location(self) -> str:
+        """`notes/git.md:12-30` (or `paper.pdf p. 3`), for source lists."""
+        if self.page is not None:
+            return f"{self.relpath} p. {self.page}"
+        if self.start_line:
+            return f"{self.relpath}:{self.start_line}-{self.end_line}"
+        return self.relpath
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryItem:
+    """One recalled long-term memory about the user."""
+
+    memory_id: str
+    text: str
+    kind: str  # fact, preference, goal, …
+    score: float
+    data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieval:
+    """What the knowledge source returned for one question."""
+
+    query: str
+    items: tuple[KnowledgeItem, ...]
+    low_confidence: bool
+    timings: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A knowledge item as numbered in the prompt: the [n] the model may cite."""
+
+    n: int
+    item: KnowledgeItem
+    cited: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUse:
+    """One tool call the model made, with the result shown to the user."""
+
+    name: str
+    arguments: dict[str, Any]
+    result: str
+    ok: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """A stored exchange: the user's message and the answer (possibly partial)."""
+
+    id: int
+    session_id: str
+    seq: int  # 1-based position in the session
+    question: str
+    answer: str
+    status: TurnStatus
+    created_at: float
+    model: str = ""
+    error: str = ""
+    low_confidence: bool = False
+    sources: tuple[Source, ...] = ()
+    memories: tuple[MemoryItem, ...] = ()
+    tools: tuple[ToolUse, ...] = ()
+    timings: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def citations(self) -> tuple[Source, ...]:
+        return tuple(s for s in self.sources if s.cited)
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    id: str
+    title: str
+    created_at: float
+    updated_at: float
+    model: str = ""
+    summary: str = ""
+    summary_through: int = 0  # turns with seq <= this are folded into `summary`
+    turn_count: int = 0
