@@ -1,0 +1,168 @@
+"""Decoded file → `Chunk`s: structure first, then the size cap with overlap.
+
+1. Structural sections by format: Markdown/HTML headings, reST/Org titles, top-level
+   definitions of code (tree-sitter), one section for prose and data.
+2. Tiny sections merge with a neighbour under the same parent (`chunk_section.merge_tiny`).
+3. Blocks over `chunk_size` are split at paragraph → line → sentence (CJK too) → clause →
+   whitespace → character boundaries with `chunk_overlap` (`chunk_split`); overlap never
+   reaches across a block boundary.
+
+Invariants, checked by property tests: `chunk.text == decoded.text[chunk.start_char:
+chunk.end_char]`; every non-whitespace character of the text is in some chunk; chunks never
+start or end with whitespace; `len(chunk.text) <= chunk_size` (no tolerance needed: only a
+block that already fits is kept whole, and every atom of a split is at most `chunk_size`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+from dataclasses import dataclass
+
+from indexing.chunk_section import Block, Section, merge_tiny, trim
+from indexing.chunk_split import split_span
+from indexing.languages import detect_language
+from indexing.readers import DecodedFile
+from indexing.sources import SourceFile
+from indexing.types import Chunk
+
+__all__ = [
+    "ChunkSettings",
+    "chunk_file",
+    "chunk_id",
+    "chunk_text",
+    "content_hash",
+    "detect_language",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkSettings:
+    chunk_size: int = 1200  # characters, hard maximum per chunk
+    chunk_overlap: int = 200  # characters repeated between neighbouring chunks of one section
+    min_chunk_chars: int = 250  # sections shorter than this merge with a neighbour
+
+    def __post_init__(self) -> None:
+        if self.chunk_size < 50:
+            raise ValueError(f"chunk_size must be at least 50 characters, got {self.chunk_size}")
+        if not 0 <= self.chunk_overlap <= self.chunk_size // 2:
+            raise ValueError(
+                f"chunk_overlap must be between 0 and half of chunk_size ({self.chunk_size // 2}),"
+                f" got {self.chunk_overlap}"
+            )
+        if self.min_chunk_chars < 0:
+            raise ValueError(f"min_chunk_chars must not be negative, got {self.min_chunk_chars}")
+
+
+def chunk_id(source_path: str, index: int, content_hash: str) -> str:
+    """Stable id: the same text at the same position of the same file gets the same id."""
+    key = f"{source_path}\x00{index}\x00{content_hash}".encode("utf-8", "surrogatepass")
+    return hashlib.sha256(key).hexdigest()[:32]
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def chunk_file(source: SourceFile, decoded: DecodedFile, settings: ChunkSettings) -> list[Chunk]:
+    """All chunks of one file, in text order, with every `Chunk` field filled."""
+    return chunk_text(
+        decoded.text,
+        fmt=decoded.format,
+        settings=settings,
+        source=str(source.path),
+        root=str(source.root),
+        mtime=source.mtime,
+        pages=decoded.pages,
+    )
+
+
+def chunk_text(
+    text: str,
+    *,
+    fmt: str,
+    settings: ChunkSettings,
+    source: str = "",
+    root: str = "",
+    mtime: float = 0.0,
+    pages: tuple[tuple[int, int], ...] | None = None,
+) -> list[Chunk]:
+    """`chunk_file` without the file: for tests, benchmarks and text that is not on disk."""
+    if not text or text.isspace():
+        return []
+    lines = text.split("\n")
+    line_starts = [0]
+    for line in lines[:-1]:
+        line_starts.append(line_starts[-1] + len(line) + 1)
+    sections = _sections(text, fmt, lines, line_starts, settings)
+    blocks = merge_tiny(
+        text, sections, size=settings.chunk_size, min_chars=settings.min_chunk_chars
+    )
+    is_code = fmt.startswith(("code:", "data:"))
+    code_language = fmt if fmt.startswith("code:") else None
+    page_starts = [start for start, _ in pages] if pages else []
+    chunks: list[Chunk] = []
+    for block in blocks:
+        for start, end in _split_block(text, block, settings, code=is_code):
+            body = text[start:end]
+            digest = content_hash(body)
+            index = len(chunks)
+            page = None
+            if pages:
+                page = pages[max(0, bisect.bisect_right(page_starts, start) - 1)][1]
+            chunks.append(
+                Chunk(
+                    id=chunk_id(source, index, digest),
+                    text=body,
+                    source=source,
+                    root=root,
+                    heading=block.heading,
+                    index=index,
+                    start_char=start,
+                    end_char=end,
+                    start_line=bisect.bisect_right(line_starts, start),
+                    end_line=bisect.bisect_right(line_starts, end - 1),
+                    page=page,
+                    mtime=mtime,
+                    content_hash=digest,
+                    language=code_language or detect_language(body),
+                )
+            )
+    return chunks
+
+
+def _split_block(
+    text: str, block: Block, settings: ChunkSettings, *, code: bool
+) -> list[tuple[int, int]]:
+    spans = split_span(
+        text,
+        block.start,
+        block.end,
+        size=settings.chunk_size,
+        overlap=settings.chunk_overlap,
+        code=code,
+    )
+    trimmed = (trim(text, start, end) for start, end in spans)
+    return [(start, end) for start, end in trimmed if start < end]
+
+
+def _sections(
+    text: str, fmt: str, lines: list[str], line_starts: list[int], settings: ChunkSettings
+) -> list[Section]:
+    if fmt in ("markdown", "html"):
+        from indexing.chunk_markdown import markdown_sections
+
+        return markdown_sections(text, lines, line_starts)
+    if fmt == "rst":
+        from indexing.chunk_markdown import rst_sections
+
+        return rst_sections(text, lines, line_starts)
+    if fmt == "org":
+        from indexing.chunk_markdown import org_sections
+
+        return org_sections(text, lines, line_starts)
+    if fmt.startswith("code:"):
+        from indexing.chunk_code import code_sections
+
+        return code_sections(text, fmt[5:], lines, line_starts, max_chars=settings.chunk_size)
+    return [Section(0, len(text), ())]

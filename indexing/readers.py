@@ -1,0 +1,199 @@
+"""Bytes on disk → decoded text with a known format, or a `SkipFile` with the reason.
+
+Text is always returned with `\\n` newlines and no BOM; chunk spans index into exactly this text.
+HTML is reduced to its visible text with headings rewritten as Markdown `#` lines, so the
+Markdown chunker can give HTML chunks heading paths too. PDFs keep a page table.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from indexing.languages import format_for_path
+from indexing.sources import SkipReason
+
+SNIFF_BYTES = 8192
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedFile:
+    text: str
+    encoding: str  # "utf-8", "utf-8-sig", "gb18030", "cp1252", …; "pdf" for PDFs
+    format: str  # "markdown", "text", "rst", "org", "html", "pdf", "data:<kind>", "code:<lang>"
+    pages: tuple[tuple[int, int], ...] | None = None  # PDF: (start_char, 1-based page), sorted
+
+
+class SkipFile(Exception):
+    """The file cannot be indexed; `reason` goes into the sync summary."""
+
+    def __init__(self, reason: SkipReason, detail: str) -> None:
+        super().__init__(f"{reason.value}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+def read_file(path: Path, *, max_bytes: int) -> DecodedFile:
+    """Read and decode one file; raises `SkipFile` for anything that is not indexable text."""
+    fmt = format_for_path(path)
+    if fmt == "binary":
+        raise SkipFile(SkipReason.binary, f"{path.suffix.lower() or 'file'} is a binary format")
+    if fmt == "unsupported":
+        raise SkipFile(SkipReason.unsupported, f"{path.suffix.lower()} documents are not supported")
+    data = _read_bytes(path, max_bytes)
+    if not data:
+        raise SkipFile(SkipReason.empty, "0 bytes")
+    if fmt == "pdf":
+        from indexing.pdf import read_pdf
+
+        text, pages = read_pdf(data)
+        return DecodedFile(text=text, encoding="pdf", format="pdf", pages=pages)
+    text, encoding = decode_bytes(data)
+    text = normalise_newlines(text)
+    if fmt == "html":
+        from indexing.html_text import html_to_text
+
+        text = html_to_text(text)
+    if not text.strip():
+        raise SkipFile(SkipReason.empty, "only whitespace")
+    return DecodedFile(text=text, encoding=encoding, format=fmt, pages=None)
+
+
+def _read_bytes(path: Path, max_bytes: int) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            if not os.path.isfile(path):
+                raise SkipFile(SkipReason.not_a_file, "not a regular file")
+            data = f.read(max_bytes + 1)
+    except SkipFile:
+        raise
+    except FileNotFoundError as exc:
+        raise SkipFile(SkipReason.vanished, "deleted before it could be read") from exc
+    except IsADirectoryError as exc:
+        raise SkipFile(SkipReason.not_a_file, "is a folder") from exc
+    except PermissionError as exc:
+        raise SkipFile(SkipReason.unreadable, "permission denied") from exc
+    except OSError as exc:
+        raise SkipFile(SkipReason.unreadable, exc.strerror or str(exc)) from exc
+    if len(data) > max_bytes:
+        raise SkipFile(SkipReason.too_large, f"larger than the {max_bytes}-byte limit")
+    return data
+
+
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),  # before UTF-16 LE, whose BOM is its prefix
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+# Control bytes that do not appear in text (tab, LF, FF, CR and ESC for ANSI colours do).
+_CONTROL = bytes(b for b in range(32) if b not in (8, 9, 10, 12, 13, 27))
+_CONTROL_TABLE = bytes.maketrans(b"", b"")
+
+
+def decode_bytes(data: bytes) -> tuple[str, str]:
+    """(text, encoding) or SkipFile(binary | undecodable). Does not normalise newlines."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            try:
+                text = data.decode(encoding)
+            except UnicodeDecodeError as exc:
+                raise SkipFile(SkipReason.undecodable, f"invalid {encoding} after its BOM") from exc
+            return text.lstrip("\ufeff"), encoding
+    if looks_binary(data):
+        raise SkipFile(SkipReason.binary, "contains NUL or control bytes")
+    try:
+        return data.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    text = _try_gb18030(data)
+    if text is not None:
+        return text, "gb18030"
+    guess = _try_charset_normalizer(data)
+    if guess is not None:
+        return guess
+    text = _try_single_byte(data)
+    if text is not None:
+        return text, "cp1252"
+    raise SkipFile(SkipReason.undecodable, "not UTF-8, UTF-16, GB18030 or a recognisable encoding")
+
+
+def looks_binary(data: bytes) -> bool:
+    head = data[:SNIFF_BYTES]
+    if b"\x00" in head:
+        return True
+    if not head:
+        return False
+    controls = len(head) - len(head.translate(_CONTROL_TABLE, _CONTROL))
+    return controls / len(head) > 0.05
+
+
+def normalise_newlines(text: str) -> str:
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+def _non_ascii(text: str) -> list[str]:
+    return [c for c in text if ord(c) > 127]
+
+
+def _try_gb18030(data: bytes) -> str | None:
+    try:
+        text = data.decode("gb18030")
+    except UnicodeDecodeError:
+        return None
+    chars = _non_ascii(text)
+    if not chars:
+        return None
+    # GB18030 accepts many byte pairs, so Latin-1 text like "é" + "a" decodes to rare hanzi.
+    # Real Chinese text is overwhelmingly made of GB2312 characters (the 6.7k common ones).
+    common = 0
+    for c in chars:
+        try:
+            c.encode("gb2312")
+            common += 1
+        except UnicodeEncodeError:
+            pass
+    return text if common / len(chars) >= 0.9 else None
+
+
+def _try_charset_normalizer(data: bytes) -> tuple[str, str] | None:
+    from charset_normalizer import from_bytes
+
+    best = from_bytes(data[: 256 * 1024]).best()
+    if best is None or best.encoding in ("utf_8", "ascii") or best.chaos > 0.2:
+        return None
+    try:
+        text = data.decode(best.encoding)
+    except (UnicodeDecodeError, LookupError):
+        return None
+    if not _plausible(text):
+        return None
+    return text, best.encoding.replace("_", "-")
+
+
+def _try_single_byte(data: bytes) -> str | None:
+    try:
+        text = data.decode("cp1252")
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")
+    return text if _plausible(text) else None
+
+
+_LETTERISH = re.compile(r"[\w\s.,;:!?'\"()\[\]{}<>/\\|@#$%^&*+=`~-]", re.UNICODE)
+
+
+def _plausible(text: str) -> bool:
+    """Mostly letters, digits, spaces and punctuation, no C1 controls: reads like text."""
+    if not text:
+        return False
+    if any("\x80" <= c <= "\x9f" for c in text):
+        return False
+    sample = text[:20000]
+    ok = len(_LETTERISH.findall(sample))
+    return ok / len(sample) >= 0.9

@@ -1,0 +1,293 @@
+"""Which files of a registered folder get indexed: ignore rules, symlinks, size limit, skips.
+
+`walk` yields every candidate file (`SourceFile`) or the reason one could not be taken
+(`Skipped`); ignored files (`.gitignore`, default folders, exclude globs) are not skips, they are
+simply never yielded. `is_ignored` answers the same question for one path, for the watcher: a
+file that became ignored must have its chunks removed.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+import pathspec
+
+# Folders no user wants indexed: VCS metadata, dependency trees, caches and build outputs.
+DEFAULT_IGNORED_DIRS = frozenset(
+    {
+        "node_modules",
+        "__pycache__",
+        "venv",
+        "build",
+        "dist",
+        "target",
+        "out",
+        "site-packages",
+        "bower_components",
+    }
+)
+GITIGNORE = ".gitignore"
+
+
+class SkipReason(StrEnum):
+    """Why a file the user might expect in the index is not there (shown in the sync summary)."""
+
+    too_large = "too_large"
+    binary = "binary"
+    unreadable = "unreadable"  # permissions, I/O errors, encrypted PDF
+    undecodable = "undecodable"  # text in no encoding we can recognise
+    empty = "empty"  # 0 bytes, only whitespace, or a PDF without a text layer
+    vanished = "vanished"  # deleted (or replaced) while we were looking at it
+    symlink_outside = "symlink_outside"  # points out of the registered folder
+    symlink_loop = "symlink_loop"  # a symlink cycle, or a link to one of its own parents
+    broken_symlink = "broken_symlink"  # points at nothing
+    unsupported = "unsupported"  # a document format we cannot read (docx, xlsx, …)
+    not_a_file = "not_a_file"  # fifo, socket, device
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSettings:
+    include: tuple[str, ...] = ()  # gitignore-style globs; when set, only matching files
+    exclude: tuple[str, ...] = ()  # gitignore-style globs for files and folders
+    respect_gitignore: bool = True
+    max_file_bytes: int = 5 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    path: Path  # absolute, inside `root` (a symlink inside root keeps its own path)
+    root: Path  # the registered folder, absolute
+    size: int
+    mtime: float
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    path: Path
+    reason: SkipReason
+    detail: str
+
+
+def is_ignored(path: Path, root: Path, settings: SourceSettings) -> bool:
+    """Whether `path` (a file under `root`, existing or not) is excluded by the ignore rules.
+
+    Does not look at size or content; those give skips, not ignores. A path outside `root` is
+    ignored. The watcher calls this for every changed path, so it reads only the .gitignore
+    files on the way from `root` to `path`.
+    """
+    root = Path(os.path.abspath(root))
+    path = Path(os.path.abspath(path))
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        # The watcher may report a path through another spelling of the root (a symlink).
+        try:
+            real = Path(os.path.realpath(path.parent), path.name)
+            rel = real.relative_to(os.path.realpath(root))
+        except ValueError:
+            return True
+    parts = rel.parts
+    if not parts:
+        return False
+    rules = _Rules(root, settings)
+    current = root
+    for i, name in enumerate(parts):
+        is_last = i == len(parts) - 1
+        rel_posix = "/".join(parts[: i + 1])
+        child = current / name
+        if is_last:
+            return rules.file_ignored(child, rel_posix)
+        if rules.dir_ignored(child, rel_posix):
+            return True
+        rules.enter(child, rel_posix)
+        current = child
+    return False
+
+
+def walk(root: Path, settings: SourceSettings) -> Iterator[SourceFile | Skipped]:
+    """Every indexable file under `root`, in a deterministic (sorted, depth-first) order.
+
+    Paths are `root` (made absolute, not resolved) joined with the names found; `root` of each
+    `SourceFile` is that absolute root. Symlinks are judged against the resolved root.
+    """
+    root = Path(os.path.abspath(root))
+    real_root = Path(os.path.realpath(root))
+    if not real_root.is_dir():
+        yield Skipped(root, SkipReason.vanished, "folder does not exist")
+        return
+    rules = _Rules(root, settings)
+    yield from _walk_dir(root, "", real_root, rules, settings)
+
+
+def _walk_dir(
+    directory: Path, rel: str, real_root: Path, rules: _Rules, settings: SourceSettings
+) -> Iterator[SourceFile | Skipped]:
+    try:
+        with os.scandir(directory) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except FileNotFoundError:
+        yield Skipped(directory, SkipReason.vanished, "folder disappeared during the walk")
+        return
+    except NotADirectoryError:
+        yield Skipped(directory, SkipReason.vanished, "folder was replaced during the walk")
+        return
+    except OSError as exc:
+        yield Skipped(directory, SkipReason.unreadable, _os_detail(exc))
+        return
+    rules.enter(directory, rel)
+    for entry in entries:
+        path = Path(entry.path)
+        entry_rel = f"{rel}/{entry.name}" if rel else entry.name
+        try:
+            is_link = entry.is_symlink()
+            is_dir = entry.is_dir(follow_symlinks=False)
+        except OSError as exc:
+            yield Skipped(path, SkipReason.unreadable, _os_detail(exc))
+            continue
+        if is_link:
+            yield from _symlink(path, entry_rel, real_root, rules, settings)
+        elif is_dir:
+            if not rules.dir_ignored(path, entry_rel):
+                yield from _walk_dir(path, entry_rel, real_root, rules, settings)
+        elif not rules.file_ignored(path, entry_rel):
+            yield _stat_file(path, real_root, settings, directory_root=rules.root)
+
+
+def _symlink(
+    path: Path, rel: str, real_root: Path, rules: _Rules, settings: SourceSettings
+) -> Iterator[SourceFile | Skipped]:
+    # Decide ignore rules on the link's own name first: an ignored link is not a skip.
+    try:
+        target = Path(os.path.realpath(path, strict=True))
+    except FileNotFoundError:
+        if not rules.file_ignored(path, rel):
+            yield Skipped(path, SkipReason.broken_symlink, f"points to {os.readlink(path)!r}")
+        return
+    except OSError as exc:  # ELOOP: a cycle of links
+        if not rules.file_ignored(path, rel):
+            yield Skipped(path, SkipReason.symlink_loop, _os_detail(exc))
+        return
+    target_is_dir = target.is_dir()
+    if target_is_dir and rules.dir_ignored(path, rel):
+        return
+    if not target_is_dir and rules.file_ignored(path, rel):
+        return
+    if target != real_root and real_root not in target.parents:
+        yield Skipped(path, SkipReason.symlink_outside, f"points outside the folder, to {target}")
+        return
+    if target_is_dir:
+        link_dir_real = Path(os.path.realpath(path.parent))
+        if target == link_dir_real or target in link_dir_real.parents:
+            yield Skipped(path, SkipReason.symlink_loop, f"points to its own parent {target}")
+        # Any other folder inside the root is walked at its real location; following the link
+        # too would index it twice (and links between siblings can still form cycles).
+        return
+    yield _stat_file(path, real_root, settings, directory_root=rules.root)
+
+
+def _stat_file(
+    path: Path, real_root: Path, settings: SourceSettings, *, directory_root: Path
+) -> SourceFile | Skipped:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return Skipped(path, SkipReason.vanished, "deleted during the walk")
+    except OSError as exc:
+        return Skipped(path, SkipReason.unreadable, _os_detail(exc))
+    if not stat.S_ISREG(st.st_mode):
+        return Skipped(path, SkipReason.not_a_file, "not a regular file")
+    if st.st_size == 0:
+        return Skipped(path, SkipReason.empty, "0 bytes")
+    if st.st_size > settings.max_file_bytes:
+        return Skipped(
+            path,
+            SkipReason.too_large,
+            f"{_human_bytes(st.st_size)} is over the {_human_bytes(settings.max_file_bytes)} limit",
+        )
+    return SourceFile(path=path, root=directory_root, size=st.st_size, mtime=st.st_mtime)
+
+
+class _Rules:
+    """Ignore rules for one walk; caches the parsed .gitignore of every folder entered."""
+
+    def __init__(self, root: Path, settings: SourceSettings) -> None:
+        self.root = root
+        self.settings = settings
+        self._gitignores: dict[str, pathspec.GitIgnoreSpec | None] = {}
+        self._exclude = _spec(settings.exclude)
+        self._include = _spec(settings.include)
+
+    def enter(self, directory: Path, rel: str) -> None:
+        if rel in self._gitignores or not self.settings.respect_gitignore:
+            return
+        self._gitignores[rel] = _read_gitignore(directory / GITIGNORE)
+
+    def dir_ignored(self, path: Path, rel: str) -> bool:
+        name = path.name
+        if name.startswith(".") or name in DEFAULT_IGNORED_DIRS:
+            return True
+        if (path / "pyvenv.cfg").is_file():  # a virtualenv under any name
+            return True
+        if self._exclude is not None and self._exclude.match_file(rel + "/"):
+            return True
+        return self._gitignored(rel + "/")
+
+    def file_ignored(self, path: Path, rel: str) -> bool:
+        if path.name.startswith("."):
+            return True
+        if self._exclude is not None and self._exclude.match_file(rel):
+            return True
+        if self._include is not None and not self._include.match_file(rel):
+            return True
+        return self._gitignored(rel)
+
+    def _gitignored(self, rel: str) -> bool:
+        if not self.settings.respect_gitignore:
+            return False
+        # The deepest .gitignore with a matching pattern decides, as in git.
+        parts = rel.rstrip("/").split("/")
+        for depth in range(len(parts) - 1, -1, -1):
+            base = "/".join(parts[:depth])
+            if base not in self._gitignores:
+                self._gitignores[base] = _read_gitignore(self.root / base / GITIGNORE)
+            spec = self._gitignores[base]
+            if spec is None:
+                continue
+            sub = rel[len(base) + 1 :] if base else rel
+            result = spec.check_file(sub)
+            if result.include is not None:
+                return bool(result.include)
+        return False
+
+
+def _read_gitignore(path: Path) -> pathspec.GitIgnoreSpec | None:
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    lines = raw.decode("utf-8", errors="replace").splitlines()
+    if not any(line.strip() and not line.startswith("#") for line in lines):
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def _spec(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec | None:
+    return pathspec.GitIgnoreSpec.from_lines(list(patterns)) if patterns else None
+
+
+def _os_detail(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def _human_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"  # pragma: no cover
