@@ -90,7 +90,14 @@ def run_checks(ctx: AppContext, *, setup_error: str | None = None) -> list[Check
     results: list[list[Check] | None] = [None] * len(groups)
 
     def runner(i: int, fn: Callable[[], list[Check]]) -> None:
-        results[i] = fn()
+        try:
+            results[i] = fn()
+        except Exception as exc:  # a crashed group still reports each of its lines
+            results[i] = [
+                Check(c.name, False, f"{type(exc).__name__}: {exc}",
+                      "see `brain doctor --json` and report a bug if this persists", c.essential)
+                for c in groups[i][2]
+            ]
 
     started = time.monotonic()
     threads = []

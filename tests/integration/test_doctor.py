@@ -1,0 +1,215 @@
+"""`brain doctor` against the fake Ollama: up, down, slow, model missing, broken local state."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import namedtuple
+from pathlib import Path
+
+import pytest
+
+from assistant.cli.main import main
+from assistant.context import AppContext
+from tests.fake_ollama import FakeOllama
+from tests.fakes import HashEmbedder
+
+CHECK_NAMES = ["config", "ollama", "chat model", "embedding", "vector store", "data dir",
+               "disk space"]
+
+
+@pytest.fixture
+def fast_embedder(monkeypatch: pytest.MonkeyPatch) -> HashEmbedder:
+    """Doctor logic tests use the hash embedder; the real model is checked once below."""
+    embedder = HashEmbedder(dimension=384, model_id="test:hash-384")
+    monkeypatch.setattr(AppContext, "embedder", lambda self: embedder)
+    return embedder
+
+
+def _write_config(home: Path, text: str) -> None:
+    (home / "config").mkdir(parents=True, exist_ok=True)
+    (home / "config" / "config.toml").write_text(text, encoding="utf-8")
+
+
+def _doctor_json(capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, dict]:
+    code = main(["doctor", "--json", *extra])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def _by_name(report: dict) -> dict[str, dict]:
+    return {c["name"]: c for c in report["checks"]}
+
+
+def test_all_good(ollama_home: Path, fast_embedder: HashEmbedder,
+                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in out] == ["✓"] * 7
+    text = "\n".join(out)
+    assert "Ollama 0.12.6 at http://127.0.0.1:" in text
+    assert "qwen3:4b (4.0B, context 40960, tools)" in text
+    assert "test:hash-384 (384-d" in text
+    assert f"embedded Chroma at {ollama_home / 'data' / 'chroma'}" in text
+
+
+def test_json_schema(ollama_home: Path, fast_embedder: HashEmbedder,
+                     capsys: pytest.CaptureFixture[str]) -> None:
+    code, report = _doctor_json(capsys)
+    assert code == 0 and report["ok"] is True
+    assert [c["name"] for c in report["checks"]] == CHECK_NAMES
+    for check in report["checks"]:
+        assert set(check) == {"name", "ok", "detail", "hint", "essential"}
+        assert isinstance(check["ok"], bool) and isinstance(check["essential"], bool)
+        assert isinstance(check["detail"], str) and check["detail"]
+    assert _by_name(report)["disk space"]["essential"] is False
+
+
+def test_ollama_down_is_fast_and_clear(ollama_home: Path, fake_ollama: FakeOllama,
+                                       fast_embedder: HashEmbedder,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    _write_config(ollama_home, f'[ollama]\nhost = "{fake_ollama.url}"\ntimeout = 10.0\n')
+    fake_ollama.stop()
+    start = time.monotonic()
+    code = main(["doctor"])
+    elapsed = time.monotonic() - start
+    assert code == 1
+    assert elapsed < 5, f"doctor took {elapsed:.1f} s with a 10 s timeout"
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert len(lines) == 7  # every check still reported
+    ollama_line = next(line for line in lines if " ollama " in line)
+    assert ollama_line.startswith("✗")
+    assert f"Ollama is not running at {fake_ollama.url}" in ollama_line
+    assert "ollama serve" in ollama_line
+    assert "✓ vector store" in captured.out and "✓ data dir" in captured.out
+    assert "essential check(s) failed: ollama, chat model" in captured.err
+
+
+def test_slow_ollama_answers_within_the_timeout(ollama_home: Path, fake_ollama: FakeOllama,
+                                                fast_embedder: HashEmbedder,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    _write_config(ollama_home, f'[ollama]\nhost = "{fake_ollama.url}"\ntimeout = 0.5\n')
+    fake_ollama.script("/api/version", delay=5)
+    start = time.monotonic()
+    code, report = _doctor_json(capsys)
+    assert time.monotonic() - start < 3
+    assert code == 1
+    check = _by_name(report)["ollama"]
+    assert not check["ok"] and "did not answer within 0.5 s" in check["detail"]
+
+
+def test_model_missing_says_pull(ollama_home: Path, fake_ollama: FakeOllama,
+                                 fast_embedder: HashEmbedder,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    fake_ollama.remove_model("qwen3:4b")
+    code, report = _doctor_json(capsys)
+    assert code == 1 and report["ok"] is False
+    checks = _by_name(report)
+    assert checks["ollama"]["ok"] is True
+    model = checks["chat model"]
+    assert model["ok"] is False and model["essential"] is True
+    assert model["hint"] == "ollama pull qwen3:4b"
+    assert "nomic-embed-text:latest" in model["detail"]  # what is installed instead
+
+
+def test_embedding_model_as_chat_model_is_refused(ollama_home: Path, fake_ollama: FakeOllama,
+                                                  fast_embedder: HashEmbedder,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    _write_config(ollama_home, f'[ollama]\nhost = "{fake_ollama.url}"\n'
+                               'model = "nomic-embed-text"\n')
+    code, report = _doctor_json(capsys)
+    assert code == 1
+    assert "cannot chat" in _by_name(report)["chat model"]["detail"]
+
+
+def test_bad_config_still_reports_everything(home: Path, fast_embedder: HashEmbedder,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    _write_config(home, "[ollama]\ntimeout = \"soon\"\n")
+    code, report = _doctor_json(capsys)
+    assert code == 1
+    assert [c["name"] for c in report["checks"]] == CHECK_NAMES
+    config = _by_name(report)["config"]
+    assert not config["ok"]
+    assert "ollama.timeout: expected number, got str 'soon'" in config["detail"]
+    assert "config.toml" in config["detail"]
+
+
+def test_embedding_failure_is_reported(ollama_home: Path, monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from assistant.errors import UserError
+
+    def broken(self: AppContext) -> None:
+        raise UserError("embedding model 'x' is not in the local cache", "pick another model")
+
+    monkeypatch.setattr(AppContext, "embedder", broken)
+    code, report = _doctor_json(capsys)
+    assert code == 1
+    check = _by_name(report)["embedding"]
+    assert check["detail"] == "embedding model 'x' is not in the local cache"
+    assert check["hint"] == "pick another model"
+
+
+def test_data_dir_unusable(home: Path, fake_ollama: FakeOllama, fast_embedder: HashEmbedder,
+                           capsys: pytest.CaptureFixture[str]) -> None:
+    home.mkdir(parents=True)
+    (home / "data").write_text("not a directory")
+    _write_config(home, f'[ollama]\nhost = "{fake_ollama.url}"\n')
+    code, report = _doctor_json(capsys)
+    assert code == 1
+    checks = _by_name(report)
+    assert not checks["data dir"]["ok"] and "cannot create" in checks["data dir"]["detail"]
+    assert checks["ollama"]["ok"]  # unrelated checks unaffected
+
+
+def test_open_permissions_and_low_disk_are_warnings(ollama_home: Path,
+                                                    fast_embedder: HashEmbedder,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    import assistant.doctor as doctor
+
+    Usage = namedtuple("Usage", "total used free")
+    monkeypatch.setattr(doctor.shutil, "disk_usage", lambda p: Usage(10**10, 10**10, 300_000_000))
+    real_ensure = doctor.AppPaths.ensure
+
+    def loosen(self):  # type: ignore[no-untyped-def]
+        real_ensure(self)
+        os.chmod(self.data_dir, 0o755)
+        return self
+
+    monkeypatch.setattr(doctor.AppPaths, "ensure", loosen)
+    code = main(["doctor"])
+    out = capsys.readouterr().out
+    assert code == 0  # warnings do not fail the doctor
+    assert "! disk space" in out and "0.3 GB free" in out
+    assert "! data dir" in out and "chmod 700" in out
+
+
+def test_chroma_server_unreachable(ollama_home: Path, fake_ollama: FakeOllama,
+                                   fast_embedder: HashEmbedder,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    _write_config(ollama_home, f'[ollama]\nhost = "{fake_ollama.url}"\n'
+                               f'[store]\nvector_store = "http://127.0.0.1:{_free_port()}"\n')
+    code, report = _doctor_json(capsys)
+    assert code == 1
+    check = _by_name(report)["vector store"]
+    assert not check["ok"] and "no Chroma server" in check["detail"]
+    assert "chroma run" in check["hint"]
+
+
+def test_not_a_chroma_server(ollama_home: Path, fake_ollama: FakeOllama,
+                             fast_embedder: HashEmbedder,
+                             capsys: pytest.CaptureFixture[str]) -> None:
+    # The fake Ollama is a web server that is not Chroma: its 404 must be recognised.
+    _write_config(ollama_home, f'[ollama]\nhost = "{fake_ollama.url}"\n'
+                               f'[store]\nvector_store = "{fake_ollama.url}"\n')
+    _, report = _doctor_json(capsys)
+    assert "is not a Chroma server" in _by_name(report)["vector store"]["detail"]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
