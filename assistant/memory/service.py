@@ -40,21 +40,26 @@ def recall_settings(ctx: AppContext) -> RecallSettings:
     )
 
 
+def chroma_vectors(ctx: AppContext) -> VectorIndex:
+    """The `memories` collection, beside the knowledge collection (or on the Chroma server)."""
+    from indexing.vectors import VectorStore
+
+    embedder = ctx.embedder()
+    location = ctx.config.store.vector_store or str(ctx.paths.vectors_dir)
+    return VectorStore.open(
+        location, MEMORY_COLLECTION, model_id=embedder.model_id, dimension=embedder.dimension
+    )
+
+
 def open_memory(ctx: AppContext, *, clock: Clock = system_clock) -> MemoryStore:
     """The user's memory store (SQLite at paths.memory_db, Chroma collection `memories`)."""
-
-    def vectors() -> VectorIndex:
-        from indexing.vectors import VectorStore
-
-        embedder = ctx.embedder()
-        location = ctx.config.store.vector_store or str(ctx.paths.vectors_dir)
-        return VectorStore.open(
-            location, MEMORY_COLLECTION, model_id=embedder.model_id,
-            dimension=embedder.dimension,
-        )
-
     ctx.paths.ensure()
-    return MemoryStore(ctx.paths.memory_db, embedder=ctx.embedder, vectors=vectors, clock=clock)
+    return MemoryStore(
+        ctx.paths.memory_db,
+        embedder=ctx.embedder,
+        vectors=lambda: chroma_vectors(ctx),
+        clock=clock,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -545,7 +545,8 @@ class MemoryStore:
             (
                 memory_id, new.type.value, new.key, new.text, new.context, new.confidence,
                 new.importance, MemoryStatus.ACTIVE.value, int(new.pinned),
-                new.created_at or now, now, new.source, new.session_id, new.source_text,
+                new.created_at or now, min(new.created_at or now, now), new.source,
+                new.session_id, new.source_text,
                 int(actor is Actor.USER),
             ),
         )
@@ -582,16 +583,14 @@ class MemoryStore:
         done = 0
         for start in range(0, len(checked), batch_size):
             batch = checked[start : start + batch_size]
-            vectors: np.ndarray | None = None
             docs = [
                 search_text(n.text, type=n.type, key=n.key, context=n.context,
                             created_at=n.created_at)
                 for n in batch
             ]
-            if dedup_threshold is not None or batch:
-                vectors = self.embedder().embed_documents(docs)
+            vectors = self.embedder().embed_documents(docs)
             keep = list(range(len(batch)))
-            if dedup_threshold is not None and vectors is not None:
+            if dedup_threshold is not None:
                 keep = self._dedup_batch(vectors, dedup_threshold)
                 skipped += len(batch) - len(keep)
             stored: list[tuple[Memory, str]] = []
@@ -599,7 +598,7 @@ class MemoryStore:
                 for i in keep:
                     stored.append((self._insert(conn, batch[i], actor), batch[i].context))
                 self._index_keywords(stored)
-            if stored and vectors is not None:
+            if stored:
                 self._upsert_vectors([m for m, _ in stored], vectors[keep])
             added += len(stored)
             done += len(batch)

@@ -1,0 +1,392 @@
+"""`brain memory …`: see, search, correct and erase what the assistant remembers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from assistant.cli.common import context, print_json
+from assistant.errors import UserError
+
+if TYPE_CHECKING:
+    from assistant.memory.model import Memory
+    from assistant.memory.service import MemoryService
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("memory", help="see, search and correct what the assistant remembers")
+    actions = parser.add_subparsers(dest="memory_action", metavar="ACTION")
+
+    p = actions.add_parser("list", help="list memories (active ones unless --all)")
+    p.add_argument("--all", action="store_true", help="include superseded, deleted and archived")
+    p.add_argument("--type", metavar="T", help="fact, preference, episode or procedure")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_list)
+
+    p = actions.add_parser("add", help="remember something (stored as you wrote it)")
+    p.add_argument("text")
+    p.add_argument("--type", metavar="T", default="fact",
+                   help="fact (default), preference, episode or procedure")
+    p.add_argument("--key", metavar="K", help="a name for a fact that can change, e.g. employer;"
+                   " adding another memory with the same key supersedes this one")
+    p.add_argument("--at", metavar="ISO-8601", help="when it happened (default: now)")
+    p.set_defaults(func=_add)
+
+    p = actions.add_parser("edit", help="change a memory's text (or `edit profile TEXT`)")
+    p.add_argument("id")
+    p.add_argument("text")
+    p.set_defaults(func=_edit)
+
+    p = actions.add_parser("rm", help="delete a memory (undo brings it back)")
+    p.add_argument("id")
+    p.set_defaults(func=_rm)
+
+    p = actions.add_parser("undo", help="undo the latest change to a memory")
+    p.add_argument("id")
+    p.set_defaults(func=_undo)
+
+    p = actions.add_parser("pin", help="always include a memory in answers")
+    p.add_argument("id")
+    p.set_defaults(func=_pin, pinned=True)
+    p = actions.add_parser("unpin", help="stop always including a memory")
+    p.add_argument("id")
+    p.set_defaults(func=_pin, pinned=False)
+
+    p = actions.add_parser("history", help="every change to a memory")
+    p.add_argument("id")
+    p.set_defaults(func=_history)
+
+    p = actions.add_parser("search", help="memories relevant to a query")
+    p.add_argument("query", nargs="?")
+    p.add_argument("--top-k", type=int, default=None, metavar="N")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--queries", metavar="FILE.jsonl", help='one {"query": …} per line; prints '
+                   "one JSON result per line, loading the model once")
+    p.set_defaults(func=_search)
+
+    p = actions.add_parser("export", help="write active memories as JSONL (stdout by default)")
+    p.add_argument("file", nargs="?")
+    p.add_argument("--all", action="store_true", help="include inactive memories")
+    p.set_defaults(func=_export)
+
+    p = actions.add_parser("import", help="read memories from JSONL, stored verbatim")
+    p.add_argument("file")
+    p.add_argument("--dedup", action="store_true",
+                   help="skip lines 90%% similar to a stored memory or an earlier line")
+    p.set_defaults(func=_import)
+
+    p = actions.add_parser("forget-all", help="erase every memory, its history and its vectors")
+    p.add_argument("--yes", action="store_true", help="confirm")
+    p.set_defaults(func=_forget_all)
+
+    p = actions.add_parser("profile", help="show the user profile")
+    p.add_argument("--refresh", action="store_true", help="rewrite it with the chat model")
+    p.add_argument("--accept", action="store_true", help="accept a proposed rewrite")
+    p.set_defaults(func=_profile)
+
+
+def _service(args: argparse.Namespace) -> MemoryService:
+    from assistant.memory.service import MemoryService
+
+    return MemoryService.open(context(args))
+
+
+def _type(value: str | None) -> Any:
+    if value is None:
+        return None
+    from assistant.memory.model import parse_type
+
+    try:
+        return parse_type(value)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _line(memory: Memory, *, score: float | None = None) -> str:
+    flags = []
+    if memory.pinned:
+        flags.append("pinned")
+    if memory.status.value != "active":
+        flags.append(memory.status.value)
+    head = f"{memory.id}  {memory.type.value:<10}"
+    if score is not None:
+        head += f" {score:5.3f}"
+    key = f"[{memory.key}] " if memory.key else ""
+    tail = f"  ({', '.join(flags)})" if flags else ""
+    return f"{head}  {key}{memory.text}{tail}"
+
+
+def _list(args: argparse.Namespace) -> int:
+    service = _service(args)
+    try:
+        statuses = None if args.all else _active()
+        memories = service.store.list(statuses=statuses, type=_type(args.type))
+        if args.json:
+            print_json({"memories": [m.to_json() for m in memories]})
+            return 0
+        profile = service.store.profile()
+        if profile.text and not args.type:
+            print(f"profile   {profile.text}\n")
+        if not memories:
+            print("no memories yet (add one with `brain memory add TEXT`)")
+        for memory in memories:
+            print(_line(memory))
+    finally:
+        service.close()
+    return 0
+
+
+def _active() -> Any:
+    from assistant.memory.model import MemoryStatus
+
+    return (MemoryStatus.ACTIVE,)
+
+
+def _add(args: argparse.Namespace) -> int:
+    from assistant.memory.clock import parse_iso, to_iso
+    from assistant.memory.model import NewMemory
+
+    created = None
+    if args.at:
+        try:
+            created = to_iso(parse_iso(args.at))
+        except ValueError as exc:
+            raise UserError(f"--at: {exc}") from None
+    service = _service(args)
+    try:
+        candidate = NewMemory(text=args.text, type=_type(args.type), key=args.key,
+                              created_at=created, source="cli")
+        if args.key:
+            same = service.store.list(key=candidate.key or None)
+            if same:
+                memory = service.store.supersede(same[0].id, candidate, actor=_user())
+                print(f"{memory.id}  remembered (replaces {same[0].id}: {same[0].text})")
+                return 0
+        memory = service.store.add(candidate)
+        print(f"{memory.id}  remembered")
+    finally:
+        service.close()
+    return 0
+
+
+def _user() -> Any:
+    from assistant.memory.model import Actor
+
+    return Actor.USER
+
+
+def _edit(args: argparse.Namespace) -> int:
+    service = _service(args)
+    try:
+        if args.id == "profile":
+            service.store.set_profile(args.text, actor=_user())
+            print("profile updated")
+            return 0
+        memory = service.store.edit(args.id, args.text)
+        print(f"{memory.id}  updated")
+    finally:
+        service.close()
+    return 0
+
+
+def _rm(args: argparse.Namespace) -> int:
+    service = _service(args)
+    try:
+        memory = service.store.delete(args.id)
+        print(f"{memory.id}  deleted (undo with `brain memory undo {memory.id}`)")
+    finally:
+        service.close()
+    return 0
+
+
+def _undo(args: argparse.Namespace) -> int:
+    service = _service(args)
+    try:
+        memory = service.store.undo(args.id)
+        print(f"{memory.id}  restored: {memory.text} ({memory.status.value})")
+    finally:
+        service.close()
+    return 0
+
+
+def _pin(args: argparse.Namespace) -> int:
+    service = _service(args)
+    try:
+        memory = service.store.pin(args.id, args.pinned)
+        print(f"{memory.id}  {'pinned' if memory.pinned else 'unpinned'}")
+    finally:
+        service.close()
+    return 0
+
+
+def _history(args: argparse.Namespace) -> int:
+    service = _service(args)
+    try:
+        events = service.store.history(args.id)
+        for event in events:
+            change = event.new_text or ""
+            if event.old_text is not None and event.old_text != event.new_text:
+                change = f"{event.old_text!r} -> {event.new_text!r}"
+            undone = "  (undone)" if event.undone else ""
+            print(f"{event.at}  {event.actor.value:<9} {event.event.value:<12} {change}{undone}")
+    finally:
+        service.close()
+    return 0
+
+
+def _search(args: argparse.Namespace) -> int:
+    if args.top_k is not None and args.top_k < 1:
+        raise UserError("--top-k must be at least 1")
+    if bool(args.query) == bool(args.queries):
+        raise UserError("give either a QUERY or --queries FILE.jsonl")
+    service = _service(args)
+    try:
+        if args.queries:
+            return _search_file(service, Path(args.queries), args.top_k)
+        results = service.search(args.query, args.top_k)
+        if args.json:
+            print_json({"memories": [r.memory.to_json(score=r.score) for r in results]})
+        elif not results:
+            print("no matching memories")
+        for r in results if not args.json else ():
+            print(_line(r.memory, score=r.score))
+    finally:
+        service.close()
+    return 0
+
+
+def _search_file(service: MemoryService, path: Path, top_k: int | None) -> int:
+    failures = 0
+    for number, raw in enumerate(_read_lines(path), start=1):
+        if not raw.strip():
+            continue
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            data = exc
+        query = data if isinstance(data, str) else (
+            data.get("query") if isinstance(data, dict) else None)
+        k = data.get("top_k", top_k) if isinstance(data, dict) else top_k
+        if not isinstance(query, str) or not query.strip() or (
+                k is not None and (not isinstance(k, int) or k < 1)):
+            failures += 1
+            print_json({"line": number, "error": 'expected {"query": "…", "top_k"?: N}'})
+            continue
+        results = service.search(query, k)
+        print_json({"query": query,
+                    "memories": [r.memory.to_json(score=r.score) for r in results]})
+    return 1 if failures else 0
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not UTF-8 text") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def _export(args: argparse.Namespace) -> int:
+    from assistant.memory.transfer import export_memories
+
+    service = _service(args)
+    try:
+        if args.file:
+            target = Path(args.file)
+            tmp = target.with_name(target.name + ".tmp")
+            with tmp.open("w", encoding="utf-8") as out:
+                count = export_memories(service.store, out, include_inactive=args.all)
+            tmp.chmod(0o600)
+            tmp.replace(target)
+            print(f"exported {count} memories to {target}", file=sys.stderr)
+        else:
+            export_memories(service.store, sys.stdout, include_inactive=args.all)
+    finally:
+        service.close()
+    return 0
+
+
+class _Progress:
+    """A one-line progress bar on stderr (only when it is a terminal, or for long imports)."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        width = 30
+        filled = int(width * done / total) if total else width
+        rate = done / max(1e-6, time.perf_counter() - self.start)
+        sys.stderr.write(f"\rimporting [{'#' * filled}{'.' * (width - filled)}] "
+                         f"{done}/{total} ({rate:,.0f}/s)")
+        sys.stderr.flush()
+        self.shown = True
+
+    def finish(self) -> None:
+        if self.shown:
+            sys.stderr.write("\n")
+
+
+def _import(args: argparse.Namespace) -> int:
+    from assistant.memory.transfer import import_memories
+
+    lines = _read_lines(Path(args.file))
+    service = _service(args)
+    progress = _Progress()
+    try:
+        report, errors = import_memories(service.store, lines, dedup=args.dedup,
+                                         progress=progress)
+    finally:
+        progress.finish()
+        service.close()
+    for error in errors:
+        print(f"{args.file}: {error}", file=sys.stderr)
+    summary = f"imported {report.added} memories"
+    if report.skipped_duplicates:
+        summary += f", skipped {report.skipped_duplicates} duplicates"
+    if errors:
+        summary += f"; {len(errors)} bad line(s) not imported"
+    print(summary)
+    return 1 if errors else 0
+
+
+def _forget_all(args: argparse.Namespace) -> int:
+    if not args.yes:
+        raise UserError("this erases every memory, its history and its vectors for good",
+                        hint="run `brain memory forget-all --yes` to confirm")
+    service = _service(args)
+    try:
+        count = service.store.forget_all()
+    finally:
+        service.close()
+    print(f"forgot {count} memories; nothing remains on disk")
+    return 0
+
+
+def _profile(args: argparse.Namespace) -> int:
+    from assistant.memory.profile import profile_diff
+
+    service = _service(args)
+    try:
+        if args.accept:
+            service.store.accept_pending_profile()
+        if args.refresh:
+            result = service.refresh_profile()
+            if result.error:
+                raise UserError(f"profile not rewritten: {result.error}")
+        profile = service.store.profile()
+        print(profile.text or "no profile yet (`brain memory profile --refresh` writes one)")
+        if profile.pending_text is not None:
+            print("\nYou edited the profile; the model proposes this rewrite:")
+            print(profile_diff(profile.text, profile.pending_text))
+            print("\naccept it with `brain memory profile --accept`")
+    finally:
+        service.close()
+    return 0

@@ -1,0 +1,153 @@
+"""JSONL import and export of memories.
+
+Import stores lines verbatim (no model, no dedup unless asked), in batches. Every line is
+checked first; a bad line is reported with its number and the good ones are still imported.
+Consecutive `episode` lines of one conversation (same `session`, else same `created_at`) are
+indexed with their neighbouring lines as search context.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any, TextIO
+
+from assistant.memory.clock import parse_iso, to_iso
+from assistant.memory.document import episode_context
+from assistant.memory.model import MemoryType, NewMemory, parse_type
+from assistant.memory.secrets import find_secret
+from assistant.memory.store import ImportReport, MemoryStore
+
+_ACCEPTED = {"text", "type", "key", "created_at", "source", "importance", "confidence",
+             "pinned", "session"}
+_IGNORED = {"id", "status", "updated_at", "score", "last_used_at", "use_count"}  # from export
+
+
+@dataclass(frozen=True, slots=True)
+class LineError:
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+
+@dataclass
+class ParsedImport:
+    items: list[NewMemory] = field(default_factory=list)
+    sessions: list[str | None] = field(default_factory=list)
+    errors: list[LineError] = field(default_factory=list)
+
+
+def _unit(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ValueError(f'"{name}" must be a number between 0 and 1')
+    return float(value)
+
+
+def parse_line(raw: str) -> tuple[NewMemory, str | None]:
+    """One import line → a memory to store; raises ValueError with a readable reason."""
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise ValueError('expected a JSON object like {"text": "…"}')
+    unknown = set(data) - _ACCEPTED - _IGNORED
+    if unknown:
+        raise ValueError(f"unknown field(s): {', '.join(sorted(unknown))}")
+    text = data.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError('"text" must be a non-empty string')
+    secret = find_secret(text)
+    if secret:
+        raise ValueError(f"not imported: {secret.message()}")
+    for name in ("type", "key", "created_at", "source", "session"):
+        if data.get(name) is not None and not isinstance(data[name], str):
+            raise ValueError(f'"{name}" must be a string')
+    mtype = parse_type(data["type"]) if data.get("type") else MemoryType.FACT
+    created = to_iso(parse_iso(data["created_at"])) if data.get("created_at") else None
+    pinned = data.get("pinned", False)
+    if not isinstance(pinned, bool):
+        raise ValueError('"pinned" must be true or false')
+    memory = NewMemory(
+        text=text.strip(),
+        type=mtype,
+        key=data.get("key") or None,
+        created_at=created,
+        source=data.get("source"),
+        importance=_unit(data["importance"], "importance") if "importance" in data else 0.5,
+        confidence=_unit(data["confidence"], "confidence") if "confidence" in data else 1.0,
+        pinned=pinned,
+    )
+    return memory, data.get("session")
+
+
+def parse_lines(lines: Iterable[str]) -> ParsedImport:
+    parsed = ParsedImport()
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            memory, session = parse_line(raw)
+        except ValueError as exc:
+            parsed.errors.append(LineError(number, str(exc)))
+            continue
+        parsed.items.append(memory)
+        parsed.sessions.append(session)
+    parsed.items = with_episode_context(parsed.items, parsed.sessions)
+    return parsed
+
+
+def with_episode_context(items: list[NewMemory], sessions: list[str | None]) -> list[NewMemory]:
+    """Give each episode its neighbouring episodes of the same conversation as search context."""
+    out = list(items)
+    start = 0
+    while start < len(items):
+        if items[start].type is not MemoryType.EPISODE:
+            start += 1
+            continue
+        group_key = sessions[start] or items[start].created_at
+        end = start + 1
+        while (
+            end < len(items)
+            and items[end].type is MemoryType.EPISODE
+            and (sessions[end] or items[end].created_at) == group_key
+            and group_key is not None
+        ):
+            end += 1
+        texts = [m.text for m in items[start:end]]
+        for offset in range(end - start):
+            out[start + offset] = replace(items[start + offset],
+                                          context=episode_context(texts, offset))
+        start = end
+    return out
+
+
+def import_memories(
+    store: MemoryStore,
+    lines: Iterable[str],
+    *,
+    dedup: bool = False,
+    batch_size: int = 512,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[ImportReport, list[LineError]]:
+    parsed = parse_lines(lines)
+    report = store.add_many(
+        parsed.items, batch_size=batch_size, dedup_threshold=0.9 if dedup else None,
+        progress=progress,
+    )
+    return report, parsed.errors
+
+
+def export_memories(store: MemoryStore, out: TextIO, *, include_inactive: bool = False) -> int:
+    count = 0
+    for row in store.export_rows(include_inactive=include_inactive):
+        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        count += 1
+    return count
+
+
+def iter_jsonl(stream: TextIO) -> Iterator[str]:
+    yield from stream

@@ -1,0 +1,228 @@
+"""MemoryStore: history, undo, supersede, versions, notifications, forget-all on disk."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from assistant.errors import UserError
+from assistant.memory.model import Actor, Event, MemoryStatus, MemoryType, NewMemory
+from assistant.memory.store import (
+    SCHEMA_VERSION,
+    ConcurrentChange,
+    MemoryNotFound,
+    MemoryStore,
+    NothingToUndo,
+    SecretRejected,
+)
+from tests.fakes import HashEmbedder
+from tests.fixtures.memory import MemoryVectors
+
+
+def test_add_assigns_short_unique_ids_and_prefixes_resolve(memory_store: MemoryStore) -> None:
+    ids = {memory_store.add(NewMemory(f"The user owns bike number {i}")).id for i in range(50)}
+    assert len(ids) == 50
+    assert all(len(i) == 8 and int(i, 16) >= 0 for i in ids)
+    some = sorted(ids)[0]
+    assert memory_store.get(some[:8].upper()).id == some
+    with pytest.raises(MemoryNotFound):
+        memory_store.get("zzzz")
+    with pytest.raises(MemoryNotFound, match="empty"):
+        memory_store.get(" ")
+    first_chars = [i[0] for i in ids]
+    shared = next(c for c in first_chars if first_chars.count(c) > 1)  # 50 ids, 16 chars
+    with pytest.raises(UserError, match="matches several"):
+        memory_store.get(shared)
+
+
+def test_timestamps_are_iso_utc_from_the_clock(memory_store: MemoryStore, fake_clock) -> None:
+    memory = memory_store.add(NewMemory("The user lives in Lisbon"))
+    assert memory.created_at == "2025-01-01T12:00:00Z" == memory.updated_at
+    fake_clock.advance(days=3)
+    edited = memory_store.edit(memory.id, "The user lives in Porto")
+    assert edited.updated_at == "2025-01-04T12:00:00Z"
+    assert edited.created_at == memory.created_at
+
+
+def test_edit_history_and_repeated_undo(memory_store: MemoryStore) -> None:
+    m = memory_store.add(NewMemory("The user drinks tea", type=MemoryType.PREFERENCE))
+    memory_store.edit(m.id, "The user drinks green tea")
+    memory_store.edit(m.id, "The user drinks coffee")
+    events = memory_store.history(m.id)
+    assert [e.event for e in events] == [Event.ADD, Event.EDIT_BY_USER, Event.EDIT_BY_USER]
+    assert events[2].old_text == "The user drinks green tea"
+    assert events[2].new_text == "The user drinks coffee"
+    assert events[1].actor is Actor.USER
+    assert memory_store.undo(m.id).text == "The user drinks green tea"
+    assert memory_store.undo(m.id).text == "The user drinks tea"
+    # Undoing the add removes it (kept as deleted, visible in history).
+    assert memory_store.undo(m.id).status is MemoryStatus.DELETED
+    with pytest.raises(NothingToUndo):
+        memory_store.undo(m.id)
+    assert [e.event for e in memory_store.history(m.id)][-1] is Event.DELETE
+
+
+def test_delete_and_undo_restores_search(memory_store: MemoryStore, memory_vectors) -> None:
+    m = memory_store.add(NewMemory("The user plays the cello on Sundays"))
+    assert m.id in memory_vectors.data
+    memory_store.delete(m.id)
+    assert memory_store.list() == []
+    assert memory_store.keyword_candidates("cello", 5) == []
+    memory_store.sync_vectors()
+    assert m.id not in memory_vectors.data
+    with pytest.raises(UserError, match="already deleted"):
+        memory_store.delete(m.id)
+    restored = memory_store.undo(m.id)
+    assert restored.status is MemoryStatus.ACTIVE
+    assert [i for i, _ in memory_store.keyword_candidates("cello", 5)] == [m.id]
+    assert m.id in memory_vectors.data
+
+
+def test_supersede_links_and_undo_brings_back_the_old(memory_store: MemoryStore) -> None:
+    old = memory_store.add(NewMemory("The user works at Acme", key="employer"))
+    new = memory_store.supersede(old.id, NewMemory("The user works at Globex", key="employer"))
+    old_now = memory_store.get(old.id)
+    assert old_now.status is MemoryStatus.SUPERSEDED and old_now.superseded_by == new.id
+    assert [m.id for m in memory_store.list()] == [new.id]
+    assert len(memory_store.list(statuses=None)) == 2  # nothing silently deleted
+    memory_store.undo(new.id)
+    assert memory_store.get(old.id).status is MemoryStatus.ACTIVE
+    assert memory_store.get(new.id).status is MemoryStatus.DELETED
+
+
+def test_version_check_refuses_stale_writes(memory_store: MemoryStore) -> None:
+    m = memory_store.add(NewMemory("The user uses vim"))
+    memory_store.edit(m.id, "The user uses neovim")
+    with pytest.raises(ConcurrentChange):
+        memory_store.edit(m.id, "The user uses emacs", actor=Actor.ASSISTANT,
+                          expected_version=m.version)
+    with pytest.raises(ConcurrentChange):
+        memory_store.supersede(m.id, NewMemory("The user uses emacs"),
+                               expected_version=m.version)
+    assert memory_store.get(m.id).text == "The user uses neovim"
+
+
+def test_pin_and_unpin_are_logged(memory_store: MemoryStore) -> None:
+    m = memory_store.add(NewMemory("The user is allergic to peanuts"))
+    assert memory_store.pin(m.id).pinned
+    assert not memory_store.pin(m.id, False).pinned
+    assert [e.event for e in memory_store.history(m.id)][1:] == [Event.PIN, Event.UNPIN]
+    assert memory_store.undo(m.id).pinned
+
+
+def test_secrets_and_empty_text_are_refused(memory_store: MemoryStore) -> None:
+    with pytest.raises(SecretRejected, match="secret"):
+        memory_store.add(NewMemory("my openai key sk-proj-abcdefghijklmnopqrstuvwx1234"))
+    with pytest.raises(UserError, match="needs some text"):
+        memory_store.add(NewMemory("   "))
+    m = memory_store.add(NewMemory("The user likes hiking"))
+    with pytest.raises(SecretRejected):
+        memory_store.edit(m.id, "my password is hunter22")
+    assert memory_store.count(None) == 1
+
+
+def test_change_notifications(memory_store: MemoryStore) -> None:
+    seen: list[int] = []
+    unsubscribe = memory_store.subscribe(lambda: seen.append(1))
+    before = memory_store.change_count()
+    m = memory_store.add(NewMemory("The user runs marathons"))
+    memory_store.pin(m.id)
+    assert len(seen) >= 2 and memory_store.change_count() > before
+    unsubscribe()
+    memory_store.delete(m.id)
+    count = len(seen)
+    memory_store.undo(m.id)
+    assert len(seen) == count
+
+
+def test_change_count_sees_other_processes(tmp_path: Path, memory_store: MemoryStore) -> None:
+    memory_store.add(NewMemory("The user collects stamps"))
+    before = memory_store.change_count()
+    other = sqlite3.connect(memory_store.db_path)
+    other.execute("UPDATE memories SET use_count = use_count + 1")
+    other.commit()
+    other.close()
+    assert memory_store.change_count() != before
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "m.sqlite3"
+    conn = sqlite3.connect(db)
+    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(UserError, match="newer"):
+        MemoryStore(db, embedder=HashEmbedder, vectors=MemoryVectors)
+
+
+def test_vectors_rebuild_from_sqlite(memory_store: MemoryStore, memory_vectors) -> None:
+    a = memory_store.add(NewMemory("The user has two cats"))
+    b = memory_store.add(NewMemory("The user speaks Portuguese"))
+    memory_store.delete(b.id)
+    memory_vectors.data.clear()
+    memory_vectors.data["ghost"] = memory_vectors.data.get(a.id, None) or __import__(
+        "numpy").zeros(128, dtype="float32")
+    assert memory_store.rebuild_vectors() == 1
+    assert set(memory_vectors.data) == {a.id}
+
+
+def _scan(paths: list[Path], marker: bytes) -> list[Path]:
+    found = []
+    for root in paths:
+        for path in [root] if root.is_file() else root.rglob("*"):
+            if path.is_file() and marker in path.read_bytes():
+                found.append(path)
+    return found
+
+
+def test_forget_all_leaves_nothing_on_disk(memory_store: MemoryStore, memory_vectors) -> None:
+    marker = "zebracornflake"
+    for i in range(40):
+        m = memory_store.add(NewMemory(f"The user's {marker} number {i} is important"))
+        memory_store.edit(m.id, f"The user's {marker} item {i} changed")
+    memory_store.delete(m.id)
+    memory_store.set_profile(f"Loves {marker}", actor=Actor.USER)
+    assert _scan([memory_store.db_path.parent], marker.encode())
+    assert memory_store.forget_all() == 40
+    assert memory_store.count(None) == 0 and memory_vectors.count() == 0
+    assert memory_store.profile().text == ""
+    assert memory_store.keyword_candidates(marker, 5) == []
+    assert _scan([memory_store.db_path.parent], marker.encode()) == []
+    # Still usable afterwards.
+    again = memory_store.add(NewMemory("The user started over"))
+    assert [i for i, _ in memory_store.keyword_candidates("started", 3)] == [again.id]
+
+
+def test_concurrent_user_edit_during_extraction_wins(memory_store: MemoryStore) -> None:
+    """The user edits a memory while the (slow) model call of an extraction is running."""
+    from assistant.memory.service import MemoryService
+
+    old = memory_store.add(NewMemory("The user works at Acme", key="employer"))
+    service = MemoryService(memory_store)
+    model_called = threading.Event()
+    user_done = threading.Event()
+
+    def slow_model(messages, schema):  # type: ignore[no-untyped-def]
+        model_called.set()
+        assert user_done.wait(10)
+        return ('{"memories": [{"type": "fact", "key": "employer", "text": "The user works '
+                'at Initech", "confidence": 0.9, "importance": 0.6}, {"type": "fact", "key": '
+                '"home_city", "text": "The user lives in Oslo", "confidence": 0.9, '
+                '"importance": 0.5}]}')
+
+    results = []
+    worker = threading.Thread(target=lambda: results.append(
+        service.extract(["I moved to Initech, and I live in Oslo"], chat_fn=slow_model)))
+    worker.start()
+    assert model_called.wait(10)
+    memory_store.edit(old.id, "The user works at Acme Research")
+    user_done.set()
+    worker.join(10)
+    outcome = results[0]
+    assert memory_store.get(old.id).text == "The user works at Acme Research"
+    assert memory_store.get(old.id).status is MemoryStatus.ACTIVE
+    assert ("The user works at Initech", "changed by the user meanwhile") in outcome.skipped
+    assert [m.text for m in outcome.added] == ["The user lives in Oslo"]
+    assert not any("Initech" in m.text for m in memory_store.list(statuses=None))
