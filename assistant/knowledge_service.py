@@ -28,6 +28,11 @@ def sync_settings(config: Config) -> SyncSettings:
     from indexing.sync import DEFAULT_BATCH_CHUNKS, SyncSettings
 
     ix = config.indexing
+    try:
+        chunking = ChunkSettings(chunk_size=ix.chunk_size, chunk_overlap=ix.chunk_overlap)
+    except ValueError as exc:
+        where = f" in {config.source}" if config.source else ""
+        raise UserError(f"[indexing] settings{where}: {exc}") from exc
     return SyncSettings(
         sources=SourceSettings(
             include=tuple(ix.include),
@@ -35,7 +40,7 @@ def sync_settings(config: Config) -> SyncSettings:
             respect_gitignore=ix.respect_gitignore,
             max_file_bytes=int(ix.max_file_mb * 1024 * 1024),
         ),
-        chunking=ChunkSettings(chunk_size=ix.chunk_size, chunk_overlap=ix.chunk_overlap),
+        chunking=chunking,
         # Whole model batches per round trip, so no batch is sent half-full.
         batch_chunks=max(
             config.embedding.batch_size,

@@ -1,0 +1,103 @@
+"""Embedding-model changes and `--rebuild`: fresh collections, the cache, no dimension crash."""
+
+from __future__ import annotations
+
+import pytest
+
+from indexing.knowledge import ReembedNeeded, collection_name
+from tests.fixtures.knowledge import index_state, inner_calls, make_embedder, note_text
+
+
+def _fill(knowledge, n: int = 4) -> None:  # type: ignore[no-untyped-def]
+    for i in range(n):
+        knowledge.write(f"n{i}.md", note_text(f"note {i}", 3))
+
+
+def test_model_change_is_detected_and_resync_reembeds_into_a_fresh_collection(knowledge) -> None:
+    _fill(knowledge)
+    kb = knowledge.open()
+    kb.add_folder(knowledge.notes)
+    kb.sync(knowledge.settings())
+    old_ids = index_state(kb).chunk_ids
+    old_collection = collection_name(knowledge.embedder.model_id, 64)
+    kb.close()
+
+    other = make_embedder(knowledge.cache, dimension=32, model_id="test:hash-32")
+    kb2 = knowledge.open(embedder=other)
+    assert kb2.reembed_needed
+    assert kb2.indexed_model == "test:hash-64"
+    # Searching with the new model's 32-d vector must be a clear error, not a Chroma crash.
+    with pytest.raises(ReembedNeeded, match="brain index --sync"):
+        kb2.dense_search(other.embed_query("alpha"), 5)
+    # Keyword search does not depend on the model and keeps working meanwhile.
+    assert kb2.keyword_search("alpha bravo", 3)
+
+    report = kb2.sync(knowledge.settings())
+    assert report.reembedded
+    assert report.repaired == len(old_ids)  # every chunk got a vector of the new model
+    assert not kb2.reembed_needed
+    assert kb2.indexed_model == "test:hash-32"
+    state = index_state(kb2)
+    state.assert_consistent()
+    assert state.chunk_ids == old_ids  # same chunks, new vectors
+    hits = kb2.dense_search(other.embed_query("alpha bravo"), 3)
+    assert hits and all(-1.0 <= s <= 1.0001 for _, s in hits)
+    assert {f.model_id for f in kb2.manifest.files().values()} == {"test:hash-32"}
+    # The old collection is gone.
+    from indexing.vectors import VectorStore
+
+    fresh = VectorStore.open(knowledge.vectors, old_collection, model_id="test:hash-64",
+                             dimension=64)
+    assert fresh.count() == 0
+
+    # Switching back re-uses the cached embeddings of the first model: no model calls.
+    first = make_embedder(knowledge.cache)
+    kb3 = knowledge.open(embedder=first)
+    assert kb3.reembed_needed
+    report = kb3.sync(knowledge.settings())
+    assert report.reembedded and report.embedded == 0
+    assert inner_calls(first) == 0
+    index_state(kb3).assert_consistent()
+
+
+def test_rebuild_with_a_warm_cache_makes_no_model_calls(knowledge) -> None:
+    _fill(knowledge, 5)
+    kb = knowledge.open()
+    kb.add_folder(knowledge.notes)
+    first = kb.sync(knowledge.settings())
+    before = index_state(kb)
+    calls = inner_calls(knowledge.embedder)
+    report = kb.sync(knowledge.settings(), rebuild=True)
+    assert report.rebuilt
+    assert len(report.added) == 5
+    assert report.chunks_added == first.chunks_added
+    assert report.embedded == 0 and report.cache_hits == report.chunks_added
+    assert inner_calls(knowledge.embedder) == calls
+    after = index_state(kb)
+    after.assert_consistent()
+    assert after.chunk_ids == before.chunk_ids
+
+
+def test_new_index_adopts_the_configured_model(knowledge) -> None:
+    kb = knowledge.open()
+    assert not kb.reembed_needed and kb.indexed_model is None
+    kb.add_folder(knowledge.notes)
+    report = kb.sync(knowledge.settings())
+    assert not report.reembedded
+    assert kb.indexed_model == knowledge.embedder.model_id
+
+
+def test_manifest_schema_is_versioned(knowledge) -> None:
+    from indexing.manifest import SCHEMA_VERSION, Manifest, ManifestError
+
+    kb = knowledge.open()
+    assert kb.manifest.schema_version() == SCHEMA_VERSION
+    rows = kb.manifest.conn.execute("SELECT version FROM schema_migrations").fetchall()
+    assert [r[0] for r in rows] == list(range(1, SCHEMA_VERSION + 1))
+    assert kb.manifest.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    kb.manifest.conn.execute(
+        "INSERT INTO schema_migrations(version, applied_at) VALUES (?, 0)", (SCHEMA_VERSION + 1,)
+    )
+    kb.close()
+    with pytest.raises(ManifestError, match="newer second-brain"):
+        Manifest.open(knowledge.db)
