@@ -22,7 +22,8 @@ def normalise_filter(in_path: str, cwd: Path | None = None) -> str:
     """An absolute folder/file path or an absolute glob for `KnowledgeBase.sources_under`.
 
     Relative paths are relative to the working directory, like any shell argument. A bare
-    pattern without a slash (`*.md`) matches file names anywhere, which is what people mean.
+    pattern without a slash (`*.md`) is passed on as is: the knowledge base matches it against
+    file names anywhere, which is what people mean.
     """
     text = in_path.strip()
     if not text:
@@ -33,8 +34,8 @@ def normalise_filter(in_path: str, cwd: Path | None = None) -> str:
         if os.path.isabs(text):
             return text
         if "/" not in text and os.sep not in text:
-            return "**/" + text
-        return str(base / text)
+            return text
+        return os.path.normpath(str(base / text))
     return str((base / text).resolve())
 
 
@@ -46,6 +47,6 @@ def allowed_sources(kb: SourceLister, in_path: str, cwd: Path | None = None) -> 
         raise UserError(
             f"no indexed files under {in_path!r}",
             hint="check the path (relative paths start at the current folder) or list the "
-            "indexed folders with `brain folders list`",
+            "indexed folders with `brain folders`",
         )
     return sorted(set(sources))

@@ -142,6 +142,20 @@ class HybridRetriever(BaseRetriever):
 
         Raises UserError for an empty query, an empty index or a filter matching nothing.
         """
+        from assistant.knowledge_service import indexing_errors
+
+        with indexing_errors():  # e.g. "index built with another model": a UserError with a hint
+            return self._search(query, top_k, in_path, history, candidates, log)
+
+    def _search(
+        self,
+        query: str,
+        top_k: int | None,
+        in_path: str | None,
+        history: Sequence[str],
+        candidates: int | None,
+        log: bool,
+    ) -> RetrievalResult:
         if not query or not query.strip():
             raise UserError("the query is empty")
         top_k = top_k or self.settings.top_k
@@ -160,7 +174,7 @@ class HybridRetriever(BaseRetriever):
             if chunks == 0:
                 raise UserError(
                     "the index is empty: there is nothing to search yet",
-                    hint="add a folder with `brain folders add PATH`, then run `brain index`",
+                    hint="index a folder first: `brain index PATH`",
                 )
 
         t = time.perf_counter()

@@ -6,15 +6,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from assistant.context import AppContext
+from assistant.errors import UserError
+from assistant.knowledge_service import indexing_errors, open_knowledge
 from assistant.retrieval.log import RetrievalLog
 from assistant.retrieval.rerank import make_reranker
 
 if TYPE_CHECKING:
     from assistant.retrieval.hybrid import HybridRetriever
-
-
-def vector_location(ctx: AppContext) -> str:
-    return ctx.config.store.vector_store.strip() or str(ctx.paths.vectors_dir)
 
 
 def open_retriever(
@@ -27,18 +25,26 @@ def open_retriever(
     """Open the knowledge base with the configured embedder and build the retriever.
 
     `complete` is the chat model as `prompt -> text`, used only when
-    retrieval.rewrite_queries is on. The caller closes `retriever.kb` and `retriever.log`
-    (or uses `close_retriever`).
+    retrieval.rewrite_queries is on. Close with `close_retriever`. Raises UserError when the
+    index was built with another embedding model (re-sync needed).
     """
     from assistant.retrieval.hybrid import HybridRetriever
-    from indexing.knowledge import KnowledgeBase
 
-    embedder = ctx.embedder()
-    kb = KnowledgeBase.open(ctx.paths.knowledge_db, vector_location(ctx), embedder)
-    retrieval_log = RetrievalLog.open(ctx.paths.retrieval_log_db) if log else None
+    kb = open_knowledge(ctx)
+    try:
+        with indexing_errors():
+            if kb.reembed_needed:
+                from indexing.knowledge import ReembedNeeded
+
+                assert kb.embedder is not None
+                raise ReembedNeeded(kb.indexed_model or "?", kb.embedder.model_id)
+        retrieval_log = RetrievalLog.open(ctx.paths.retrieval_log_db) if log else None
+    except UserError:
+        kb.close()
+        raise
     return HybridRetriever(
         kb,
-        embedder,
+        ctx.embedder(),
         ctx.config.retrieval,
         reranker=make_reranker(ctx.config.retrieval.reranker, device=ctx.config.embedding.device),
         log=retrieval_log,

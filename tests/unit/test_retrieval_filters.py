@@ -31,7 +31,7 @@ def test_relative_paths_resolve_against_the_working_directory(tmp_path: Path) ->
 def test_globs_relative_absolute_and_bare(tmp_path: Path) -> None:
     assert normalise_filter("/notes/*.md") == "/notes/*.md"
     assert normalise_filter("work/*.md", cwd=Path("/notes")) == "/notes/work/*.md"
-    assert normalise_filter("*.md") == "**/*.md"
+    assert normalise_filter("*.md") == "*.md"  # the knowledge base matches file names
 
 
 def test_home_is_expanded(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,108 @@
+"""`brain eval FILE.jsonl`: retrieval quality (hit@k, MRR@10) on questions with known answers."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from assistant.cli.common import context, print_json
+from assistant.cli.search_cmd import _positive_int
+
+if TYPE_CHECKING:
+    from assistant.retrieval.evaluation import EvalReport, Metrics
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "eval",
+        help="measure retrieval quality on questions with known answers",
+        description='Each line of FILE is {"query": "...", "expected": ["path/suffix.md" or '
+        '"file-stem", ...], "lang": "en"} ("lang" optional). Prints hit@1/3/5/10 and MRR@10 '
+        "(per language when lines carry one) and the questions whose answer was not found.",
+    )
+    p.add_argument("file", type=Path, metavar="FILE.jsonl")
+    p.add_argument(
+        "--top-k", type=_positive_int, default=10, metavar="N",
+        help="distinct files ranked per question (default 10)",
+    )
+    p.add_argument("--json", action="store_true", help="metrics plus, per query, the sources")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from assistant.retrieval.evaluation import distinct_sources, read_cases, run_cases
+    from assistant.retrieval.open import close_retriever, open_retriever
+
+    cases, skipped = read_cases(args.file)
+    ctx = context(args)
+    retriever = open_retriever(ctx, origin="eval", log=False)
+    # Several chunks of one file collapse into one answer, so fetch enough chunks to fill
+    # top_k distinct files.
+    chunks = max(ctx.config.retrieval.candidates, args.top_k * 5)
+    started = time.perf_counter()
+    try:
+        report = run_cases(
+            cases,
+            lambda q: distinct_sources(
+                h.source for h in retriever.search(q, top_k=chunks, log=False).hits
+            )[: args.top_k],
+        )
+    finally:
+        close_retriever(retriever)
+    seconds = time.perf_counter() - started
+    if args.json:
+        print_json(report_to_json(report, skipped, seconds))
+    else:
+        print_report(report, skipped, seconds)
+    return 0
+
+
+def report_to_json(report: EvalReport, skipped: int, seconds: float) -> dict[str, Any]:
+    return {
+        "metrics": report.overall.as_dict(),
+        "by_lang": {lang: m.as_dict() for lang, m in report.by_lang.items()},
+        "skipped": skipped,
+        "seconds": round(seconds, 3),
+        "queries": [
+            {
+                "query": r.case.query,
+                "expected": list(r.case.expected),
+                "lang": r.case.lang,
+                "rank": r.rank,
+                "sources": list(r.sources[:10]),
+            }
+            for r in report.results
+        ],
+    }
+
+
+def _row(name: str, m: Metrics) -> str:
+    hits = "  ".join(f"{m.hit_at[k]:>6.3f}" for k in sorted(m.hit_at))
+    return f"{name:<8}{m.count:>6}  {hits}  {m.mrr:>7.3f}"
+
+
+def print_report(report: EvalReport, skipped: int, seconds: float) -> None:
+    out = sys.stdout
+    n = report.overall.count
+    out.write(f"{n} question{'s' if n != 1 else ''} in {seconds:.1f} s")
+    if skipped:
+        out.write(f" ({skipped} skipped: no expected sources)")
+    out.write("\n\n")
+    ks = sorted(report.overall.hit_at)
+    out.write(f"{'':<8}{'n':>6}  " + "  ".join(f"{'hit@' + str(k):>6}" for k in ks)
+              + f"  {'MRR@10':>7}\n")
+    out.write(_row("all", report.overall) + "\n")
+    for lang, m in report.by_lang.items():
+        out.write(_row(lang, m) + "\n")
+    misses = report.misses
+    if misses:
+        out.write(f"\nNot found in the top {max(ks)} ({len(misses)}):\n")
+        for r in misses:
+            got = ", ".join(Path(s).name for s in r.sources[:3]) or "nothing"
+            lang = f" [{r.case.lang}]" if r.case.lang else ""
+            out.write(f"  - {r.case.query!r}{lang}\n")
+            out.write(f"      expected {', '.join(r.case.expected)}; got {got}\n")
+    out.flush()

@@ -1,0 +1,157 @@
+"""`brain search`: retrieval only (no LLM), as a ranked list or the stable JSON contract."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from assistant.cli.common import context, print_json
+from assistant.errors import UserError
+
+if TYPE_CHECKING:
+    from assistant.retrieval.hit import RetrievalResult, SearchHit
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "search",
+        help="search your indexed files (no LLM): ranked chunks with their scores",
+        description="Hybrid retrieval (meaning + keywords) over the indexed folders. Scores: "
+        "'match' is the cosine similarity of meaning, 'keyword' the BM25 keyword match "
+        "normalised to 0-1, '#N fused' the rank after combining both.",
+    )
+    p.add_argument("query", nargs="*", metavar="QUERY", help="what to look for")
+    p.add_argument("--top-k", type=_positive_int, metavar="N", help="number of results")
+    p.add_argument(
+        "--in", dest="in_path", metavar="PATH",
+        help="only files under this folder or file, or matching this glob ('*.md')",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument(
+        "--queries", type=Path, metavar="FILE.jsonl",
+        help='batch mode: lines {"query": "..."}; prints one JSON object per line, in order',
+    )
+    p.set_defaults(func=run)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    query = " ".join(args.query).strip()
+    if args.queries is not None and query:
+        raise UserError("give either a QUERY or --queries FILE, not both")
+    if args.queries is None and not query:
+        raise UserError("nothing to search for", hint='brain search "how do I …"')
+    batch = _read_queries(args.queries) if args.queries is not None else None
+
+    from assistant.retrieval.contract import result_to_json
+    from assistant.retrieval.open import close_retriever, open_retriever
+
+    ctx = context(args)
+    retriever = open_retriever(ctx, origin="cli")
+    try:
+        if batch is not None:
+            for line_query in batch:
+                result = retriever.search(line_query, top_k=args.top_k, in_path=args.in_path)
+                print_json(result_to_json(result))
+            return 0
+        result = retriever.search(query, top_k=args.top_k, in_path=args.in_path)
+        if args.json:
+            print_json(result_to_json(result))
+        else:
+            print_result(result)
+        return 0
+    finally:
+        close_retriever(retriever)
+
+
+def _read_queries(path: Path) -> list[str]:
+    """Every query of the batch file, validated before anything runs."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot read: {exc}") from exc
+    queries: list[str] = []
+    for number, raw in enumerate(lines, start=1):
+        text = raw.strip()
+        if not text:
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{path}:{number}: not valid JSON ({exc.msg})") from exc
+        query = obj.get("query") if isinstance(obj, dict) else None
+        if not isinstance(query, str) or not query.strip():
+            raise UserError(
+                f'{path}:{number}: expected {{"query": "non-empty text"}}, got {text[:80]}'
+            )
+        queries.append(query)
+    if not queries:
+        raise UserError(f"{path}: no queries", hint='one JSON object per line: {"query": "..."}')
+    return queries
+
+
+def _display_path(source: str) -> str:
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and source.startswith(home + os.sep):
+        return "~" + source[len(home):]
+    return source
+
+
+def describe_scores(hit: SearchHit) -> str:
+    """'match 71% · keyword 0.80 · #1 fused (meaning #2, keyword #1)', for people."""
+    from assistant.retrieval.scores import format_keyword, percent
+
+    parts = [f"match {percent(hit.cosine)}", f"keyword {format_keyword(hit.keyword)}"]
+    ranks = []
+    if hit.dense_rank is not None:
+        ranks.append(f"meaning #{hit.dense_rank}")
+    if hit.keyword_rank is not None:
+        ranks.append(f"keyword #{hit.keyword_rank}")
+    parts.append(f"#{hit.rank} fused ({', '.join(ranks)})")
+    if hit.recency_boost > 0:
+        parts.append(f"recent +{hit.recency_boost * 100:.0f}%")
+    if hit.rerank_score is not None:
+        parts.append(f"rerank {hit.rerank_score:.2f}")
+    return " · ".join(parts)
+
+
+def print_result(result: RetrievalResult) -> None:
+    from assistant.retrieval.snippet import snippet
+
+    out = sys.stdout
+    total = result.timings.get("total", 0.0)
+    plural = "" if len(result.hits) == 1 else "s"
+    out.write(f"{len(result.hits)} result{plural} for {result.query!r} ({total:.0f} ms)\n")
+    if result.search_query and result.search_query != result.query:
+        out.write(f"searched as: {result.search_query!r}\n")
+    if result.low_confidence:
+        out.write(
+            "low confidence: nothing matches strongly; these are the closest chunks, "
+            "which may not answer the question\n"
+        )
+    for hit in result.hits:
+        c = hit.chunk
+        where = f"{_display_path(c.source)}:{c.start_line}"
+        if c.page is not None:
+            where += f" (page {c.page})"
+        out.write(f"\n{hit.rank:>2}. {where}\n")
+        if c.heading:
+            out.write(f"    {c.heading}\n")
+        out.write(f"    {describe_scores(hit)}\n")
+        out.write(f"    {snippet(c.text, result.search_query or result.query)}\n")
+    out.flush()
