@@ -9,7 +9,7 @@ from dataclasses import replace
 from assistant.chat.turn import Source
 
 # `[2]`, `[1, 3]`, `[2-4]`, `[2–4]`; not `items[1]` (indexing in prose or code) nor `[1](url)`.
-_CITATION = re.compile(r"(?<![\w\]])\[(\d{1,3}(?:\s*[,;–-]\s*\d{1,3})*)\](?!\()")
+_CITATION = re.compile(r"(?<![\w])\[(\d{1,3}(?:\s*[,;–-]\s*\d{1,3})*)\](?!\()")
 _FENCED = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _INLINE = re.compile(r"`[^`\n]*`")
 _MAX_RANGE = 50

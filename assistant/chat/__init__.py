@@ -1,0 +1,1 @@
+"""The conversation core: one turn = retrieve ∥ recall → assemble → stream → store."""
