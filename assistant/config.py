@@ -12,6 +12,7 @@ import os
 import tomllib
 import types
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -25,18 +26,17 @@ class ConfigError(Exception):
 
 def _opt(default: Any, help: str, **kwargs: Any) -> Any:
     if isinstance(default, (list, dict)):
-        return field(default_factory=lambda: type(default)(default), metadata={"help": help}, **kwargs)
+        return field(
+            default_factory=lambda: type(default)(default), metadata={"help": help}, **kwargs
+        )
     return field(default=default, metadata={"help": help}, **kwargs)
 
 
 def _default_ollama_host() -> str:
-    host = os.environ.get("OLLAMA_HOST", "").strip()
-    if not host:
-        return "http://localhost:11434"
-    if "://" not in host:
-        host = "http://" + host
-    # OLLAMA_HOST=0.0.0.0 means "listen everywhere" for the server; a client must use loopback.
-    return host.replace("://0.0.0.0", "://127.0.0.1")
+    from assistant.ollama_host import normalize_host
+
+    # OLLAMA_HOST uses the server's syntax (`0.0.0.0`, `host:port`); make it a client URL.
+    return normalize_host(os.environ.get("OLLAMA_HOST"))
 
 
 @dataclass(slots=True)
@@ -72,10 +72,13 @@ class EmbeddingConfig:
 @dataclass(slots=True)
 class IndexingConfig:
     chunk_size: int = _opt(1200, "Maximum characters per chunk (after structural splitting).")
-    chunk_overlap: int = _opt(200, "Characters repeated between neighbouring chunks of one section.")
+    chunk_overlap: int = _opt(
+        200, "Characters repeated between neighbouring chunks of one section."
+    )
     max_file_mb: float = _opt(5.0, "Files larger than this many MB are skipped.")
-    include: list[str] = _opt([], "Glob patterns: when set, only matching files are indexed.")
-    exclude: list[str] = _opt([], "Glob patterns of files and folders never indexed.")
+    # _opt gives mutable defaults a default_factory, which RUF009 cannot see.
+    include: list[str] = _opt([], "Glob patterns: when set, only matching files are indexed.")  # noqa: RUF009
+    exclude: list[str] = _opt([], "Glob patterns of files and folders never indexed.")  # noqa: RUF009
     respect_gitignore: bool = _opt(True, "Skip files ignored by .gitignore files.")
     watch: bool = _opt(True, "Keep registered folders in sync while the app runs.")
     watch_debounce_ms: int = _opt(1500, "Wait this long after the last change before syncing.")
@@ -96,7 +99,9 @@ class RetrievalConfig:
     )
     recency_days: float = _opt(7.0, "Files modified within this many days get a recency boost.")
     recency_boost: float = _opt(0.2, "Largest recency boost (0.2 = +20%); 0 turns it off.")
-    reranker: str = _opt("", "Cross-encoder for reranking (local path or cached HF name); empty = off.")
+    reranker: str = _opt(
+        "", "Cross-encoder for reranking (local path or cached HF name); empty = off."
+    )
     rewrite_queries: bool = _opt(False, "Ask the chat model to rewrite follow-up questions.")
 
 
@@ -108,7 +113,9 @@ class MemoryConfig:
     weight_similarity: float = _opt(0.6, "Recall score weight of similarity to the question.")
     weight_importance: float = _opt(0.3, "Recall score weight of the memory's importance.")
     weight_freshness: float = _opt(0.1, "Recall score weight of freshness (exp(-days/30)).")
-    extract_every_turns: int = _opt(6, "Extract memories after this many user turns (0 = only at exit).")
+    extract_every_turns: int = _opt(
+        6, "Extract memories after this many user turns (0 = only at exit)."
+    )
     extract_idle_seconds: int = _opt(120, "Extract memories after this much idle time (0 = off).")
     decay_after_days: int = _opt(90, "Memories unused this long start losing importance.")
     capacity: int = _opt(2000, "Most active memories; beyond, the lowest-scoring are archived.")
@@ -131,7 +138,7 @@ class StoreConfig:
 @dataclass(slots=True)
 class UiConfig:
     theme: str = _opt("brain-dark", "Theme name (bundled or from the config dir's themes/).")
-    keybindings: dict[str, str] = _opt(
+    keybindings: dict[str, str] = _opt(  # noqa: RUF009 - a default_factory, see _opt
         {}, "Override key bindings: action name = key (e.g. focus_sources = \"ctrl+s\")."
     )
 
@@ -171,6 +178,11 @@ class Config:
 SECTIONS: tuple[str, ...] = (
     "ollama", "embedding", "indexing", "retrieval", "memory", "chat", "store", "ui"
 )
+_SECTION_TYPES: dict[str, type] = {
+    "ollama": OllamaConfig, "embedding": EmbeddingConfig, "indexing": IndexingConfig,
+    "retrieval": RetrievalConfig, "memory": MemoryConfig, "chat": ChatConfig,
+    "store": StoreConfig, "ui": UiConfig,
+}
 
 
 # --- validation -------------------------------------------------------------------------------
@@ -239,13 +251,29 @@ _RANGES: dict[str, tuple[float, float]] = {
 }
 
 
+def _did_you_mean(key: str, known: Iterable[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.7)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _top_level_hint(key: str) -> str:
+    """A setting written above any [section] header: say which section it belongs in."""
+    owners = [s for s in SECTIONS if key in {f.name for f in fields(_SECTION_TYPES[s])}]
+    if owners:
+        return f" (did you mean {key} under the [{owners[0]}] header?)"
+    return _did_you_mean(key, [*SECTIONS, "personas"])
+
+
 def _build_section(cls: type, data: dict[str, Any], section: str) -> Any:
     known = {f.name: f for f in fields(cls)}
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
         if key not in known:
             raise ConfigError(
-                f"[{section}] unknown key {key!r} (known: {', '.join(sorted(known))})"
+                f"[{section}] unknown key {key!r}{_did_you_mean(key, known)} "
+                f"(known: {', '.join(sorted(known))})"
             )
         hints = typing.get_type_hints(cls)
         value = _check_value(value, hints[key], f"{section}.{key}")
@@ -270,7 +298,8 @@ def config_from_dict(data: dict[str, Any]) -> Config:
             continue
         if key not in SECTIONS:
             raise ConfigError(
-                f"unknown section or key {key!r} (sections: {', '.join(SECTIONS)}, personas)"
+                f"unknown section or key {key!r}{_top_level_hint(key)} "
+                f"(sections: {', '.join(SECTIONS)}, personas)"
             )
         if not isinstance(value, dict):
             raise ConfigError(f"{key}: expected a [{key}] table, got {type(value).__name__}")
@@ -298,7 +327,8 @@ def load_config(path: Path) -> Config:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from exc
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        # utf-8-sig: editors on Windows save a BOM, which is not a TOML syntax error to the user.
+        data = tomllib.loads(raw.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: config is not UTF-8 text ({exc.reason})") from exc
     except tomllib.TOMLDecodeError as exc:

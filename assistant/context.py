@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from assistant.config import Config, ensure_config_file, load_config
-from assistant.paths import AppPaths, resolve_paths
+from assistant.paths import AppPaths, apply_private_umask, resolve_paths
 
 if TYPE_CHECKING:
     from indexing.embedder import Embedder
@@ -33,6 +33,7 @@ class AppContext:
         """
         paths = resolve_paths(home)
         if create:
+            apply_private_umask()
             paths.ensure()
             ensure_config_file(paths)
         return cls(paths=paths, config=load_config(paths.config_file))

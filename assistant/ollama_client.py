@@ -18,8 +18,9 @@ from typing import Any
 import httpx
 
 from assistant.errors import UserError
+from assistant.ollama_host import DEFAULT_HOST, normalize_host
 
-DEFAULT_HOST = "http://localhost:11434"
+__all__ = ["DEFAULT_HOST", "normalize_host"]  # re-exported for callers of the client
 # Connecting to a local Ollama either succeeds at once or is refused; a long wait means a
 # firewalled or wrong host, which should not eat the whole request timeout.
 CONNECT_TIMEOUT = 3.0
@@ -58,20 +59,6 @@ class OllamaServerError(OllamaError):
     def __init__(self, message: str, hint: str | None = None, *, status: int = 500) -> None:
         super().__init__(message, hint)
         self.status = status
-
-
-def normalize_host(host: str) -> str:
-    """`localhost:11434`, `http://h:1/`, `0.0.0.0` → a base URL a client can use."""
-    host = (host or "").strip() or DEFAULT_HOST
-    if "://" not in host:
-        host = "http://" + host
-    host = host.replace("://0.0.0.0", "://127.0.0.1").rstrip("/")
-    scheme, _, rest = host.partition("://")
-    if ":" not in rest.split("/", 1)[0].rsplit("]", 1)[-1]:
-        # Ollama's own default port when none is given (as the `ollama` CLI does).
-        head, sep, tail = rest.partition("/")
-        rest = f"{head}:11434{sep}{tail}"
-    return f"{scheme}://{rest}"
 
 
 def model_matches(requested: str, installed: str) -> bool:

@@ -17,6 +17,10 @@ HOME_ENV = "BRAIN_HOME"
 # Private data: only the owner may read notes, memories and chat history.
 DIR_MODE = 0o700
 FILE_MODE = 0o600
+# Every process that touches the data dirs runs with this umask (see `apply_private_umask`), so
+# files created by any library — SQLite and its -wal/-shm files, Chroma, diskcache, logs — are
+# 0600 and directories 0700 without each call site remembering to chmod.
+PRIVATE_UMASK = 0o077
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +79,24 @@ class AppPaths:
         for directory in (self.config_dir, self.data_dir, self.cache_dir):
             ensure_private_dir(directory)
         return self
+
+
+def apply_private_umask() -> int:
+    """Make files this process creates owner-only; returns the previous umask.
+
+    Keeps any stricter bits of the user's own umask. Called by the CLI entry point and by
+    `AppContext.load`, so the TUI, commands and benchmarks all get it.
+    """
+    previous = os.umask(PRIVATE_UMASK)
+    os.umask(previous | PRIVATE_UMASK)
+    return previous
+
+
+def private_file(path: Path) -> Path:
+    """Restrict an existing file to its owner (for files whose mode the umask did not set)."""
+    if path.stat().st_mode & 0o777 != FILE_MODE:
+        path.chmod(FILE_MODE)
+    return path
 
 
 def ensure_private_dir(directory: Path) -> Path:

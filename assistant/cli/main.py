@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from assistant import __version__
 from assistant.config import ConfigError
 from assistant.errors import UserError
+from assistant.paths import apply_private_umask
 
 # Command modules, in `--help` order. Each defines `register(subparsers) -> None`.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -58,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    apply_private_umask()
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Handler | None = getattr(args, "func", None)
@@ -77,6 +79,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # `brain search … | head`: the reader went away; not an error worth a traceback.
         sys.stderr.close()
         return 0
+    except OSError as exc:
+        # Permission denied, disk full, read-only home: the user can fix these; no traceback.
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"brain: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 1
 
 
 def _run_tui(args: argparse.Namespace) -> int:

@@ -130,8 +130,11 @@ def test_not_an_ollama_server(client: OllamaClient, fake_ollama: FakeOllama) -> 
     ("localhost:11434", "http://localhost:11434"),
     ("http://127.0.0.1:1234/", "http://127.0.0.1:1234"),
     ("0.0.0.0", "http://127.0.0.1:11434"),
-    ("https://ollama.lan", "https://ollama.lan:11434"),
+    ("https://ollama.lan", "https://ollama.lan"),
+    ("myhost", "http://myhost:11434"),
+    ("myhost:8080/", "http://myhost:8080"),
     ("http://[::1]:9000", "http://[::1]:9000"),
+    ("[::1]", "http://[::1]:11434"),
 ])
 def test_normalize_host(given: str, expected: str) -> None:
     assert normalize_host(given) == expected
