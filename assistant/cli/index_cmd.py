@@ -196,7 +196,7 @@ class _Progress:
             return
         now = time.monotonic()
         final = event.phase == Phase.done
-        if event.phase == Phase.indexing and event.files_total and (
+        if event.phase in (Phase.indexing, Phase.done) and event.files_total and (
             final or now - self.last_plain >= self.PLAIN_EVERY
         ):
             self.last_plain = now

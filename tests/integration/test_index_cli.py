@@ -1,0 +1,215 @@
+"""`brain index` and `brain folders`: behaviour, messages, exit codes and the JSON contract."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from assistant.cli.main import main
+from assistant.context import AppContext
+from tests.fixtures.knowledge import make_embedder, note_text
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def cli(home, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    """Run `brain …` in-process with the cached HashEmbedder instead of the real model."""
+    embedder = make_embedder(tmp_path / "embed-cache")
+    monkeypatch.setattr(AppContext, "embedder", lambda self: embedder)
+
+    def run(*argv: str) -> int:
+        return main([*argv])
+
+    run.embedder = embedder  # type: ignore[attr-defined]
+    return run
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"n{i}.md").write_text(note_text(f"note {i}", 2))
+    return folder
+
+
+def _folders_json(cli, capsys) -> dict:  # type: ignore[no-untyped-def]
+    capsys.readouterr()
+    assert cli("folders", "--json") == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_index_registers_syncs_and_lists_folders(cli, notes, capsys) -> None:
+    assert cli("index", str(notes)) == 0
+    out = capsys.readouterr().out
+    assert "3 added" in out and "Index: 3 files" in out
+    data = _folders_json(cli, capsys)
+    assert list(data) == ["folders"]
+    [entry] = data["folders"]
+    assert set(entry) == {"path", "files", "chunks", "last_sync"}
+    assert entry["path"] == str(notes.resolve())
+    assert entry["files"] == 3 and entry["chunks"] >= 3
+    assert datetime.fromisoformat(entry["last_sync"]).tzinfo is not None
+    assert cli("folders") == 0
+    table = capsys.readouterr().out
+    assert str(notes.resolve()) in table and "1 folder(s), 3 files" in table
+
+
+def test_index_json_report_and_resync(cli, notes, capsys) -> None:
+    assert cli("index", str(notes), "--json") == 0
+    first = json.loads(capsys.readouterr().out)
+    assert len(first["added"]) == 3 and first["embedded"] == first["chunks_added"] > 0
+    (notes / "n0.md").write_text(note_text("note 0 edited", 2, seed=1))
+    (notes / "n1.md").unlink()
+    (notes / "new.md").write_text(note_text("brand new", 1))
+    assert cli("index", "--sync", "--json") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["updated"] == [str(notes / "n0.md")]
+    assert report["removed"] == [str(notes / "n1.md")]
+    assert report["added"] == [str(notes / "new.md")]
+    assert report["unchanged"] == 1
+    assert report["total_files"] == 3
+
+
+def test_rebuild_uses_the_cache(cli, notes, capsys) -> None:
+    assert cli("index", str(notes), "--json") == 0
+    first = json.loads(capsys.readouterr().out)
+    calls = cli.embedder.inner.texts_embedded
+    assert cli("index", "--rebuild", "--json") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["rebuilt"] and report["embedded"] == 0
+    assert report["chunks_added"] == first["chunks_added"] == report["cache_hits"]
+    assert cli.embedder.inner.texts_embedded == calls
+
+
+def test_verbose_lists_skipped_files_by_reason(cli, notes, capsys) -> None:
+    (notes / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64)
+    (notes / "empty.txt").write_text("")
+    assert cli("index", str(notes)) == 0
+    out = capsys.readouterr().out
+    assert "2 skipped" in out and "--verbose" in out
+    assert cli("index", "--sync", "--verbose") == 0
+    out = capsys.readouterr().out
+    assert "Skipped (binary): 1" in out and str(notes / "image.png") in out
+    assert "Skipped (empty): 1" in out and str(notes / "empty.txt") in out
+
+
+def test_plain_progress_lines_when_not_a_tty(cli, notes, capsys) -> None:
+    assert cli("index", str(notes)) == 0
+    out = capsys.readouterr().out
+    assert "indexing: 3/3 files" in out
+    assert "\x1b[" not in out  # no terminal control codes in a pipe
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda tmp: tmp / "does-not-exist", "no such folder"),
+        (lambda tmp: (tmp / "file.md").write_text("x") and tmp / "file.md", "is a file"),
+    ],
+)
+def test_bad_paths_exit_1_with_a_clear_message(cli, notes, tmp_path, capsys, make, message
+                                               ) -> None:
+    bad = make(tmp_path)
+    assert cli("index", str(notes), str(bad)) == 1
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    # Nothing was registered: validation happens before any work.
+    assert _folders_json(cli, capsys) == {"folders": []}
+
+
+def test_nothing_to_do_is_an_error_with_a_hint(cli, capsys) -> None:
+    assert cli("index") == 1
+    assert "brain index ~/notes" in capsys.readouterr().err
+    assert cli("index", "--sync") == 1
+    assert "no folders registered" in capsys.readouterr().err
+
+
+def test_nested_and_duplicate_registration(cli, notes, capsys) -> None:
+    sub = notes / "sub"
+    sub.mkdir()
+    (sub / "s.md").write_text(note_text("sub note"))
+    assert cli("index", str(sub)) == 0
+    assert cli("index", str(notes)) == 0
+    out = capsys.readouterr().out
+    assert f"{sub.resolve()} is now covered by {notes.resolve()}" in out
+    assert cli("index", str(sub)) == 0
+    assert "already indexed as part of" in capsys.readouterr().out
+    assert cli("index", str(notes)) == 0
+    assert "already registered" in capsys.readouterr().out
+    data = _folders_json(cli, capsys)
+    assert [f["path"] for f in data["folders"]] == [str(notes.resolve())]
+    assert data["folders"][0]["files"] == 4
+
+
+def test_folders_rm_deletes_chunks_and_unknown_path_fails(cli, notes, tmp_path, capsys) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "o.md").write_text(note_text("other"))
+    assert cli("index", str(notes), str(other)) == 0
+    assert cli("folders", "rm", str(other)) == 0
+    assert "Removed" in capsys.readouterr().out
+    data = _folders_json(cli, capsys)
+    assert [f["path"] for f in data["folders"]] == [str(notes.resolve())]
+    assert cli("index", "--sync", "--json") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["total_files"] == 3 and report["repaired"] == 0  # Chroma was cleaned too
+    assert cli("folders", "rm", str(other)) == 1
+    assert "not a registered folder" in capsys.readouterr().err
+
+
+def test_busy_index_names_the_holder(cli, notes, home, capsys, monkeypatch) -> None:
+    import functools
+
+    from assistant.cli import index_cmd
+    from indexing.lock import IndexLock
+
+    assert cli("index", str(notes)) == 0
+    # Wait 0.2 s instead of the default 5 s before giving up.
+    monkeypatch.setattr(
+        index_cmd, "open_knowledge",
+        functools.partial(index_cmd.open_knowledge, lock_timeout=0.2),
+    )
+    ctx = AppContext.load(str(home))
+    lock = IndexLock(Path(str(ctx.paths.knowledge_db) + ".lock"), timeout=1)
+    lock.acquire()
+    try:
+        assert cli("index", "--sync") == 1
+    finally:
+        lock.release()
+    err = capsys.readouterr().err
+    assert f"being updated by PID {os.getpid()}" in err
+
+
+def test_corrupt_database_is_a_clear_error(cli, notes, home, capsys) -> None:
+    ctx = AppContext.load(str(home))
+    ctx.paths.knowledge_db.write_bytes(b"this is not a database" * 100)
+    assert cli("folders") == 1
+    err = capsys.readouterr().err
+    assert "cannot open the knowledge database" in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_real_brain_index_subprocess_with_the_bundled_model(notes, home) -> None:
+    """End to end as a user runs it: the real CLI, the real model, a pipe for stdout."""
+    env = {**os.environ, "BRAIN_HOME": str(home)}
+    done = subprocess.run(
+        [sys.executable, "-m", "assistant.cli.main", "index", str(notes)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "3 added" in done.stdout
+    listed = subprocess.run(
+        [sys.executable, "-m", "assistant.cli.main", "folders", "--json"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert listed.returncode == 0, listed.stderr
+    [entry] = json.loads(listed.stdout)["folders"]
+    assert entry["files"] == 3 and entry["chunks"] >= 3
