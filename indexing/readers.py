@@ -10,6 +10,8 @@ from __future__ import annotations
 import codecs
 import os
 import re
+import stat
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,9 +66,10 @@ def read_file(path: Path, *, max_bytes: int) -> DecodedFile:
 
 def _read_bytes(path: Path, max_bytes: int) -> bytes:
     try:
+        # stat first: opening a FIFO for reading would block until someone writes to it.
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise SkipFile(SkipReason.not_a_file, "not a regular file")
         with open(path, "rb") as f:
-            if not os.path.isfile(path):
-                raise SkipFile(SkipReason.not_a_file, "not a regular file")
             data = f.read(max_bytes + 1)
     except SkipFile:
         raise
@@ -113,12 +116,15 @@ def decode_bytes(data: bytes) -> tuple[str, str]:
     text = _try_gb18030(data)
     if text is not None:
         return text, "gb18030"
+    text = _try_western(data)
+    if text is not None:
+        return text, "cp1252"
     guess = _try_charset_normalizer(data)
     if guess is not None:
         return guess
-    text = _try_single_byte(data)
+    text = _try_damaged_utf8(data)
     if text is not None:
-        return text, "cp1252"
+        return text, "utf-8 (damaged bytes replaced)"
     raise SkipFile(SkipReason.undecodable, "not UTF-8, UTF-16, GB18030 or a recognisable encoding")
 
 
@@ -162,11 +168,41 @@ def _try_gb18030(data: bytes) -> str | None:
     return text if common / len(chars) >= 0.9 else None
 
 
+# Single-byte Western guesses from charset-normalizer are unreliable on short files (it picks
+# cp1250/cp775/cp437 for plain French); Western text is handled by `_try_western`, and only
+# these encodings, which a Western reading cannot produce, are taken from the detector.
+_DETECTOR_NAMES = """big5 big5hkscs cp950 cp932 shift_jis shift_jis_2004 shift_jisx0213 euc_jp
+    euc_jis_2004
+    euc_jisx0213 iso2022_jp iso2022_jp_2 iso2022_kr euc_kr cp949 johab gb2312 gbk hz
+    cp1251 koi8_r koi8_u iso8859_5 mac_cyrillic cp866 cp1253 iso8859_7 cp1255 iso8859_8 cp1256
+    iso8859_6 cp874 tis_620 cp1254 iso8859_9 cp1250 iso8859_2"""
+_DETECTOR_ENCODINGS = frozenset(_DETECTOR_NAMES.split())
+# Non-ASCII characters of Western European text: accented letters and typographic punctuation.
+_WESTERN = frozenset(
+    [chr(c) for c in range(0xC0, 0x100) if c not in (0xD7, 0xF7)]
+    + list("“”‘’–—…€£¥©®°§¶·«»¿¡¢ªº±²³µ¼½¾\u00a0•™")
+)
+
+
+def _try_western(data: bytes) -> str | None:
+    try:
+        text = data.decode("cp1252")
+    except UnicodeDecodeError:
+        return None  # cp1252 leaves five bytes undefined; Latin-1 puts controls there
+    chars = _non_ascii(text)
+    if not chars or not _plausible(text):
+        return None
+    western = sum(1 for c in chars if c in _WESTERN)
+    # Accented letters sit alone between ASCII letters; CJK bytes read as cp1252 come in runs.
+    runs = len(re.findall(r"[^\x00-\x7f]+", text))
+    return text if western / len(chars) >= 0.8 and len(chars) / runs < 1.5 else None
+
+
 def _try_charset_normalizer(data: bytes) -> tuple[str, str] | None:
     from charset_normalizer import from_bytes
 
     best = from_bytes(data[: 256 * 1024]).best()
-    if best is None or best.encoding in ("utf_8", "ascii") or best.chaos > 0.2:
+    if best is None or best.encoding not in _DETECTOR_ENCODINGS or best.chaos > 0.2:
         return None
     try:
         text = data.decode(best.encoding)
@@ -177,15 +213,17 @@ def _try_charset_normalizer(data: bytes) -> tuple[str, str] | None:
     return text, best.encoding.replace("_", "-")
 
 
-def _try_single_byte(data: bytes) -> str | None:
-    try:
-        text = data.decode("cp1252")
-    except UnicodeDecodeError:
-        text = data.decode("latin-1")
-    return text if _plausible(text) else None
+def _try_damaged_utf8(data: bytes) -> str | None:
+    """Mostly valid UTF-8 with a few corrupt bytes (a bad copy, a truncated write): keep the
+    text and mark the damage with U+FFFD rather than losing the whole file."""
+    text = data.decode("utf-8", errors="replace")
+    damaged = text.count("\ufffd")
+    return text if damaged <= max(8, len(text) // 100) and _plausible(text) else None
 
 
-_LETTERISH = re.compile(r"[\w\s.,;:!?'\"()\[\]{}<>/\\|@#$%^&*+=`~-]", re.UNICODE)
+# Unicode categories of ordinary text: letters, marks, digits, punctuation, spaces, currency.
+_TEXT_CATEGORIES = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Nd", "Nl", "No", "Pc",
+                              "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Zs", "Sc", "Sm"})  # fmt: skip
 
 
 def _plausible(text: str) -> bool:
@@ -195,5 +233,9 @@ def _plausible(text: str) -> bool:
     if any("\x80" <= c <= "\x9f" for c in text):
         return False
     sample = text[:20000]
-    ok = len(_LETTERISH.findall(sample))
-    return ok / len(sample) >= 0.9
+    odd = sum(
+        1
+        for c in sample
+        if ord(c) > 127 and unicodedata.category(c) not in _TEXT_CATEGORIES and c != "\ufffd"
+    )
+    return odd / len(sample) <= 0.1

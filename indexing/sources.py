@@ -149,6 +149,15 @@ def _walk_dir(
         except OSError as exc:
             yield Skipped(path, SkipReason.unreadable, _os_detail(exc))
             continue
+        if not _valid_name(entry.name):
+            # Paths must round-trip through SQLite, Chroma metadata and the terminal as UTF-8.
+            if not (
+                rules.dir_ignored(path, entry_rel)
+                if is_dir
+                else rules.file_ignored(path, entry_rel)
+            ):
+                yield Skipped(path, SkipReason.undecodable, "name is not valid UTF-8; rename it")
+            continue
         if is_link:
             yield from _symlink(path, entry_rel, real_root, rules, settings)
         elif is_dir:
@@ -207,7 +216,8 @@ def _stat_file(
         return Skipped(
             path,
             SkipReason.too_large,
-            f"{_human_bytes(st.st_size)} is over the {_human_bytes(settings.max_file_bytes)} limit",
+            f"{_human_bytes(st.st_size)} ({st.st_size:,} bytes) is over the"
+            f" {_human_bytes(settings.max_file_bytes)} limit",
         )
     return SourceFile(path=path, root=directory_root, size=st.st_size, mtime=st.st_mtime)
 
@@ -278,6 +288,14 @@ def _read_gitignore(path: Path) -> pathspec.GitIgnoreSpec | None:
 
 def _spec(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec | None:
     return pathspec.GitIgnoreSpec.from_lines(list(patterns)) if patterns else None
+
+
+def _valid_name(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes arrive as lone surrogates (surrogateescape)
+        return False
+    return True
 
 
 def _os_detail(exc: OSError) -> str:
