@@ -1,0 +1,52 @@
+"""Fixtures for the TUI tests: an isolated context and a BrainApp over the fake backend."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assistant.context import AppContext
+from tests.tui.fake_backend import FakeBackend
+from tui.app import BrainApp
+
+
+class TestBrainApp(BrainApp):
+    """BrainApp with blinking cursors off, so snapshots are deterministic."""
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self._no_blink()
+
+    def _no_blink(self) -> None:
+        for widget in self.query("Input, TextArea"):
+            widget.cursor_blink = False  # type: ignore[attr-defined]
+
+    def push_screen(self, *args: Any, **kwargs: Any) -> Any:
+        result = super().push_screen(*args, **kwargs)
+        self.call_after_refresh(lambda: [setattr(w, "cursor_blink", False)
+                                         for w in self.screen.query("Input, TextArea")])
+        return result
+
+
+@pytest.fixture
+def ctx(home: Path) -> AppContext:
+    return AppContext.load(str(home))
+
+
+@pytest.fixture
+def backend() -> FakeBackend:
+    return FakeBackend()
+
+
+@pytest.fixture
+def make_app(ctx: AppContext, backend: FakeBackend) -> Callable[..., TestBrainApp]:
+    def make(**kwargs: Any) -> TestBrainApp:
+        kwargs.setdefault("ollama_poll_seconds", 0.1)
+        kwargs.setdefault("memory_poll_seconds", 0.1)
+        kwargs.setdefault("watch", False)
+        return TestBrainApp(ctx, backend, **kwargs)
+
+    return make

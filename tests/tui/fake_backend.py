@@ -1,0 +1,322 @@
+"""An in-memory backend for pilot tests and snapshots: deterministic data, scriptable stream.
+
+It implements `tui.protocols.Backend` faithfully (blocking calls, UserError on bad input) so
+the UI logic is tested fast and deterministically; the integration tests in
+test_core_backend.py drive the same app over the real core.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from assistant.errors import UserError
+from tui.views import (
+    ChatEvent,
+    Finished,
+    FolderView,
+    MemoryEvent,
+    MemoryView,
+    ModelView,
+    OllamaStatus,
+    Retrieved,
+    SearchResult,
+    SessionView,
+    SourceView,
+    SyncProgress,
+    SyncSummary,
+    Token,
+    TurnView,
+)
+
+STAMP = "2026-01-15T09:30:00"
+
+
+def sample_sources() -> tuple[SourceView, ...]:
+    return (
+        SourceView(1, "c1", "/notes/git/stash.md", "git/stash.md", "Stash > Apply",
+                   "Use `git stash pop` to apply the latest stash and drop it.\n"
+                   "`git stash apply` keeps it in the list.", 12, 15, 0.82, 0.91, 1, True),
+        SourceView(2, "c2", "/notes/git/branch.md", "git/branch.md", "Branches",
+                   "Create a branch with git switch -c NAME.", 3, 4, 0.61, None, 2, False),
+        SourceView(3, "c3", "/notes/shell/tar.md", "shell/tar.md", "", "tar -xzf archive.tgz",
+                   1, 1, None, 0.40, 3, False),
+    )
+
+
+def sample_memories() -> list[MemoryView]:
+    return [
+        MemoryView("m1", "preference", "Prefers short answers with examples", "reply_style",
+                   True, "active", STAMP),
+        MemoryView("m2", "fact", "Works on a Rust compiler team", "job", False, "active", STAMP),
+        MemoryView("m3", "procedure", "Deploys with `make release` on Fridays", None, False,
+                   "active", STAMP),
+    ]
+
+
+class FakeOllama:
+    def __init__(self) -> None:
+        self.up = True
+        self.installed = ["qwen3:4b", "llama3.2:3b"]
+
+    def status(self, model: str) -> OllamaStatus:
+        if not self.up:
+            return OllamaStatus(False, message="Ollama is not running at http://127.0.0.1:11434",
+                                hint="Start it with `ollama serve`.")
+        if model not in self.installed:
+            return OllamaStatus(False, "0.6.0", f"model {model!r} is not installed",
+                                f"ollama pull {model}", model_missing=True)
+        return OllamaStatus(True, "0.6.0")
+
+    def models(self) -> list[ModelView]:
+        if not self.up:
+            raise UserError("Ollama is not running", "Start it with `ollama serve`.")
+        return [ModelView(n, 2_500_000_000) for n in self.installed]
+
+
+class FakeKnowledge:
+    def __init__(self) -> None:
+        self.folders_: dict[str, FolderView] = {}
+        self.loaded = threading.Event()
+        self.hold_load = False  # tests of "loading model…" keep it pending
+        self.sync_gate: threading.Event | None = None  # paused mid-sync until set
+        self.sync_calls: list[tuple[tuple[str, ...] | None, bool]] = []
+
+    def warm_up(self) -> None:
+        if self.hold_load:
+            self.loaded.wait(10)
+
+    def stats(self) -> tuple[int, int]:
+        return (sum(f.files for f in self.folders_.values()),
+                sum(f.chunks for f in self.folders_.values()))
+
+    def folders(self) -> list[FolderView]:
+        return sorted(self.folders_.values(), key=lambda f: f.path)
+
+    def add_folder(self, path: Path) -> FolderView:
+        if not path.is_dir():
+            raise UserError(f"not a folder: {path}")
+        key = str(path)
+        if key in self.folders_:
+            raise UserError(f"{path} is already indexed")
+        self.folders_[key] = FolderView(key, 0, 0)
+        return self.folders_[key]
+
+    def remove_folder(self, path: str) -> None:
+        if self.folders_.pop(path, None) is None:
+            raise UserError(f"{path} is not an indexed folder")
+
+    def sync(self, folders: Sequence[str] | None, *, rebuild: bool,
+             progress: Callable[[SyncProgress], None]) -> SyncSummary:
+        self.sync_calls.append((tuple(folders) if folders else None, rebuild))
+        chosen = list(folders) if folders else list(self.folders_)
+        added = 0
+        skipped: list[tuple[str, str]] = []
+        for key in chosen:
+            files = sorted(p for p in Path(key).rglob("*") if p.is_file())
+            kept = [p for p in files if p.suffix in (".md", ".txt", ".py")]
+            skipped += [(str(p), "unsupported file type") for p in files if p not in kept]
+            for i, p in enumerate(kept, 1):
+                progress(SyncProgress(i, len(kept), str(p)))
+                if self.sync_gate is not None and i == 1:
+                    self.sync_gate.wait(10)
+            self.folders_[key] = FolderView(key, len(kept), 2 * len(kept), STAMP)
+            added += len(kept)
+        return SyncSummary(added, 0, 0, 0, tuple(skipped), 0.5)
+
+    def search(self, query: str) -> SearchResult:
+        return SearchResult(query, sample_sources(), False, "log-search")
+
+    def watch(self, on_change: Callable[[str], None], stop: threading.Event) -> None:
+        on_change(f"watching {len(self.folders_)} folders")
+        stop.wait()
+
+
+class FakeMemory:
+    def __init__(self) -> None:
+        self.items: dict[str, MemoryView] = {m.id: m for m in sample_memories()}
+        self.previous: dict[str, list[MemoryView | None]] = {}
+        self.events: dict[str, list[MemoryEvent]] = {}
+        self.version = 0
+        self.changed_at: dict[str, int] = {}
+        self._next = 100
+
+    def _record(self, memory_id: str, before: MemoryView | None, after: MemoryView | None,
+                event: str, actor: str = "user") -> None:
+        self.previous.setdefault(memory_id, []).append(before)
+        self.events.setdefault(memory_id, []).append(MemoryEvent(
+            event, before.text if before else None, after.text if after else None, actor, STAMP))
+
+    def _get(self, memory_id: str) -> MemoryView:
+        try:
+            return self.items[memory_id]
+        except KeyError:
+            raise UserError(f"no memory with id {memory_id}") from None
+
+    def list(self, *, all_active: bool, type_: str | None, query: str) -> list[MemoryView]:
+        out = [m for m in self.items.values() if m.status == "active"]
+        if type_:
+            out = [m for m in out if m.type == type_]
+        if query:
+            out = [m for m in out if query.lower() in m.text.lower()]
+        return out
+
+    def count(self) -> int:
+        return sum(m.status == "active" for m in self.items.values())
+
+    def add(self, text: str, type_: str, *, actor: str = "user") -> MemoryView:
+        self._next += 1
+        memory = MemoryView(f"m{self._next}", type_, text, None, False, "active", STAMP)
+        self.items[memory.id] = memory
+        self._record(memory.id, None, memory, "add", actor)
+        self.version += 1
+        self.changed_at[memory.id] = self.version
+        return memory
+
+    def edit(self, memory_id: str, text: str) -> MemoryView:
+        before = self._get(memory_id)
+        after = replace(before, text=text)
+        self.items[memory_id] = after
+        self._record(memory_id, before, after, "edit-by-user")
+        return after
+
+    def delete(self, memory_id: str) -> None:
+        before = self._get(memory_id)
+        after = replace(before, status="deleted")
+        self.items[memory_id] = after
+        self._record(memory_id, before, after, "delete")
+
+    def pin(self, memory_id: str, pinned: bool) -> MemoryView:
+        before = self._get(memory_id)
+        after = replace(before, pinned=pinned)
+        self.items[memory_id] = after
+        self._record(memory_id, before, after, "edit-by-user")
+        return after
+
+    def undo(self, memory_id: str) -> MemoryView:
+        stack = self.previous.get(memory_id)
+        if not stack or stack[-1] is None:
+            raise UserError(f"nothing to undo for memory {memory_id}")
+        restored = stack.pop()
+        assert restored is not None
+        self.events[memory_id].append(MemoryEvent(
+            "restore", self.items[memory_id].text, restored.text, "user", STAMP))
+        self.items[memory_id] = restored
+        return restored
+
+    def history(self, memory_id: str) -> list[MemoryEvent]:
+        self._get(memory_id)
+        return list(self.events.get(memory_id, []))
+
+    def forget_all(self) -> int:
+        n = len(self.items)
+        self.items.clear()
+        self.events.clear()
+        self.previous.clear()
+        return n
+
+    def changes_since(self, stamp: str) -> tuple[list[MemoryView], str]:
+        since = int(stamp or 0)
+        fresh = [self.items[i] for i, v in self.changed_at.items()
+                 if v > since and i in self.items]
+        return fresh, str(self.version)
+
+
+@dataclass
+class ChatScript:
+    tokens: list[str] = field(default_factory=lambda: [
+        "Use ", "`git stash pop` ", "to apply and drop the stash [1].\n\n",
+        "```bash\ngit stash pop\n```\n",
+    ])
+    low_confidence: bool = False
+    gate: threading.Event | None = None  # when set, the stream waits here after token 1
+    fail_with: UserError | None = None
+
+
+class FakeChat:
+    def __init__(self, ollama: FakeOllama, memory: FakeMemory) -> None:
+        self.ollama = ollama
+        self.memory = memory
+        self.script = ChatScript()
+        self.feedback_log: list[tuple[str, int]] = []
+        self.asked: list[tuple[str | None, str, str]] = []
+        self.closed = False
+        self.cancelled = threading.Event()
+
+    def ask(self, session_id: str | None, text: str, *, model: str,
+            cancel: threading.Event) -> Iterator[ChatEvent]:
+        self.asked.append((session_id, text, model))
+        used = tuple(m for m in self.memory.items.values() if m.status == "active")[:2]
+        log_id = f"log-{len(self.asked)}"
+        yield Retrieved(sample_sources(), used, self.script.low_confidence, log_id)
+        if not self.ollama.up:
+            raise UserError("Ollama is not running at http://127.0.0.1:11434",
+                            "Start it with `ollama serve`.")
+        if self.script.fail_with is not None:
+            raise self.script.fail_with
+        count = 0
+        for i, token in enumerate(self.script.tokens):
+            if cancel.is_set():
+                self.cancelled.set()
+                yield Finished(model, count, 0.4, interrupted=True, session_id="s1")
+                return
+            yield Token(token)
+            count += 1
+            if i == 0 and self.script.gate is not None:
+                while not (self.script.gate.is_set() or cancel.is_set()):
+                    cancel.wait(0.01)
+        yield Finished(model, count, 1.25, cited=(1,), session_id="s1")
+
+    def feedback(self, log_id: str, rating: int) -> None:
+        self.feedback_log.append((log_id, rating))
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeSessions:
+    def __init__(self) -> None:
+        self.sessions = {
+            "s1": SessionView("s1", "Git questions", STAMP, 1),
+            "s2": SessionView("s2", "Rust lifetimes", "2026-01-14T18:00:00", 3),
+        }
+        self.exported: list[tuple[str, Path]] = []
+
+    def list(self) -> list[SessionView]:
+        return sorted(self.sessions.values(), key=lambda s: s.updated_at, reverse=True)
+
+    def create(self) -> SessionView:
+        session = SessionView(f"s{len(self.sessions) + 1}", "", STAMP, 0)
+        self.sessions[session.id] = session
+        return session
+
+    def turns(self, session_id: str) -> list[TurnView]:
+        if session_id not in self.sessions:
+            raise UserError(f"no session {session_id}")
+        return [TurnView("How do I apply a stash?", "Use `git stash pop` [1].",
+                         sample_sources(), (), "qwen3:4b · 9 tokens · 1.0 s", "log-old")]
+
+    def rename(self, session_id: str, title: str) -> None:
+        self.sessions[session_id] = replace(self.sessions[session_id], title=title)
+
+    def delete(self, session_id: str) -> None:
+        del self.sessions[session_id]
+
+    def export_markdown(self, session_id: str, path: Path) -> Path:
+        path.write_text(f"# {self.sessions[session_id].title}\n", encoding="utf-8")
+        self.exported.append((session_id, path))
+        return path
+
+
+class FakeBackend:
+    def __init__(self) -> None:
+        self.ollama = FakeOllama()
+        self.knowledge = FakeKnowledge()
+        self.memory = FakeMemory()
+        self.chat = FakeChat(self.ollama, self.memory)
+        self.sessions = FakeSessions()
+
+    def close(self) -> None:
+        pass

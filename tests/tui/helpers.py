@@ -1,0 +1,21 @@
+"""Test helpers for pilot tests: poll a condition with a deadline instead of sleeping."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from textual.pilot import Pilot
+
+
+async def wait_until(
+    pilot: Pilot, condition: Callable[[], object], *, timeout: float = 10.0, what: str = ""
+) -> None:
+    """Let the app run until `condition()` is true; fail with `what` after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if condition():
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
+        await pilot.pause(0.02)

@@ -1,0 +1,131 @@
+"""Ask → streamed answer → sources with scores → preview; Esc cancels; feedback; copy."""
+
+from __future__ import annotations
+
+import threading
+
+from textual.widgets import DataTable
+
+from tests.tui.helpers import wait_until
+from tui.screens.source_preview import SourcePreview
+from tui.widgets.chat_input import ChatInput
+from tui.widgets.message import AnswerMessage
+from tui.widgets.sources_pane import SourcesPane
+
+SIZE = (140, 40)
+
+
+async def ask(pilot, text: str) -> None:  # type: ignore[no-untyped-def]
+    chat_input = pilot.app.query_one(ChatInput)
+    chat_input.focus()
+    chat_input.load_text(text)
+    await pilot.press("enter")
+
+
+async def test_ask_streams_answer_and_lists_sources(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ask(pilot, "how do I apply a stash?")
+        await wait_until(pilot, lambda: app.query(AnswerMessage) and
+                         app.query_one(AnswerMessage).finished, what="answer finished")
+        answer = app.query_one(AnswerMessage)
+        assert "git stash pop" in answer.text
+        assert answer.text.endswith("```\n")
+        assert "qwen3:4b" in str(answer.query_one(".answer-status").render())
+        assert backend.chat.asked == [(None, "how do I apply a stash?", "qwen3:4b")]
+        assert app.session_id == "s1"
+        # The sources pane lists the retrieved files with their scores, cited marked.
+        table = app.query_one(SourcesPane).table
+        assert table.row_count == 3
+        first = table.get_row_at(0)
+        assert first[0] == "1"
+        assert first[1].plain == "git/stash.md\nStash > Apply"
+        assert first[2:] == ["82%", "0.91", "1", "✓⏱"]
+        assert table.get_row_at(1)[5] == " "  # neither cited nor recent
+        assert table.get_row_at(2)[2] == "—"  # keyword-only hit has no vector score
+        # Selecting a source opens the preview with path:line and the matching terms.
+        table.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, SourcePreview), what="preview")
+        preview = app.screen
+        assert "/notes/git/stash.md:12-15" in str(preview.query_one("#preview-path").render())
+        spans = preview.query_one("#preview-text").render()
+        assert any("stash" in spans.plain[s.start:s.end].lower() for s in spans.spans)
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, SourcePreview))
+        # The input is empty again and remembers the question (Up recalls it).
+        chat_input = app.query_one(ChatInput)
+        chat_input.focus()
+        assert chat_input.text == ""
+        await pilot.press("up")
+        assert chat_input.text == "how do I apply a stash?"
+
+
+async def test_citation_key_jumps_to_source(make_app) -> None:  # type: ignore[no-untyped-def]
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ask(pilot, "stash?")
+        await wait_until(pilot, lambda: app.query(AnswerMessage) and
+                         app.query_one(AnswerMessage).finished)
+        answer = app.query_one(AnswerMessage)
+        answer.focus()
+        await pilot.press("2")
+        await wait_until(pilot, lambda: isinstance(app.screen, SourcePreview))
+        assert app.screen.source.relpath == "git/branch.md"  # type: ignore[attr-defined]
+        await pilot.press("escape")
+        assert app.query_one(SourcesPane).query_one(DataTable).cursor_row == 1
+
+
+async def test_escape_cancels_stream_and_keeps_partial(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+    gate = threading.Event()
+    backend.chat.script.gate = gate
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ask(pilot, "long answer please")
+        await wait_until(pilot, lambda: app.query(AnswerMessage) and
+                         app.query_one(AnswerMessage).text, what="first token")
+        assert app.generating is not None
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.query_one(AnswerMessage).finished, what="cancel")
+        gate.set()
+        answer = app.query_one(AnswerMessage)
+        assert backend.chat.cancelled.is_set()
+        assert answer.text == "Use "
+        assert "interrupted" in str(answer.query_one(".answer-status").render())
+        assert app.generating is None
+        # A new question works after a cancel.
+        backend.chat.script.gate = None
+        await ask(pilot, "again")
+        await wait_until(pilot, lambda: len(app.query(AnswerMessage)) == 2
+                         and app.query(AnswerMessage)[-1].finished)
+
+
+async def test_feedback_and_copy(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ask(pilot, "stash?")
+        await wait_until(pilot, lambda: app.query(AnswerMessage) and
+                         app.query_one(AnswerMessage).finished)
+        answer = app.query_one(AnswerMessage)
+        answer.focus()
+        await pilot.press("minus")
+        await wait_until(pilot, lambda: backend.chat.feedback_log == [("log-1", -1)])
+        await pilot.press("k")
+        assert app.clipboard == "git stash pop"
+        await pilot.press("y")
+        assert app.clipboard == answer.text
+
+
+async def test_failure_keeps_question_in_input(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+    from assistant.errors import UserError
+
+    backend.chat.script.fail_with = UserError("model 'qwen3:4b' not found",
+                                              "ollama pull qwen3:4b")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ask(pilot, "my precious question")
+        await wait_until(pilot, lambda: app.query(AnswerMessage) and
+                         app.query_one(AnswerMessage).finished)
+        status = str(app.query_one(AnswerMessage).query_one(".answer-status").render())
+        assert "ollama pull qwen3:4b" in status
+        assert app.query_one(ChatInput).text == "my precious question"

@@ -1,0 +1,79 @@
+"""Every app action: its default key, its palette title and help. One table for the bindings,
+the command palette, the help screen and the `[ui] keybindings` overrides in the config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+
+@dataclass(frozen=True, slots=True)
+class AppAction:
+    name: str  # action_<name> on the app; the id used by [ui] keybindings
+    key: str
+    title: str  # palette title
+    help: str
+    footer: bool = False  # shown in the footer
+    priority: bool = False
+
+
+ACTIONS: tuple[AppAction, ...] = (
+    AppAction("quit", "ctrl+q", "Quit", "Quit after saving pending writes", True, True),
+    AppAction("help", "f1", "Keys", "Show every key", True, True),
+    AppAction("sessions", "f2", "Sessions", "List, resume, rename, delete, export sessions", True,
+              True),
+    AppAction("index_manager", "f3", "Index manager", "Add, remove, re-sync indexed folders",
+              True, True),
+    AppAction("models", "f4", "Choose model", "Pick the chat model from Ollama's models", True,
+              True),
+    AppAction("settings", "f5", "Settings", "Show the settings in effect", priority=True),
+    AppAction("toggle_sources", "f6", "Toggle sources pane", "Show or hide the sources pane",
+              priority=True),
+    AppAction("toggle_memories", "f7", "Toggle memory pane", "Show or hide the memory pane",
+              priority=True),
+    AppAction("next_theme", "f8", "Next theme", "Switch to the next theme (remembered)",
+              priority=True),
+    AppAction("new_session", "ctrl+n", "New session", "Start a new conversation", True),
+    AppAction("cancel", "escape", "Stop answer", "Stop the answer being generated"),
+    AppAction("search", "ctrl+f", "Search knowledge",
+              "Search your folders for the typed text (no model needed)", True),
+    AppAction("focus_input", "ctrl+l", "Focus message box", "Move the cursor to the message box"),
+    AppAction("focus_sources", "ctrl+s", "Focus sources", "Move the cursor to the sources pane"),
+    AppAction("focus_memories", "ctrl+o", "Focus memories", "Move the cursor to the memory pane"),
+    AppAction("copy_last", "ctrl+b", "Copy last answer", "Copy the last answer to the clipboard"),
+    AppAction("rate_up", "ctrl+t", "👍 last answer", "Mark the last answer good (retrieval log)"),
+    AppAction("rate_down", "ctrl+g", "👎 last answer", "Mark the last answer bad (retrieval log)"),
+    AppAction("wider_side", "alt+left", "Widen side panes", "Give the right panes more columns"),
+    AppAction("narrower_side", "alt+right", "Narrow side panes", "Give the chat more columns"),
+    AppAction("taller_sources", "alt+down", "Taller sources pane", "Grow sources, shrink memories"),
+    AppAction("shorter_sources", "alt+up", "Shorter sources pane", "Grow memories, shrink sources"),
+    AppAction("all_memories", "ctrl+r", "Show all memories", "Toggle used/all memories"),
+    AppAction("new_memory", "", "Add a memory", "Write a new memory yourself"),
+    AppAction("forget_all", "", "Forget everything", "Delete every memory (asks first)"),
+    AppAction("resync", "", "Re-sync all folders", "Index changes in every folder now"),
+)
+
+ACTION_NAMES = frozenset(a.name for a in ACTIONS)
+
+
+def app_bindings() -> list[Binding]:
+    return [
+        Binding(a.key, a.name, a.title, show=a.footer, priority=a.priority, id=a.name)
+        for a in ACTIONS
+        if a.key
+    ]
+
+
+def validate_keymap(keymap: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """Split the config's overrides into usable ones and one problem line per bad entry."""
+    good: dict[str, str] = {}
+    problems: list[str] = []
+    for name, key in keymap.items():
+        if name not in ACTION_NAMES:
+            problems.append(f"ui.keybindings: unknown action {name!r}")
+        elif not key.strip():
+            problems.append(f"ui.keybindings.{name}: empty key")
+        else:
+            good[name] = key.strip()
+    return good, problems

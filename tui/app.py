@@ -1,0 +1,854 @@
+"""The second-brain terminal UI: chat in the middle, sources and memories on the right.
+
+The app never does slow work on the event loop: the backend (tui/backend.py, over assistant/)
+is only called from thread workers, which post typed messages (tui/messages.py) back. Nothing
+heavy is imported here, so the first frame appears before torch or Chroma are even loaded.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Footer
+
+from assistant.context import AppContext
+from assistant.errors import UserError
+from tui import messages as msg
+from tui.actions import app_bindings, validate_keymap
+from tui.commands import ActionsProvider
+from tui.protocols import Backend
+from tui.screens.confirm import ConfirmScreen
+from tui.screens.help import HelpScreen
+from tui.screens.index_manager import IndexManager
+from tui.screens.memory_editor import MemoryDraft, MemoryEditor
+from tui.screens.memory_history import MemoryHistory
+from tui.screens.model_picker import ModelPicker
+from tui.screens.sessions import SessionsScreen
+from tui.screens.settings import SettingsScreen
+from tui.screens.source_preview import SourcePreview
+from tui.state import UiState, load_state, save_state
+from tui.themes import DEFAULT_THEME, load_themes
+from tui.views import Failed, Finished, MemoryView, Retrieved, SyncProgress, Token
+from tui.widgets.banner import Banner
+from tui.widgets.chat_input import ChatInput
+from tui.widgets.chat_view import ChatView
+from tui.widgets.memory_pane import MemoryPane
+from tui.widgets.message import AnswerMessage
+from tui.widgets.sources_pane import SourcesPane
+from tui.widgets.status_bar import StatusBar
+
+OLLAMA_POLL_SECONDS = 5.0
+MEMORY_POLL_SECONDS = 3.0
+PROGRESS_EVERY_SECONDS = 0.1  # at most ~10 progress repaints a second while indexing
+SIDE_STEP = 4
+SHARE_STEP = 5
+
+
+class SyncInterrupted(Exception):
+    """Raised from the progress callback to stop a sync when the app quits."""
+
+
+class BrainApp(App[int]):
+    CSS_PATH = Path(__file__).with_name("app.tcss")
+    TITLE = "second-brain"
+    BINDINGS: ClassVar[list[BindingType]] = app_bindings()  # type: ignore[assignment]
+    COMMANDS = App.COMMANDS | {ActionsProvider}
+    ENABLE_COMMAND_PALETTE = True
+
+    def __init__(
+        self,
+        ctx: AppContext,
+        backend: Backend,
+        *,
+        ollama_poll_seconds: float = OLLAMA_POLL_SECONDS,
+        memory_poll_seconds: float = MEMORY_POLL_SECONDS,
+        watch: bool | None = None,
+    ) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.backend = backend
+        self.ollama_poll_seconds = ollama_poll_seconds
+        self.memory_poll_seconds = memory_poll_seconds
+        self.watch_enabled = ctx.config.indexing.watch if watch is None else watch
+        self.ui_state: UiState = load_state(ctx.paths.ui_state_file)
+        self.model_name = ctx.config.ollama.model
+        self.session_id: str | None = self.ui_state.last_session
+        self.ollama_ok: bool | None = None
+        self.model_ready = False
+        self.generating: AnswerMessage | None = None
+        self._cancel = threading.Event()
+        self._stop_watch = threading.Event()
+        self._memory_stamp = ""
+        self._search_query = ""
+        self._startup_notes: list[str] = []
+        loaded = load_themes(ctx.paths.themes_dir)
+        self._startup_notes += loaded.errors
+        self.theme_names = loaded.names()
+        for theme in loaded.themes:
+            self.register_theme(theme)
+        keymap, problems = validate_keymap(ctx.config.ui.keybindings)
+        self._startup_notes += problems
+        if keymap:
+            self.set_keymap(keymap)
+
+    # --- layout -----------------------------------------------------------------------------
+
+    async def _on_message(self, message: Message) -> None:
+        # Workers may post after the screens are gone (quitting): nothing left to update.
+        if not self.screen_stack and type(message).__module__ == msg.__name__:
+            return
+        await super()._on_message(message)
+
+    @property
+    def main_screen(self) -> Screen[Any]:
+        """The chat screen (App.query_one would search the modal on top instead)."""
+        return self.screen_stack[0]
+
+    @property
+    def chat_view(self) -> ChatView:
+        return self.main_screen.query_one(ChatView)
+
+    @property
+    def chat_input(self) -> ChatInput:
+        return self.main_screen.query_one(ChatInput)
+
+    @property
+    def sources_pane(self) -> SourcesPane:
+        return self.main_screen.query_one(SourcesPane)
+
+    @property
+    def memory_pane(self) -> MemoryPane:
+        return self.main_screen.query_one(MemoryPane)
+
+    @property
+    def status_bar(self) -> StatusBar:
+        return self.main_screen.query_one(StatusBar)
+
+    @property
+    def banner(self) -> Banner:
+        return self.main_screen.query_one(Banner)
+
+    def compose(self) -> ComposeResult:
+        yield Banner(id="banner")
+        with Horizontal(id="main"):
+            with Vertical(id="chat-column"):
+                yield ChatView(id="chat")
+                yield ChatInput(id="input")
+            with Vertical(id="side"):
+                yield SourcesPane(id="sources")
+                yield MemoryPane(id="memories")
+        yield StatusBar(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        wanted = self.ui_state.theme or self.ctx.config.ui.theme
+        if wanted not in self.available_themes:
+            self._startup_notes.append(f"theme {wanted!r} not found; using {DEFAULT_THEME}")
+            wanted = DEFAULT_THEME
+        self.theme = wanted
+        self.apply_layout()
+        status = self.status_bar
+        status.model = self.model_name
+        self.chat_input.focus()
+        for note in self._startup_notes:
+            self.notify(note, severity="warning", timeout=10)
+        self.warm_up()
+        self.check_ollama()
+        self.set_interval(self.ollama_poll_seconds, self.check_ollama)
+        self.set_interval(self.memory_poll_seconds, self.poll_memories)
+        self.load_memories(all_active=False)
+        if self.session_id:
+            self.resume_session(self.session_id)
+
+    def apply_layout(self) -> None:
+        state = self.ui_state
+        side = self.main_screen.query_one("#side")
+        side.styles.width = state.side_width
+        sources = self.sources_pane
+        memories = self.memory_pane
+        sources.display = state.show_sources
+        memories.display = state.show_memories
+        side.display = state.show_sources or state.show_memories
+        if state.show_sources and state.show_memories:
+            sources.styles.height = f"{state.sources_share}%"
+        else:
+            sources.styles.height = "1fr"
+        memories.styles.height = "1fr"
+
+    def update_state(self, **changes: Any) -> None:
+        self.ui_state = replace(self.ui_state, **changes).clamped()
+        try:
+            save_state(self.ctx.paths.ui_state_file, self.ui_state)
+        except OSError as exc:
+            self.notify(f"Cannot save the layout: {exc}", severity="warning")
+
+    def watch_theme(self, theme: str) -> None:
+        if self.is_mounted and theme != self.ui_state.theme:
+            self.update_state(theme=theme)
+
+    # --- startup and background checks ------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="warmup")
+    def warm_up(self) -> None:
+        try:
+            self.backend.knowledge.warm_up()
+        except UserError as exc:
+            self.post_message(msg.ModelLoaded(error=str(exc)))
+            return
+        except Exception as exc:  # a broken model install must not kill the UI
+            self.post_message(msg.ModelLoaded(error=f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(msg.ModelLoaded())
+        self.refresh_stats()
+
+    def on_model_loaded(self, message: msg.ModelLoaded) -> None:
+        status = self.status_bar
+        if message.error:
+            status.index = "index unavailable"
+            self.notify(f"Cannot load the index: {message.error}", severity="error", timeout=15)
+            return
+        self.model_ready = True
+        if self.watch_enabled:
+            self.watch_folders()
+
+    @work(thread=True, exclusive=True, group="ollama")
+    def check_ollama(self) -> None:
+        status = self.backend.ollama.status(self.model_name)
+        self.post_message(msg.OllamaChecked(status))
+
+    def on_ollama_checked(self, message: msg.OllamaChecked) -> None:
+        status = message.status
+        was = self.ollama_ok
+        self.ollama_ok = status.ok
+        self.banner.show_status(status, self.model_name)
+        bar = self.status_bar
+        bar.ollama = "up" if status.ok else ("no model" if status.model_missing else "down")
+        if status.ok and was is False:
+            self.notify("Ollama is back: chat is available again.")
+
+    @work(thread=True, exclusive=True, group="stats")
+    def refresh_stats(self) -> None:
+        try:
+            files, chunks = self.backend.knowledge.stats()
+            memories = self.backend.memory.count()
+        except UserError as exc:
+            self.post_message(msg.BackendError("Reading the index", str(exc)))
+            return
+        self.post_message(msg.StatsUpdated(files, chunks, memories))
+
+    def on_stats_updated(self, message: msg.StatsUpdated) -> None:
+        bar = self.status_bar
+        bar.set_index(message.files, message.chunks)
+        bar.memories = message.memories
+
+    def on_backend_error(self, message: msg.BackendError) -> None:
+        text = f"{message.action}: {message.message}"
+        if message.hint:
+            text += f"\n{message.hint}"
+        self.notify(text, severity="error", timeout=10)
+
+    def _guarded(self, action: str, call: Callable[[], Any]) -> Any:
+        """Run a backend call in a worker thread; report a failure instead of raising."""
+        try:
+            return call()
+        except UserError as exc:
+            self.post_message(msg.BackendError(action, str(exc)))
+        except Exception as exc:  # keep the UI alive; the message says what broke
+            self.post_message(msg.BackendError(action, f"{type(exc).__name__}: {exc}"))
+        return None
+
+    # --- chat -------------------------------------------------------------------------------
+
+    @on(ChatInput.Submitted)
+    async def ask(self, event: ChatInput.Submitted) -> None:
+        if self.generating is not None:
+            self.notify("An answer is still being written: wait, or press Esc to stop it.",
+                        severity="warning")
+            return
+        chat_input = event.chat_input
+        chat_input.remember(event.text)
+        chat_input.clear()
+        answer = await self.chat_view.add_exchange(event.text)
+        answer.question = event.text
+        self.generating = answer
+        self._cancel = threading.Event()
+        self.stream_answer(answer.id or "", event.text, self._cancel)
+
+    @work(thread=True, group="chat")
+    def stream_answer(self, answer_id: str, text: str, cancel: threading.Event) -> None:
+        started = time.monotonic()
+        finished = False
+        try:
+            for event in self.backend.chat.ask(
+                self.session_id, text, model=self.model_name, cancel=cancel
+            ):
+                self.post_message(msg.ChatStreamEvent(answer_id, event))
+                if isinstance(event, (Finished, Failed)):
+                    finished = True
+                    break
+                if cancel.is_set():
+                    break
+        except UserError as exc:
+            self.post_message(msg.ChatStreamEvent(answer_id, Failed(str(exc))))
+            return
+        except Exception as exc:
+            self.post_message(
+                msg.ChatStreamEvent(answer_id, Failed(f"{type(exc).__name__}: {exc}"))
+            )
+            return
+        if not finished:
+            self.post_message(msg.ChatStreamEvent(answer_id, Finished(
+                self.model_name, 0, time.monotonic() - started, interrupted=True,
+            )))
+
+    async def on_chat_stream_event(self, message: msg.ChatStreamEvent) -> None:
+        try:
+            answer = self.main_screen.query_one(f"#{message.answer_id}", AnswerMessage)
+        except Exception:
+            return  # the chat was cleared (new session) while streaming
+        event = message.event
+        if isinstance(event, Retrieved):
+            answer.sources = event.sources
+            answer.memories = event.memories
+            answer.low_confidence = event.low_confidence
+            answer.log_id = event.log_id
+            await self.show_answer_context(answer)
+        elif isinstance(event, Token):
+            if answer.finished:
+                return
+            await answer.append(event.text)
+            chat = self.chat_view
+            if chat.max_scroll_y - chat.scroll_y < 8:
+                chat.scroll_end(animate=False)
+        elif isinstance(event, Finished):
+            if answer.finished:
+                return
+            await self.chat_view.finish(answer, event)
+            if event.session_id and event.session_id != self.session_id:
+                self.session_id = event.session_id
+                self.update_state(last_session=event.session_id)
+            self._generation_over(answer)
+            await self.show_answer_context(answer)
+        elif isinstance(event, Failed):
+            if answer.finished:
+                return
+            if event.partial and not answer.text:
+                answer.text = event.partial
+            error = event.message + (f" — {event.hint}" if event.hint else "")
+            await self.chat_view.finish(answer, None, error=error)
+            chat_input = self.chat_input
+            if not chat_input.text.strip():
+                chat_input.load_text(answer.question)  # nothing the user typed is lost
+            self._generation_over(answer)
+            self.notify(error, severity="error", timeout=10)
+            self.check_ollama()
+
+    def _generation_over(self, answer: AnswerMessage) -> None:
+        if self.generating is answer:
+            self.generating = None
+        self.refresh_stats()
+
+    def action_cancel(self) -> None:
+        if self.generating is None:
+            return
+        self._cancel.set()
+        self.notify("Stopped.", timeout=2)
+
+    async def show_answer_context(self, answer: AnswerMessage) -> None:
+        index = self.chat_view.answers.index(answer) + 1 \
+            if answer in self.chat_view.answers else 0
+        self.sources_pane.show(
+            answer.sources, f"Answer {index}: {answer.question[:40]}", low=answer.low_confidence
+        )
+        await self.memory_pane.show_used(answer.memories)
+
+    async def on_answer_message_focused(self, event: AnswerMessage.Focused) -> None:
+        await self.show_answer_context(event.answer)
+
+    async def on_answer_message_citation_selected(
+        self, event: AnswerMessage.CitationSelected
+    ) -> None:
+        await self.show_answer_context(event.answer)
+        source = self.sources_pane.select(event.number)
+        if source is None:
+            self.notify(f"This answer has no source [{event.number}]", severity="warning")
+            return
+        self.push_screen(SourcePreview(source, event.answer.question))
+
+    def on_source_chosen(self, event: msg.SourceChosen) -> None:
+        query = self._search_query
+        focused = [a for a in self.chat_view.answers if event.source in a.sources]
+        if focused:
+            query = focused[-1].question
+        self.push_screen(SourcePreview(event.source, query))
+
+    def on_answer_message_rated(self, event: AnswerMessage.Rated) -> None:
+        self.rate(event.answer, event.rating)
+
+    def rate(self, answer: AnswerMessage, rating: int) -> None:
+        if answer.log_id is None:
+            self.notify("This answer has no retrieval log entry to rate.", severity="warning")
+            return
+        log_id = answer.log_id
+
+        def done(_: object) -> None:
+            answer.rating = rating
+            self.notify("Thanks: 👍 recorded" if rating > 0 else "Thanks: 👎 recorded "
+                        "(`brain log --disliked` turns it into an eval case)")
+
+        self.run_backend("Saving feedback",
+                         lambda: self.backend.chat.feedback(log_id, rating), done)
+
+    def _last_answer(self) -> AnswerMessage | None:
+        answers = [a for a in self.chat_view.answers if a.finished]
+        focused = self.focused
+        if isinstance(focused, AnswerMessage) and focused.finished:
+            return focused
+        return answers[-1] if answers else None
+
+    def action_rate_up(self) -> None:
+        answer = self._last_answer()
+        if answer:
+            self.rate(answer, 1)
+
+    def action_rate_down(self) -> None:
+        answer = self._last_answer()
+        if answer:
+            self.rate(answer, -1)
+
+    def action_copy_last(self) -> None:
+        answer = self._last_answer()
+        if answer is None:
+            self.notify("No answer to copy yet.", severity="warning")
+            return
+        answer.action_copy()
+
+    # --- a generic "run this backend call, then update the UI" worker -------------------------
+
+    def run_backend(
+        self, action: str, call: Callable[[], Any], then: Callable[[Any], Any] | None = None
+    ) -> None:
+        self._run_backend(action, call, then)
+
+    @work(thread=True, group="backend")
+    def _run_backend(
+        self, action: str, call: Callable[[], Any], then: Callable[[Any], Any] | None
+    ) -> None:
+        sentinel = object()
+        result: Any = sentinel
+        try:
+            result = call()
+        except UserError as exc:
+            self.post_message(msg.BackendError(action, str(exc)))
+        except Exception as exc:
+            self.post_message(msg.BackendError(action, f"{type(exc).__name__}: {exc}"))
+        if result is not sentinel and then is not None:
+            self.call_from_thread(then, result)
+
+    # --- search (works without Ollama) -----------------------------------------------------
+
+    def action_search(self) -> None:
+        text = self.chat_input.text.strip()
+        if not text:
+            self.notify("Type what to search for in the message box, then Ctrl+F.",
+                        severity="warning")
+            return
+        self._search_query = text
+        self.sources_pane.show((), f"Searching: {text[:40]}…")
+        self.run_backend("Search", lambda: self.backend.knowledge.search(text),
+                         lambda result: self.post_message(msg.SearchDone(result)))
+
+    def on_search_done(self, message: msg.SearchDone) -> None:
+        result = message.result
+        pane = self.sources_pane
+        if not pane.display:
+            self.action_toggle_sources()
+        pane.show(result.sources, f"Search: {result.query[:40]}", low=result.low_confidence)
+        pane.table.focus()
+
+    # --- memories ---------------------------------------------------------------------------
+
+    def load_memories(self, *, all_active: bool, type_: str | None = None, query: str = "") -> None:
+        def fetch() -> list[MemoryView]:
+            return self.backend.memory.list(all_active=True, type_=type_, query=query)
+
+        if all_active:
+            self.run_backend(
+                "Listing memories", fetch,
+                lambda ms: self.post_message(msg.MemoriesLoaded(ms, all_active=True)),
+            )
+
+    async def on_memories_loaded(self, message: msg.MemoriesLoaded) -> None:
+        await self.memory_pane.show(message.memories, all_active=message.all_active)
+
+    def on_memory_pane_mode_changed(self, event: MemoryPane.ModeChanged) -> None:
+        if event.all_active:
+            self.load_memories(all_active=True, type_=event.type_, query=event.query)
+
+    def action_all_memories(self) -> None:
+        pane = self.memory_pane
+        if not pane.display:
+            self.action_toggle_memories()
+        pane.action_toggle_all()
+
+    def action_new_memory(self) -> None:
+        self.on_memory_pane_requested(MemoryPane.Requested("new", None))
+
+    def action_forget_all(self) -> None:
+        self.on_memory_pane_requested(MemoryPane.Requested("forget_all", None))
+
+    def on_memory_pane_requested(self, event: MemoryPane.Requested) -> None:
+        memory = event.memory
+        api = self.backend.memory
+        changed = self._memory_changed
+        if event.verb == "edit" and memory is not None:
+            def edited(draft: MemoryDraft | None) -> None:
+                if draft is not None and draft.text != memory.text:
+                    self.run_backend("Editing the memory", lambda: api.edit(memory.id, draft.text),
+                                     lambda m: changed(memory.id, m, "edited"))
+
+            self.push_screen(MemoryEditor(memory), edited)
+        elif event.verb == "new":
+            def added(draft: MemoryDraft | None) -> None:
+                if draft is not None:
+                    self.run_backend("Adding the memory", lambda: api.add(draft.text, draft.type),
+                                     lambda m: changed(m.id, m, "added"))
+
+            self.push_screen(MemoryEditor(None), added)
+        elif event.verb == "delete" and memory is not None:
+            self.run_backend("Deleting the memory", lambda: api.delete(memory.id),
+                             lambda _: changed(memory.id, None, "deleted", memory))
+        elif event.verb == "pin" and memory is not None:
+            verb = "unpinned" if memory.pinned else "pinned"
+            self.run_backend("Pinning the memory",
+                             lambda: api.pin(memory.id, not memory.pinned),
+                             lambda m: changed(memory.id, m, verb))
+        elif event.verb == "undo" and memory is not None:
+            self.run_backend("Undoing the last change", lambda: api.undo(memory.id),
+                             lambda m: changed(memory.id, m, "restored"))
+        elif event.verb == "history" and memory is not None:
+            self.run_backend("Reading the history", lambda: api.history(memory.id),
+                             lambda events: self.push_screen(MemoryHistory(memory, events)))
+        elif event.verb == "forget_all":
+            def confirmed(yes: bool | None) -> None:
+                if yes:
+                    self.run_backend("Forgetting everything", api.forget_all, self._forgot)
+
+            self.push_screen(ConfirmScreen(
+                "Forget everything?\nEvery memory, its history and its vectors are deleted "
+                "for good. This cannot be undone.", yes="Forget everything", danger=True,
+            ), confirmed)
+
+    def _memory_changed(
+        self, memory_id: str, memory: MemoryView | None, verb: str,
+        before: MemoryView | None = None,
+    ) -> None:
+        pane = self.memory_pane
+        pane.apply_change(memory_id, memory)
+        if memory is None and before is not None:
+            pane.last_touched = before
+        hint = " (u to undo)" if verb in ("deleted", "edited") else ""
+        self.notify(f"Memory {verb}{hint}", timeout=3)
+        self.refresh_stats()
+
+    async def _forgot(self, removed: int) -> None:
+        pane = self.memory_pane
+        pane.used = ()
+        pane.last_touched = None
+        await pane._fill([])
+        self.notify(f"Forgot {removed} memories.")
+        self.refresh_stats()
+
+    @work(thread=True, exclusive=True, group="memory-poll")
+    def poll_memories(self) -> None:
+        try:
+            fresh, stamp = self.backend.memory.changes_since(self._memory_stamp)
+        except Exception:
+            return  # the store may still be opening; next tick tries again
+        first = not self._memory_stamp
+        self._memory_stamp = stamp
+        if fresh and not first:
+            self.post_message(msg.MemoriesArrived(fresh))
+
+    def on_memories_arrived(self, message: msg.MemoriesArrived) -> None:
+        self.memory_pane.add_fresh(message.memories)
+        count = len(message.memories)
+        self.notify(f"Learned {count} new memor{'y' if count == 1 else 'ies'} "
+                    "(Ctrl+R shows all)", timeout=4)
+        self.refresh_stats()
+
+    # --- indexing ----------------------------------------------------------------------------
+
+    def refresh_folders(self) -> None:
+        self.run_backend("Listing folders", self.backend.knowledge.folders,
+                         lambda folders: self.post_message(msg.FoldersLoaded(folders)))
+
+    def _index_manager(self) -> IndexManager | None:
+        for screen in self.screen_stack:
+            if isinstance(screen, IndexManager):
+                return screen
+        return None
+
+    def on_folders_loaded(self, message: msg.FoldersLoaded) -> None:
+        manager = self._index_manager()
+        if manager is not None:
+            manager.show_folders(message.folders)
+
+    def add_folder(self, path: Path) -> None:
+        def added(folder: Any) -> None:
+            self.notify(f"Added {folder.path}; indexing it now.")
+            self.refresh_folders()
+            self.start_sync([folder.path], rebuild=False)
+
+        self.run_backend("Adding the folder", lambda: self.backend.knowledge.add_folder(path),
+                         added)
+
+    def remove_folder(self, path: str) -> None:
+        def removed(_: object) -> None:
+            self.notify(f"Removed {path} from the index.")
+            self.refresh_folders()
+            self.refresh_stats()
+
+        self.run_backend("Removing the folder",
+                         lambda: self.backend.knowledge.remove_folder(path), removed)
+
+    def action_resync(self) -> None:
+        self.start_sync(None, rebuild=False)
+
+    def start_sync(self, folders: list[str] | None, *, rebuild: bool) -> None:
+        if any(w.group == "sync" and w.is_running for w in self.workers):
+            self.notify("Indexing is already running.", severity="warning")
+            return
+        self.sync_worker(folders, rebuild)
+
+    @work(thread=True, group="sync")
+    def sync_worker(self, folders: list[str] | None, rebuild: bool) -> None:
+        label = "Rebuilding the index" if rebuild else (
+            f"Indexing {Path(folders[0]).name}" if folders and len(folders) == 1
+            else "Syncing all folders"
+        )
+        self.post_message(msg.SyncStarted(label))
+        last = 0.0
+
+        def progress(p: SyncProgress) -> None:
+            nonlocal last
+            if self._stop_watch.is_set():
+                raise SyncInterrupted  # quitting: the sync is crash-safe, stop it now
+            now = time.monotonic()
+            if now - last >= PROGRESS_EVERY_SECONDS or p.done >= p.total:
+                last = now
+                self.post_message(msg.SyncAdvanced(p))
+
+        try:
+            summary = self.backend.knowledge.sync(folders, rebuild=rebuild, progress=progress)
+        except SyncInterrupted:
+            return
+        except UserError as exc:
+            self.post_message(msg.SyncFinished(None, str(exc)))
+            return
+        except Exception as exc:
+            self.post_message(msg.SyncFinished(None, f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(msg.SyncFinished(summary))
+
+    def on_sync_started(self, message: msg.SyncStarted) -> None:
+        self.status_bar.activity = f"{message.label}…"
+        manager = self._index_manager()
+        if manager is not None:
+            manager.sync_started(message.label)
+
+    def on_sync_advanced(self, message: msg.SyncAdvanced) -> None:
+        p = message.progress
+        self.status_bar.activity = f"indexing {p.done}/{p.total}"
+        manager = self._index_manager()
+        if manager is not None:
+            manager.sync_advanced(p)
+
+    def on_sync_finished(self, message: msg.SyncFinished) -> None:
+        bar = self.status_bar
+        summary = message.summary
+        if summary is None:
+            bar.activity = "sync failed"
+            self.notify(f"Indexing failed: {message.error}", severity="error", timeout=10)
+        else:
+            bar.activity = (f"synced: +{summary.added} ~{summary.updated} -{summary.removed}"
+                            + (f", {len(summary.skipped)} skipped" if summary.skipped else ""))
+        manager = self._index_manager()
+        if manager is not None:
+            manager.sync_finished(summary, message.error)
+        self.refresh_folders()
+        self.refresh_stats()
+
+    @work(thread=True, exclusive=True, group="watch")
+    def watch_folders(self) -> None:
+        def changed(text: str) -> None:
+            self.post_message(msg.WatchEvent(text))
+            self.refresh_stats()
+
+        try:
+            self.backend.knowledge.watch(changed, self._stop_watch)
+        except UserError as exc:
+            self.post_message(msg.WatchEvent(f"watch off: {exc}"))
+        except Exception as exc:
+            self.post_message(msg.WatchEvent(f"watch off: {type(exc).__name__}"))
+
+    def on_watch_event(self, message: msg.WatchEvent) -> None:
+        self.status_bar.activity = message.text
+
+    # --- sessions ---------------------------------------------------------------------------
+
+    async def action_new_session(self) -> None:
+        if self.generating is not None:
+            self._cancel.set()
+        self.session_id = None
+        self.update_state(last_session=None)
+        await self.chat_view.clear()
+        self.sources_pane.show((), "New session")
+        await self.memory_pane.show_used(())
+        self.chat_input.focus()
+
+    def resume_session(self, session_id: str) -> None:
+        async def show(turns: Any) -> None:
+            self.session_id = session_id
+            self.update_state(last_session=session_id)
+            await self.chat_view.load_turns(turns)
+            answers = self.chat_view.answers
+            if answers:
+                await self.show_answer_context(answers[-1])
+
+        self.run_backend("Opening the session",
+                         lambda: self.backend.sessions.turns(session_id), show)
+
+    # --- screens ------------------------------------------------------------------------------
+
+    def _modal_open(self) -> bool:
+        return isinstance(self.screen, ModalScreen)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_sessions(self) -> None:
+        if self._modal_open():
+            return
+
+        def chosen(session_id: str | None) -> None:
+            if session_id and session_id != self.session_id:
+                self.resume_session(session_id)
+
+        self.push_screen(
+            SessionsScreen(self.backend.sessions, self.session_id, Path.home()), chosen
+        )
+
+    def action_index_manager(self) -> None:
+        if not self._modal_open():
+            self.push_screen(IndexManager())
+
+    def action_models(self) -> None:
+        if self._modal_open():
+            return
+
+        def chosen(name: str | None) -> None:
+            if name:
+                self.model_name = name
+                self.status_bar.model = name
+                self.notify(f"Chat model: {name} (this session continues)")
+                self.check_ollama()
+
+        self.push_screen(ModelPicker(self.backend.ollama, self.model_name), chosen)
+
+    def action_settings(self) -> None:
+        if not self._modal_open():
+            self.push_screen(SettingsScreen(self.ctx.config, str(self.ctx.paths.config_file)))
+
+    def action_toggle_sources(self) -> None:
+        self.update_state(show_sources=not self.ui_state.show_sources)
+        self.apply_layout()
+
+    def action_toggle_memories(self) -> None:
+        self.update_state(show_memories=not self.ui_state.show_memories)
+        self.apply_layout()
+
+    def action_wider_side(self) -> None:
+        self.update_state(side_width=self.ui_state.side_width + SIDE_STEP)
+        self.apply_layout()
+
+    def action_narrower_side(self) -> None:
+        self.update_state(side_width=self.ui_state.side_width - SIDE_STEP)
+        self.apply_layout()
+
+    def action_taller_sources(self) -> None:
+        self.update_state(sources_share=self.ui_state.sources_share + SHARE_STEP)
+        self.apply_layout()
+
+    def action_shorter_sources(self) -> None:
+        self.update_state(sources_share=self.ui_state.sources_share - SHARE_STEP)
+        self.apply_layout()
+
+    def action_next_theme(self) -> None:
+        names = self.theme_names
+        current = names.index(self.theme) if self.theme in names else -1
+        self.theme = names[(current + 1) % len(names)]
+        self.notify(f"Theme: {self.theme}", timeout=2)
+
+    def action_focus_input(self) -> None:
+        self.chat_input.focus()
+
+    def action_focus_sources(self) -> None:
+        if not self.ui_state.show_sources:
+            self.action_toggle_sources()
+        self.sources_pane.table.focus()
+
+    def action_focus_memories(self) -> None:
+        if not self.ui_state.show_memories:
+            self.action_toggle_memories()
+        self.memory_pane.list_view.focus()
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        # Textual's own entries (theme picker, screenshot…); ours come from ActionsProvider.
+        yield from super().get_system_commands(screen)
+
+    # --- quitting -----------------------------------------------------------------------------
+
+    async def action_quit(self) -> None:
+        if getattr(self, "_quitting", False):
+            return
+        self._quitting = True
+        self._cancel.set()
+        self._stop_watch.set()
+        self.update_state()
+        self.notify("Saving…", timeout=2)
+        self._finish_and_exit()
+
+    @work(thread=True, group="quit")
+    def _finish_and_exit(self) -> None:
+        try:
+            self.backend.chat.close()  # memory extraction and session writes finish first
+        except Exception as exc:
+            self.call_from_thread(self.notify, f"Could not finish saving: {exc}",
+                                  severity="error")
+        self.call_from_thread(self.exit, 0)
+
+
+def run_app(home: str | None = None) -> int:
+    """Entry point for `brain` without a command."""
+    from tui.backend import CoreBackend
+
+    ctx = AppContext.load(home)
+    backend = CoreBackend(ctx)
+    try:
+        result = BrainApp(ctx, backend).run()
+    finally:
+        backend.close()
+    return result or 0

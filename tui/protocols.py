@@ -1,0 +1,92 @@
+"""The interface the UI needs from the core, one protocol per domain.
+
+Every method is blocking and is called from a worker thread, never from the event loop.
+Failures the user can act on are raised as `assistant.errors.UserError` (message + hint);
+the UI shows them and keeps everything the user typed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from tui.views import (
+    ChatEvent,
+    FolderView,
+    MemoryEvent,
+    MemoryView,
+    ModelView,
+    OllamaStatus,
+    SearchResult,
+    SessionView,
+    SyncProgress,
+    SyncSummary,
+    TurnView,
+)
+
+
+class OllamaApi(Protocol):
+    def status(self, model: str) -> OllamaStatus: ...
+    def models(self) -> list[ModelView]: ...
+
+
+class KnowledgeApi(Protocol):
+    def warm_up(self) -> None:
+        """Load the embedding model and open the stores (slow: seconds)."""
+
+    def stats(self) -> tuple[int, int]: ...
+    def folders(self) -> list[FolderView]: ...
+    def add_folder(self, path: Path) -> FolderView: ...
+    def remove_folder(self, path: str) -> None: ...
+    def sync(
+        self,
+        folders: Sequence[str] | None,
+        *,
+        rebuild: bool,
+        progress: Callable[[SyncProgress], None],
+    ) -> SyncSummary: ...
+    def search(self, query: str) -> SearchResult: ...
+    def watch(self, on_change: Callable[[str], None], stop: threading.Event) -> None:
+        """Block, syncing changed folders live, until `stop` is set."""
+
+
+class MemoryApi(Protocol):
+    def list(self, *, all_active: bool, type_: str | None, query: str) -> list[MemoryView]: ...
+    def count(self) -> int: ...
+    def add(self, text: str, type_: str) -> MemoryView: ...
+    def edit(self, memory_id: str, text: str) -> MemoryView: ...
+    def delete(self, memory_id: str) -> None: ...
+    def pin(self, memory_id: str, pinned: bool) -> MemoryView: ...
+    def undo(self, memory_id: str) -> MemoryView: ...
+    def history(self, memory_id: str) -> list[MemoryEvent]: ...
+    def forget_all(self) -> int: ...
+    def changes_since(self, stamp: str) -> tuple[list[MemoryView], str]:
+        """Memories added or changed after `stamp` (by extraction), and the new stamp."""
+
+
+class ChatApi(Protocol):
+    def ask(
+        self, session_id: str | None, text: str, *, model: str, cancel: threading.Event
+    ) -> Iterator[ChatEvent]: ...
+    def feedback(self, log_id: str, rating: int) -> None: ...
+    def close(self) -> None:
+        """Finish pending writes (memory extraction at exit, session saves)."""
+
+
+class SessionsApi(Protocol):
+    def list(self) -> list[SessionView]: ...
+    def create(self) -> SessionView: ...
+    def turns(self, session_id: str) -> list[TurnView]: ...
+    def rename(self, session_id: str, title: str) -> None: ...
+    def delete(self, session_id: str) -> None: ...
+    def export_markdown(self, session_id: str, path: Path) -> Path: ...
+
+
+class Backend(Protocol):
+    ollama: OllamaApi
+    knowledge: KnowledgeApi
+    memory: MemoryApi
+    chat: ChatApi
+    sessions: SessionsApi

@@ -1,0 +1,67 @@
+"""Choose the chat model from the models Ollama has installed (/api/tags)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from assistant.errors import UserError
+from tui.protocols import OllamaApi
+from tui.views import ModelView
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e9:.1f} GB" if n >= 1e8 else f"{n / 1e6:.0f} MB" if n else ""
+
+
+class ModelPicker(ModalScreen[str | None]):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "dismiss(None)", "Cancel")]
+
+    def __init__(self, ollama: OllamaApi, current: str) -> None:
+        super().__init__()
+        self.ollama = ollama
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog", id="model-picker"):
+            yield Static(f"Chat model (now: {self.current})", classes="dialog-title",
+                         markup=False)
+            yield Static("Asking Ollama for its models…", id="model-status", markup=False)
+            yield OptionList(id="model-list")
+
+    def on_mount(self) -> None:
+        self.load()
+
+    @work(thread=True, exclusive=True)
+    def load(self) -> None:
+        try:
+            models = self.ollama.models()
+        except UserError as exc:
+            self.app.call_from_thread(self._failed, str(exc))
+            return
+        self.app.call_from_thread(self._show, models)
+
+    def _failed(self, message: str) -> None:
+        self.query_one("#model-status", Static).update(f"Cannot list models: {message}")
+
+    def _show(self, models: list[ModelView]) -> None:
+        status = self.query_one("#model-status", Static)
+        if not models:
+            status.update("Ollama has no models yet: run `ollama pull qwen3:4b`.")
+            return
+        status.update(f"{len(models)} installed · Enter to choose")
+        options = self.query_one(OptionList)
+        for m in models:
+            mark = "● " if m.name == self.current else "  "
+            options.add_option(Option(f"{mark}{m.name}  {_size(m.size_bytes)}", id=m.name))
+        options.focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)

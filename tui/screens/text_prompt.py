@@ -1,0 +1,41 @@
+"""Ask for one line of text (rename a session, export path…)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Static
+
+
+class TextPrompt(ModalScreen[str | None]):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Cancel")]
+
+    def __init__(
+        self, title: str, value: str = "", *, validate: Callable[[str], str | None] | None = None
+    ) -> None:
+        super().__init__()
+        self.title_text = title
+        self.value = value
+        self.check = validate
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Static(self.title_text, classes="dialog-text", markup=False)
+            yield Input(self.value, id="prompt-input")
+            yield Static("", id="prompt-error", classes="error-text", markup=False)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        value = event.value.strip()
+        problem = "Enter a value (Esc cancels)" if not value else None
+        if problem is None and self.check is not None:
+            problem = self.check(value)
+        if problem:
+            self.query_one("#prompt-error", Static).update(problem)
+            return
+        self.dismiss(value)

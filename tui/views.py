@@ -1,0 +1,152 @@
+"""What the widgets display: small frozen dataclasses the backend adapter builds from core types.
+
+Widgets depend only on these, so a change in a core type touches `tui/backend.py` alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class SourceView:
+    """One retrieved chunk with the evidence for why it was retrieved."""
+
+    number: int  # the [n] the answer cites, from 1
+    chunk_id: str
+    source: str  # absolute path
+    relpath: str
+    heading: str
+    text: str
+    start_line: int
+    end_line: int
+    vector: float | None  # cosine similarity, shown as a percentage
+    keyword: float | None  # BM25 normalised to 0..1
+    fused_rank: int
+    recent: bool  # got a recency boost
+    cited: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryView:
+    id: str
+    type: str  # fact, preference, episode, procedure
+    text: str
+    key: str | None = None
+    pinned: bool = False
+    status: str = "active"
+    updated_at: str = ""  # ISO-8601, for display
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryEvent:
+    event: str  # add, update, supersede, delete, restore, edit-by-user
+    old_text: str | None
+    new_text: str | None
+    actor: str
+    at: str
+
+
+@dataclass(frozen=True, slots=True)
+class FolderView:
+    path: str
+    files: int
+    chunks: int
+    last_sync: str = ""  # ISO-8601 or ""
+
+
+@dataclass(frozen=True, slots=True)
+class SyncProgress:
+    done: int
+    total: int
+    current: str = ""  # file being processed
+    phase: str = "indexing"
+
+
+@dataclass(frozen=True, slots=True)
+class SyncSummary:
+    added: int
+    updated: int
+    removed: int
+    unchanged: int
+    skipped: tuple[tuple[str, str], ...] = ()  # (path, reason)
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class SessionView:
+    id: str
+    title: str
+    updated_at: str
+    turns: int
+
+
+@dataclass(frozen=True, slots=True)
+class TurnView:
+    """A past exchange, for resuming a session."""
+
+    question: str
+    answer: str
+    sources: tuple[SourceView, ...] = ()
+    memories: tuple[MemoryView, ...] = ()
+    status: str = ""
+    log_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelView:
+    name: str
+    size_bytes: int = 0
+    family: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class OllamaStatus:
+    ok: bool
+    version: str = ""
+    message: str = ""  # why it is not usable
+    hint: str = ""  # what to do about it
+    model_missing: bool = False
+
+
+# --- chat stream events (yielded by ChatAdapter.ask, in this order) --------------------------
+
+@dataclass(frozen=True, slots=True)
+class Retrieved:
+    sources: tuple[SourceView, ...]
+    memories: tuple[MemoryView, ...]
+    low_confidence: bool
+    log_id: str | None = None  # retrieval log entry, for 👍/👎
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    model: str
+    tokens: int
+    seconds: float
+    cited: tuple[int, ...] = ()
+    interrupted: bool = False
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    message: str
+    hint: str = ""
+    partial: str = ""  # text streamed before the failure, kept
+
+
+ChatEvent = Retrieved | Token | Finished | Failed
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    query: str
+    sources: tuple[SourceView, ...] = field(default_factory=tuple)
+    low_confidence: bool = False
+    log_id: str | None = None

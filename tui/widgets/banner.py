@@ -1,0 +1,28 @@
+"""The warning strip shown while Ollama is unreachable or the model is missing."""
+
+from __future__ import annotations
+
+from textual.widgets import Static
+
+from tui.views import OllamaStatus
+
+
+class Banner(Static):
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id, markup=False)
+        self.display = False
+
+    def show_status(self, status: OllamaStatus, model: str) -> None:
+        if status.ok:
+            self.display = False
+            return
+        lines = [f"⚠ Chat is offline: {status.message}"]
+        if status.hint:
+            lines.append(f"  {status.hint}")
+        lines.append(
+            "  Indexing, search and memory editing still work; chat reconnects by itself."
+            if not status.model_missing
+            else f"  Pull it with: ollama pull {model}  (or pick another model with F4)"
+        )
+        self.update("\n".join(lines))
+        self.display = True

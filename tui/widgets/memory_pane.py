@@ -1,0 +1,193 @@
+"""What the assistant remembers about the user: the memories used for this answer, or all.
+
+The pane only displays and asks; the app applies changes to the store in workers and feeds
+the results back (`apply_change`, `add_fresh`), so what is shown is always what is stored.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import Input, ListItem, ListView, Select, Static
+
+from tui.views import MemoryView
+
+MEMORY_TYPES = ("fact", "preference", "episode", "procedure")
+FRESH_SECONDS = 3.0
+
+
+def memory_label(memory: MemoryView) -> str:
+    pin = "📌 " if memory.pinned else ""
+    key = f" {memory.key}:" if memory.key else ""
+    return f"{pin}[{memory.type}]{key} {memory.text}"
+
+
+class MemoryItem(ListItem):
+    def __init__(self, memory: MemoryView) -> None:
+        super().__init__(Static(memory_label(memory), markup=False))
+        self.memory = memory
+
+    def refresh_memory(self, memory: MemoryView) -> None:
+        self.memory = memory
+        self.query_one(Static).update(memory_label(memory))
+
+
+class MemoryPane(Vertical):
+    BORDER_TITLE = "Memories"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("a", "toggle_all", "Used/All"),
+        Binding("e", "request('edit')", "Edit"),
+        Binding("d,delete", "request('delete')", "Delete"),
+        Binding("p", "request('pin')", "Pin"),
+        Binding("u", "request('undo')", "Undo"),
+        Binding("h", "request('history')", "History"),
+        Binding("n", "request('new')", "New"),
+        Binding("F", "request('forget_all')", "Forget all", show=False),
+        Binding("slash", "focus_filter", "Filter", show=False),
+    ]
+
+    class Requested(Message):
+        """The user asked for `verb` on `memory` (None for new/forget_all)."""
+
+        def __init__(self, verb: str, memory: MemoryView | None) -> None:
+            super().__init__()
+            self.verb = verb
+            self.memory = memory
+
+    class ModeChanged(Message):
+        def __init__(self, all_active: bool, type_: str | None, query: str) -> None:
+            super().__init__()
+            self.all_active = all_active
+            self.type_ = type_
+            self.query = query
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.all_active = False
+        self.used: tuple[MemoryView, ...] = ()
+        # The last undoable target survives deletion so `u` can bring a memory back.
+        self.last_touched: MemoryView | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("Used for this answer", classes="pane-caption", markup=False)
+        with Horizontal(id="memory-filters"):
+            yield Input(placeholder="filter…", id="memory-filter")
+            yield Select(
+                [(t, t) for t in MEMORY_TYPES], prompt="any type", id="memory-type",
+                allow_blank=True,
+            )
+        yield ListView(id="memory-list")
+
+    def on_mount(self) -> None:
+        self.query_one("#memory-filters").display = False
+
+    @property
+    def list_view(self) -> ListView:
+        return self.query_one(ListView)
+
+    @property
+    def type_filter(self) -> str | None:
+        value = self.query_one(Select).value
+        return value if isinstance(value, str) else None
+
+    @property
+    def filter_text(self) -> str:
+        return self.query_one(Input).value.strip()
+
+    @property
+    def items(self) -> list[MemoryItem]:
+        return list(self.query(MemoryItem))
+
+    def selected(self) -> MemoryView | None:
+        item = self.list_view.highlighted_child
+        return item.memory if isinstance(item, MemoryItem) else None
+
+    async def show_used(self, memories: tuple[MemoryView, ...]) -> None:
+        self.used = memories
+        if not self.all_active:
+            await self._fill(list(memories))
+
+    async def show(self, memories: list[MemoryView], *, all_active: bool) -> None:
+        if all_active == self.all_active:
+            await self._fill(memories)
+
+    async def _fill(self, memories: list[MemoryView]) -> None:
+        caption = "All active memories" if self.all_active else "Used for this answer"
+        if not memories:
+            caption += " — none" if self.all_active or self.used else " — none yet"
+        self.query_one(".pane-caption", Static).update(caption)
+        view = self.list_view
+        index = view.index
+        await view.clear()
+        await view.extend(MemoryItem(m) for m in memories)
+        if memories:
+            view.index = min(index or 0, len(memories) - 1)
+
+    def apply_change(self, memory_id: str, memory: MemoryView | None) -> None:
+        """Reflect a stored change at once: update the row, or drop it when deleted."""
+        if memory is not None:
+            self.last_touched = memory
+        for item in self.items:
+            if item.memory.id == memory_id:
+                if memory is None or memory.status != "active":
+                    item.remove()
+                else:
+                    item.refresh_memory(memory)
+                return
+        if memory is not None and memory.status == "active":
+            self.list_view.append(MemoryItem(memory))
+
+    def add_fresh(self, memories: list[MemoryView]) -> None:
+        """Memories from background extraction: shown at once with a short highlight."""
+        if not self.all_active:
+            return
+        known = {item.memory.id: item for item in self.items}
+        for memory in memories:
+            item = known.get(memory.id)
+            if item is not None:
+                item.refresh_memory(memory)
+            elif memory.status == "active":
+                item = MemoryItem(memory)
+                self.list_view.append(item)
+            else:
+                continue
+            item.add_class("-fresh")
+            self.set_timer(FRESH_SECONDS, lambda i=item: i.remove_class("-fresh"))
+
+    def action_toggle_all(self) -> None:
+        self.all_active = not self.all_active
+        self.query_one("#memory-filters").display = self.all_active
+        self._mode_changed()
+        if not self.all_active:
+            self.run_worker(self._fill(list(self.used)), exclusive=True, group="memfill")
+
+    def _mode_changed(self) -> None:
+        self.post_message(self.ModeChanged(self.all_active, self.type_filter, self.filter_text))
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        if self.all_active:
+            self._mode_changed()
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        if self.all_active:
+            self._mode_changed()
+
+    def action_focus_filter(self) -> None:
+        if not self.all_active:
+            self.action_toggle_all()
+        self.query_one(Input).focus()
+
+    def action_request(self, verb: str) -> None:
+        memory = self.selected()
+        if verb == "undo" and memory is None:
+            memory = self.last_touched
+        if verb not in ("new", "forget_all") and memory is None:
+            self.notify("Select a memory first", severity="warning")
+            return
+        self.post_message(self.Requested(verb, memory))

@@ -1,0 +1,181 @@
+"""One exchange in the chat: the user's question and the assistant's streamed answer."""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import Markdown, Static
+from textual.widgets.markdown import MarkdownStream
+
+from tui.views import Finished, MemoryView, SourceView
+
+_CITATION = re.compile(r"\[(\d{1,2})\]")
+_FENCE = re.compile(r"^(```|~~~)", re.MULTILINE)
+_CODE_BLOCK = re.compile(r"^(```|~~~)[^\n]*\n(.*?)^\1[ \t]*$", re.MULTILINE | re.DOTALL)
+
+
+def linkify_citations(text: str) -> str:
+    """Turn [n] into Markdown links `cite:n` outside code, so a click jumps to source n."""
+    parts = re.split(r"(^```.*?^```[ \t]*$|`[^`\n]*`)", text, flags=re.MULTILINE | re.DOTALL)
+    out = []
+    for i, part in enumerate(parts):
+        if i % 2 == 1:  # code: leave untouched
+            out.append(part)
+        else:
+            out.append(_CITATION.sub(lambda m: f"[\\[{m.group(1)}\\]](cite:{m.group(1)})", part))
+    return "".join(out)
+
+
+def code_blocks(text: str) -> list[str]:
+    return [m.group(2).rstrip("\n") for m in _CODE_BLOCK.finditer(text)]
+
+
+def cited_numbers(text: str) -> tuple[int, ...]:
+    seen: list[int] = []
+    for m in _CITATION.finditer(text):
+        n = int(m.group(1))
+        if n not in seen:
+            seen.append(n)
+    return tuple(seen)
+
+
+class QuestionMessage(Static, can_focus=True):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("y", "copy", "Copy", show=False)]
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text, markup=False, classes="question")
+        self.text = text
+
+    def action_copy(self) -> None:
+        self.app.copy_to_clipboard(self.text)
+        self.notify("Question copied to the clipboard")
+
+
+class AnswerMessage(Vertical, can_focus=True):
+    """Streams Markdown as tokens arrive; keeps the sources and memories of its answer."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "copy", "Copy answer"),
+        Binding("k", "copy_code", "Copy code"),
+        Binding("plus,equals_sign", "rate(1)", "👍"),
+        Binding("minus", "rate(-1)", "👎"),
+        *[Binding(str(n), f"cite({n})", show=False) for n in range(1, 10)],
+    ]
+
+    class Rated(Message):
+        def __init__(self, answer: AnswerMessage, rating: int) -> None:
+            super().__init__()
+            self.answer = answer
+            self.rating = rating
+
+    class Focused(Message):
+        def __init__(self, answer: AnswerMessage) -> None:
+            super().__init__()
+            self.answer = answer
+
+    class CitationSelected(Message):
+        def __init__(self, answer: AnswerMessage, number: int) -> None:
+            super().__init__()
+            self.answer = answer
+            self.number = number
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, classes="answer")
+        self.text = ""
+        self.question = ""
+        self.sources: tuple[SourceView, ...] = ()
+        self.memories: tuple[MemoryView, ...] = ()
+        self.low_confidence = False
+        self.log_id: str | None = None
+        self.finished = False
+        self.rating = 0
+        self._status_text = "thinking…"
+        self._stream: MarkdownStream | None = None
+        self._code_index = 0
+
+    def compose(self) -> ComposeResult:
+        yield Markdown("", open_links=False, classes="answer-body")
+        yield Static(self._status_text, classes="answer-status", markup=False)
+
+    @property
+    def body(self) -> Markdown:
+        return self.query_one(Markdown)
+
+    def set_status(self, text: str, *, warn: bool = False) -> None:
+        self._status_text = text
+        status = self.query_one(".answer-status", Static)
+        status.update(text)
+        status.set_class(warn, "-warn")
+
+    async def append(self, fragment: str) -> None:
+        if self._stream is None:
+            self._stream = Markdown.get_stream(self.body)
+            self.set_status("answering…")
+        self.text += fragment
+        await self._stream.write(fragment)
+
+    async def finish(self, done: Finished | None, *, error: str = "") -> None:
+        if self._stream is not None:
+            await self._stream.stop()
+            self._stream = None
+        self.finished = True
+        cited = set(done.cited if done and done.cited else cited_numbers(self.text))
+        self.sources = tuple(
+            s if s.cited == (s.number in cited) else _with_cited(s, s.number in cited)
+            for s in self.sources
+        )
+        await self.body.update(linkify_citations(self.text) if self.text else "")
+        parts: list[str] = []
+        if done is not None:
+            parts += [done.model, f"{done.tokens} tokens", f"{done.seconds:.1f} s"]
+            if done.interrupted:
+                parts.append("interrupted")
+        if error:
+            parts.append(error)
+        if self.low_confidence:
+            parts.append("⚠ low confidence: your files may not contain the answer")
+        self.set_status(" · ".join(parts), warn=bool(error) or self.low_confidence)
+
+    def on_focus(self) -> None:
+        self.post_message(self.Focused(self))
+
+    def action_copy(self) -> None:
+        self.app.copy_to_clipboard(self.text)
+        self.notify("Answer copied to the clipboard")
+
+    def action_copy_code(self) -> None:
+        blocks = code_blocks(self.text)
+        if not blocks:
+            self.notify("This answer has no code block", severity="warning")
+            return
+        index = self._code_index % len(blocks)
+        self._code_index += 1
+        self.app.copy_to_clipboard(blocks[index])
+        self.notify(f"Code block {index + 1}/{len(blocks)} copied to the clipboard")
+
+    def action_rate(self, rating: int) -> None:
+        if not self.finished:
+            return
+        self.post_message(self.Rated(self, rating))
+
+    def action_cite(self, number: int) -> None:
+        self.post_message(self.CitationSelected(self, number))
+
+    def on_markdown_link_clicked(self, event: Markdown.LinkClicked) -> None:
+        event.stop()
+        href = event.href
+        if href.startswith("cite:") and href[5:].isdigit():
+            self.post_message(self.CitationSelected(self, int(href[5:])))
+        else:
+            self.app.open_url(href)
+
+
+def _with_cited(source: SourceView, cited: bool) -> SourceView:
+    from dataclasses import replace
+
+    return replace(source, cited=cited)

@@ -1,0 +1,99 @@
+"""The chunks behind the selected answer, with the evidence for each: why it was retrieved."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import DataTable, Static
+
+from tui.messages import SourceChosen
+from tui.views import SourceView
+
+# (label, width); "source" holds the relative path with the heading path under it.
+COLUMNS = (("#", 2), ("source", None), ("vec", 4), ("kw", 4), ("rank", 4), ("", 2))
+
+
+def format_vector(value: float | None) -> str:
+    return "—" if value is None else f"{max(0.0, value) * 100:.0f}%"
+
+
+def flags(source: SourceView) -> str:
+    """✓ cited in the answer, ⏱ boosted for being recently modified."""
+    return ("✓" if source.cited else " ") + ("⏱" if source.recent else "")
+
+
+def format_keyword(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+class SourcesPane(Vertical):
+    BORDER_TITLE = "Sources"
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.sources: tuple[SourceView, ...] = ()
+
+    def compose(self) -> ComposeResult:
+        yield Static("No answer yet: sources appear here with their scores.",
+                     classes="pane-caption", markup=False)
+        table: DataTable[str] = DataTable(cursor_type="row", zebra_stripes=True)
+        yield table
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for label, width in COLUMNS:
+            table.add_column(label, width=width, key=label or "flags")
+
+    def on_resize(self) -> None:
+        # The source column takes whatever the fixed columns leave (no sideways scrolling).
+        table = self.query_one(DataTable)
+        fixed = sum(w + 2 for _, w in COLUMNS if w) + 2
+        column = table.columns.get("source")  # type: ignore[call-overload]
+        if column is not None:
+            column.width = max(12, self.size.width - fixed - 2)
+            column.auto_width = False
+            table.refresh()
+
+    @property
+    def table(self) -> DataTable[str]:
+        return self.query_one(DataTable)
+
+    def show(self, sources: tuple[SourceView, ...], caption: str, *, low: bool = False) -> None:
+        self.sources = sources
+        table = self.table
+        table.clear()
+        for s in sources:
+            label = Text(s.relpath, overflow="ellipsis", no_wrap=True)
+            label.append("\n" + (s.heading or "—"), style="dim")
+            table.add_row(
+                str(s.number),
+                label,
+                format_vector(s.vector),
+                format_keyword(s.keyword),
+                str(s.fused_rank),
+                flags(s),
+                key=str(s.number),
+                height=2,
+            )
+        if not sources:
+            caption += " — nothing retrieved"
+        elif low:
+            caption += " — ⚠ low confidence"
+        self.query_one(".pane-caption", Static).update(caption)
+        self.set_class(low, "-low")
+
+    def select(self, number: int) -> SourceView | None:
+        for row, source in enumerate(self.sources):
+            if source.number == number:
+                self.table.move_cursor(row=row)
+                return source
+        return None
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        key = event.row_key.value
+        for source in self.sources:
+            if str(source.number) == key:
+                self.post_message(SourceChosen(source))
+                return
