@@ -60,12 +60,14 @@ def decide(
     store.sync_vectors()
     vector = store.embedder().embed_query(candidate.text)
     hits = store.dense_candidates(vector, 5)
-    if hits:
-        found = store.get_many([i for i, _ in hits])
-        for memory_id, similarity in hits:
-            memory = found.get(memory_id)
-            if memory is None or memory.status is not MemoryStatus.ACTIVE:
-                continue
+    found = store.get_many([i for i, _ in hits])
+    active = [m for i, _ in hits if (m := found.get(i)) and m.status is MemoryStatus.ACTIVE]
+    if active:
+        # The index holds search text (with key, date, context); duplicates are judged on the
+        # memories' own words, embedded again (cheap: the embedding cache has seen them).
+        texts = store.embedder().embed_documents([m.text for m in active])
+        for memory, text_vector in zip(active, texts, strict=True):
+            similarity = float(text_vector @ vector)
             if similarity >= threshold or _same_text(memory.text, candidate.text):
                 return Decision(Action.SKIP, f"duplicate (similarity {similarity:.2f})",
                                 as_seen(memory))

@@ -1,0 +1,131 @@
+"""Recall scoring, decay and capacity math with a fake clock; reconciliation decisions."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from assistant.memory import reconcile
+from assistant.memory.decay import enforce_capacity
+from assistant.memory.model import MemoryStatus, MemoryType, NewMemory
+from assistant.memory.recall import RecallSettings, effective_importance, recall, search
+from assistant.memory.scoring import (
+    DecaySettings,
+    ScoreWeights,
+    decayed_importance,
+    estimate_tokens,
+    freshness,
+    recall_score,
+)
+from assistant.memory.store import MemoryStore
+
+
+def test_score_formula() -> None:
+    weights = ScoreWeights(0.6, 0.3, 0.1)
+    assert recall_score(0.5, 0.8, 0, weights) == pytest.approx(0.3 + 0.24 + 0.1)
+    assert recall_score(0.5, 0.8, 30, weights) == pytest.approx(0.3 + 0.24 + 0.1 / math.e)
+    assert freshness(-5) == 1.0
+    assert recall_score(1, 1, 0, ScoreWeights(1, 0, 0)) == 1.0
+
+
+def test_decay_is_gradual_and_starts_after_90_days() -> None:
+    settings = DecaySettings(after_days=90, half_life_days=90, floor=0.05)
+    assert decayed_importance(0.8, 89, settings) == 0.8
+    assert decayed_importance(0.8, 90, settings) == 0.8
+    assert decayed_importance(0.8, 135, settings) == pytest.approx(0.8 * 0.5**0.5)
+    assert decayed_importance(0.8, 180, settings) == pytest.approx(0.4)
+    assert decayed_importance(0.8, 10_000, settings) == pytest.approx(0.05)
+    assert decayed_importance(0.01, 10_000, settings) == pytest.approx(0.01)
+
+
+def test_decay_follows_the_clock_and_use_resets_it(memory_store: MemoryStore, fake_clock) -> None:
+    m = memory_store.add(NewMemory("The user keeps bees", importance=0.8))
+    settings = DecaySettings()
+    fake_clock.advance(days=180)
+    assert effective_importance(memory_store.get(m.id), memory_store.now(), settings) == (
+        pytest.approx(0.4))
+    memory_store.mark_used([m.id])
+    used = memory_store.get(m.id)
+    assert used.use_count == 1 and used.last_used_at == memory_store.now()
+    assert effective_importance(used, memory_store.now(), settings) == 0.8
+    memory_store.pin(m.id)
+    fake_clock.advance(days=400)
+    assert effective_importance(memory_store.get(m.id), memory_store.now(), settings) == 0.8
+
+
+def test_search_ranks_by_the_weighted_score(memory_store: MemoryStore, fake_clock) -> None:
+    a = memory_store.add(NewMemory("The user plays tennis every weekend", importance=0.2))
+    fake_clock.advance(days=60)
+    b = memory_store.add(NewMemory("The user plays tennis every weekend with Sam",
+                                   importance=0.9))
+    memory_store.add(NewMemory("The user dislikes olives", importance=0.9))
+    results = search(memory_store, "tennis weekend", top_k=2)
+    assert [r.memory.id for r in results] == [b.id, a.id]
+    top = results[0]
+    expected = recall_score(top.similarity, 0.9, 0, ScoreWeights())
+    assert top.score == pytest.approx(expected)
+    # Weights come from settings: with only freshness, the newer memory must win regardless.
+    only_fresh = RecallSettings(weights=ScoreWeights(0, 0, 1))
+    assert search(memory_store, "tennis", top_k=1, settings=only_fresh)[0].memory.id != a.id
+
+
+def test_keyword_candidates_are_found_even_if_dense_misses(memory_store: MemoryStore) -> None:
+    target = memory_store.add(NewMemory("Dr. Okonkwo is the user's dentist"))
+    for i in range(60):
+        memory_store.add(NewMemory(f"The user visited city number {i} last year"))
+    results = search(memory_store, "Okonkwo", top_k=3,
+                     settings=RecallSettings(candidates=5))
+    assert results[0].memory.id == target.id
+
+
+def test_recall_includes_pinned_and_profile_facts_within_budget(
+        memory_store: MemoryStore) -> None:
+    pinned = memory_store.add(NewMemory("The user is allergic to penicillin", pinned=True))
+    profile = memory_store.add(NewMemory("The user is called Mara", key="name", confidence=0.95))
+    unsure = memory_store.add(NewMemory("The user may live in Rome", key="city", confidence=0.6))
+    relevant = memory_store.add(NewMemory("The user's favourite pasta is carbonara"))
+    items = recall(memory_store, "what pasta should I cook", budget_tokens=1000)
+    by_id = {r.memory.id: r.reason for r in items}
+    assert by_id[pinned.id] == "pinned" and by_id[profile.id] == "profile"
+    assert by_id[relevant.id] == "relevant"
+    assert [r.memory.id for r in items][:2] == [pinned.id, profile.id]
+    assert all(memory_store.get(i).use_count == 1 for i in by_id)
+    assert unsure.id not in by_id or by_id[unsure.id] == "relevant"
+    small = recall(memory_store, "pasta", budget_tokens=estimate_tokens(pinned.text))
+    assert [r.memory.id for r in small] == [pinned.id]
+    assert recall(memory_store, "pasta", budget_tokens=0) == []
+
+
+def test_capacity_archives_lowest_never_pinned_and_is_reversible(
+        memory_store: MemoryStore, fake_clock) -> None:
+    low = memory_store.add(NewMemory("The user once tried sushi", importance=0.1, pinned=True))
+    old = memory_store.add(NewMemory("The user liked a song in 2019", importance=0.2))
+    fake_clock.advance(days=200)
+    keep = [memory_store.add(NewMemory(f"The user's project {i} uses Rust", importance=0.7))
+            for i in range(3)]
+    assert enforce_capacity(memory_store, 5, RecallSettings()) == []
+    assert enforce_capacity(memory_store, 4, RecallSettings()) == [old.id]
+    assert memory_store.get(old.id).status is MemoryStatus.ARCHIVED
+    assert memory_store.get(low.id).status is MemoryStatus.ACTIVE
+    assert set(enforce_capacity(memory_store, 1, RecallSettings())) == {k.id for k in keep}
+    assert [m.id for m in memory_store.list()] == [low.id]  # pinned survives any limit
+    assert memory_store.undo(old.id).status is MemoryStatus.ACTIVE
+
+
+def test_reconcile_duplicate_update_and_different_keys(memory_store: MemoryStore) -> None:
+    base = memory_store.add(NewMemory("The user works at Acme", key="employer"))
+    dup = NewMemory("the user works at acme.", key="employer")
+    assert reconcile.decide(memory_store, dup).action is reconcile.Action.SKIP
+    near = NewMemory("The user works at Acme!")  # no key, same words: similarity ≥ 0.9
+    decision = reconcile.decide(memory_store, near)
+    assert decision.action is reconcile.Action.SKIP and decision.target.id == base.id
+    other_key = NewMemory("The user lives in Acme Springs", key="home_city")
+    assert reconcile.decide(memory_store, other_key).action is reconcile.Action.ADD
+    newer = NewMemory("The user works at Globex", key="employer")
+    decision = reconcile.decide(memory_store, newer)
+    assert decision.action is reconcile.Action.UPDATE and decision.target.id == base.id
+    stored = reconcile.apply(memory_store, newer, decision, actor=reconcile.Actor.ASSISTANT)
+    assert stored is not None and memory_store.get(base.id).superseded_by == stored.id
+    assert [m.text for m in memory_store.list(key="employer")] == ["The user works at Globex"]
+    assert memory_store.get(base.id).type is MemoryType.FACT
