@@ -1,0 +1,92 @@
+"""Live sync with `FolderWatcher`: changes show up, deletions disappear, stop is prompt."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from indexing.sync import SyncReport
+from indexing.watch import FolderWatcher
+from tests.fixtures.knowledge import index_state, note_text
+
+
+def wait_until(check: Callable[[], bool], timeout: float = 15.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what or check}")
+
+
+@pytest.fixture
+def watching(knowledge) -> Iterator[tuple]:  # type: ignore[no-untyped-def]
+    kb = knowledge.open()
+    kb.add_folder(knowledge.notes)
+    knowledge.write("first.md", note_text("first"))
+    kb.sync(knowledge.settings())
+    reports: list[SyncReport] = []
+    errors: list[BaseException] = []
+    watcher = FolderWatcher(
+        kb,
+        knowledge.settings(),
+        debounce_ms=100,
+        on_report=reports.append,
+        on_error=errors.append,
+        ignore_paths=[knowledge.base],
+    )
+    stop = threading.Event()
+    thread = threading.Thread(target=watcher.run, args=(stop,), daemon=True)
+    thread.start()
+    yield kb, reports, errors, watcher
+    stop.set()
+    thread.join(timeout=10)
+    assert not thread.is_alive(), "the watcher must stop promptly when asked"
+    assert errors == []
+
+
+def _sources(kb) -> set[str]:  # type: ignore[no-untyped-def]
+    return set(kb.manifest.files())
+
+
+def test_new_changed_and_deleted_files_are_synced_live(knowledge, watching) -> None:
+    kb, reports, _errors, _watcher = watching
+    path = knowledge.notes / "live.md"
+    # The watcher thread sets up its inotify watch asynchronously: re-write until it has seen
+    # the file (a write before the watch exists would go unnoticed until the next change).
+    deadline = time.monotonic() + 15
+    while str(path) not in _sources(kb) and time.monotonic() < deadline:
+        path.write_text("# Live\n\nThe zanzibar protocol keeps sockets alive.\n")
+        time.sleep(0.2)
+    assert str(path) in _sources(kb), "a new file must be indexed by the watcher"
+    assert kb.keyword_search("zanzibar", 3)
+
+    path.write_text("# Live\n\nNow it is about the okavango delta instead.\n")
+    wait_until(lambda: bool(kb.keyword_search("okavango", 3)), what="the edit to be indexed")
+    assert not kb.keyword_search("zanzibar", 3)
+
+    path.unlink()
+    wait_until(lambda: str(path) not in _sources(kb), what="the deletion to be synced")
+    assert not kb.keyword_search("okavango", 3)
+    assert reports and all(isinstance(r, SyncReport) for r in reports)
+    index_state(kb).assert_consistent()
+
+
+def test_a_burst_of_changes_is_one_debounced_sync(knowledge, watching) -> None:
+    kb, reports, _errors, _watcher = watching
+    probe = knowledge.notes / "probe.md"
+    deadline = time.monotonic() + 15
+    while str(probe) not in _sources(kb) and time.monotonic() < deadline:
+        probe.write_text(note_text("probe"))
+        time.sleep(0.2)
+    assert str(probe) in _sources(kb)
+    wait_until(lambda: bool(reports), what="a report")
+    settled = len(reports)
+    for i in range(20):
+        knowledge.write(f"burst/{i}.md", note_text(f"burst {i}", 1))
+    wait_until(lambda: len(kb.manifest.files()) == 22, what="all 20 burst files")
+    # 20 files written within a few ms: one or two syncs, not twenty.
+    assert len(reports) - settled <= 3
