@@ -1,0 +1,412 @@
+"""The chat engine against the fake Ollama server: streaming, storage, errors, cancellation,
+tools and the rolling summary."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from assistant.chat.events import Done, Failed, Retrieved, Token, ToolCalled
+from tests.fixtures.chat import ChatRig, knowledge_item, memory_item
+
+
+async def wait_until(predicate, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met before the deadline")
+        await asyncio.sleep(0.01)
+
+
+async def collect(stream):  # type: ignore[no-untyped-def]
+    return [event async for event in stream]
+
+
+async def test_a_turn_streams_tokens_and_stores_citations(chat_rig: ChatRig) -> None:
+    chat_rig.knowledge.items = [knowledge_item(1), knowledge_item(2)]
+    chat_rig.memory.items = [memory_item(1)]
+    chat_rig.fake.script_chat("Stash it [2].")
+    engine = chat_rig.make()
+    events = await collect(engine.send("How do I stash?"))
+
+    assert isinstance(events[0], Retrieved)
+    assert [s.n for s in events[0].sources] == [1, 2]
+    assert [m.memory_id for m in events[0].memories] == ["mem-1"]
+    tokens = [e.text for e in events if isinstance(e, Token)]
+    assert "".join(tokens) == "Stash it [2]." and len(tokens) > 1
+    done = events[-1]
+    assert isinstance(done, Done) and not done.interrupted
+    turn = done.turn
+    assert turn.answer == "Stash it [2]." and turn.status == "complete"
+    assert [s.item.chunk_id for s in turn.citations] == ["chunk-2"]
+    assert {"retrieval_ms", "recall_ms", "assembly_ms", "overhead_ms", "total_ms"} <= set(
+        turn.timings
+    )
+    assert chat_rig.store.turns(turn.session_id) == [turn]
+
+    request = chat_rig.fake.last_chat()
+    assert request["options"]["num_ctx"] == 8192  # min(model's 40960, the 8192 cap)
+    assert request["keep_alive"] == "10m"
+    assert request["think"] is False  # a thinking model answers without a thinking phase
+    system = request["messages"][0]["content"]
+    assert "[2] notes/doc2.md:20-25 — Section 2" in system
+    assert "(fact) The user fact number 1." in system
+    assert request["messages"][-1] == {"role": "user", "content": "How do I stash?"}
+
+
+async def test_retrieval_and_recall_run_concurrently(chat_rig: ChatRig) -> None:
+    barrier = threading.Barrier(2, timeout=3)  # breaks unless both run at the same time
+    chat_rig.knowledge.hook = barrier.wait
+
+    def recall(query: str, k: int):  # type: ignore[no-untyped-def]
+        barrier.wait()
+        return []
+
+    chat_rig.memory.recall = recall  # type: ignore[method-assign]
+    done = await chat_rig.make().ask("hello")
+    assert isinstance(done, Done)
+
+
+async def test_follow_ups_continue_the_session_with_history(chat_rig: ChatRig) -> None:
+    engine = chat_rig.make()
+    chat_rig.fake.script_chat("Git stash saves work.")
+    first = await engine.ask("What is git stash?")
+    chat_rig.fake.script_chat("Use pop.")
+    second = await engine.ask("and how do I get it back?")
+    assert isinstance(first, Done) and isinstance(second, Done)
+    assert first.turn.session_id == second.turn.session_id and second.turn.seq == 2
+    messages = chat_rig.fake.last_chat()["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    assert messages[2]["content"] == "Git stash saves work."
+    # The retriever gets the earlier user messages to build a follow-up query.
+    assert chat_rig.knowledge.calls[-1][1] == ("What is git stash?",)
+
+
+async def test_a_new_session_starts_empty_but_keeps_memory(chat_rig: ChatRig) -> None:
+    chat_rig.memory.items = [memory_item(1, "Lives in Berlin.")]
+    engine = chat_rig.make()
+    first = await engine.ask("hi")
+    engine.new_session()
+    second = await engine.ask("hello again")
+    assert isinstance(first, Done) and isinstance(second, Done)
+    assert first.turn.session_id != second.turn.session_id
+    messages = chat_rig.fake.last_chat()["messages"]
+    assert len(messages) == 2 and "Lives in Berlin." in messages[0]["content"]
+
+
+async def test_knowledge_and_memory_can_be_turned_off(chat_rig: ChatRig) -> None:
+    chat_rig.knowledge.items = [knowledge_item(1)]
+    events = await collect(chat_rig.make().send("hi", use_knowledge=False, use_memory=False))
+    retrieved = events[0]
+    assert isinstance(retrieved, Retrieved)
+    assert not retrieved.knowledge_used and not retrieved.memory_used
+    assert chat_rig.knowledge.calls == [] and chat_rig.memory.recall_calls == []
+    assert "(knowledge search is off" in chat_rig.fake.last_chat()["messages"][0]["content"]
+
+
+async def test_low_confidence_reaches_the_prompt_and_the_turn(chat_rig: ChatRig) -> None:
+    chat_rig.knowledge.items = [knowledge_item(1, score=0.05)]
+    chat_rig.knowledge.low_confidence = True
+    chat_rig.fake.script_chat("I did not find this in your files.")
+    events = await collect(chat_rig.make().send("What is the airspeed of a swallow?"))
+    assert isinstance(events[0], Retrieved) and events[0].low_confidence
+    done = events[-1]
+    assert isinstance(done, Done) and done.turn.low_confidence
+    assert "Low confidence:" in chat_rig.fake.last_chat()["messages"][0]["content"]
+
+
+async def test_cancel_stops_generation_and_keeps_the_partial_answer(chat_rig: ChatRig) -> None:
+    chat_rig.fake.script_chat([f"word{i} " for i in range(200)], chunk_delay=0.05)
+    engine = chat_rig.make()
+    stream = engine.send("Write a long essay")
+    tokens = []
+    started = 0.0
+    async for event in stream:
+        if isinstance(event, Token):
+            tokens.append(event.text)
+            if len(tokens) == 3:
+                started = time.monotonic()
+                stream.cancel()
+        last = event
+    assert time.monotonic() - started < 1.0  # not waiting for the remaining 197 words
+    assert isinstance(last, Done) and last.interrupted
+    assert last.turn.answer.startswith("word0 word1 word2")
+    assert last.turn.status == "interrupted"
+    assert chat_rig.store.turns(last.turn.session_id)[0].status == "interrupted"
+
+    # The interrupted answer is part of the next turn's history, marked as such.
+    chat_rig.fake.script_chat("ok")
+    await engine.ask("go on")
+    assistant = chat_rig.fake.last_chat()["messages"][2]["content"]
+    assert assistant.endswith("[answer interrupted by the user]")
+
+
+async def test_cancel_before_the_answer_starts_still_records_the_message(
+    chat_rig: ChatRig,
+) -> None:
+    chat_rig.fake.script_chat("late", delay=2)
+    stream = chat_rig.make().send("are you there?")
+    stream.cancel()
+    done = await stream.result()
+    assert isinstance(done, Done) and done.interrupted
+    assert done.turn.question == "are you there?" and done.turn.answer == ""
+
+
+# --- errors users hit -------------------------------------------------------------------------
+
+async def test_ollama_not_running(chat_rig: ChatRig) -> None:
+    engine = chat_rig.make()
+    chat_rig.fake.stop()
+    failed = await engine.ask("hello?")
+    assert isinstance(failed, Failed)
+    assert failed.error.kind == "unavailable" and failed.retryable
+    assert "not running" in str(failed.error) and "ollama serve" in str(failed.error)
+    assert failed.turn is not None and failed.turn.question == "hello?"
+    assert chat_rig.store.turns(failed.turn.session_id)[0].status == "failed"
+
+    chat_rig.fake.start()  # Ollama comes back: retry replaces the failed turn
+    chat_rig.fake.script_chat("Hi!")
+    retried = await engine.retry().result()
+    assert isinstance(retried, Done)
+    turns = chat_rig.store.turns(retried.turn.session_id)
+    assert [(t.question, t.status) for t in turns] == [("hello?", "complete")]
+
+
+async def test_model_not_pulled(chat_rig: ChatRig) -> None:
+    failed = await chat_rig.make(model="llama9:70b").ask("hello?")
+    assert isinstance(failed, Failed)
+    assert failed.error.kind == "model_not_found" and not failed.retryable
+    assert "ollama pull llama9:70b" in str(failed.error)
+    assert failed.turn is not None and failed.turn.question == "hello?"
+
+
+async def test_model_removed_after_show_was_cached(chat_rig: ChatRig) -> None:
+    engine = chat_rig.make()
+    assert isinstance(await engine.ask("first"), Done)
+    chat_rig.fake.remove_model("qwen3:4b")  # /api/chat now answers 404
+    failed = await engine.ask("second")
+    assert isinstance(failed, Failed) and failed.error.kind == "model_not_found"
+    assert "ollama pull qwen3:4b" in str(failed.error)
+
+
+async def test_timeout(chat_rig: ChatRig) -> None:
+    engine = chat_rig.make(timeout=0.5)
+    await engine.ask("warm the model facts cache")
+    chat_rig.fake.script_chat("too late", delay=3)
+    failed = await engine.ask("slow?")
+    assert isinstance(failed, Failed) and failed.error.kind == "timeout"
+    assert "0.5 s" in str(failed.error) and failed.retryable
+
+
+async def test_connection_dropped_mid_stream_keeps_the_partial_answer(chat_rig: ChatRig) -> None:
+    chat_rig.fake.script_chat("one two three four five", disconnect_after=2)
+    failed = await chat_rig.make().ask("count")
+    assert isinstance(failed, Failed)
+    assert failed.error.kind == "dropped" and failed.retryable
+    assert failed.partial == "one two "
+    assert failed.turn is not None and failed.turn.answer == "one two "
+    assert "partial answer is kept" in str(failed.error)
+
+
+async def test_error_reported_inside_the_stream(chat_rig: ChatRig) -> None:
+    chat_rig.fake.script_chat("one two three", error_after=1,
+                              error="llama runner process has terminated")
+    failed = await chat_rig.make().ask("count")
+    assert isinstance(failed, Failed) and failed.error.kind == "server"
+    assert "llama runner process has terminated" in str(failed.error)
+    assert failed.partial == "one "
+
+
+async def test_context_overflow_is_caught_before_sending(chat_rig: ChatRig) -> None:
+    failed = await chat_rig.make(num_ctx=1024).ask("word " * 3000)
+    assert isinstance(failed, Failed) and failed.error.kind == "context_overflow"
+    assert "1024-token context window" in str(failed.error)
+    assert "ollama.num_ctx" in str(failed.error)
+    assert chat_rig.fake.chat_requests == []
+    assert failed.turn is not None and failed.turn.question.startswith("word word")
+
+
+async def test_context_overflow_reported_by_the_server(chat_rig: ChatRig) -> None:
+    chat_rig.fake.script_chat(fail=400, error="input length exceeds the context length")
+    failed = await chat_rig.make().ask("hi")
+    assert isinstance(failed, Failed) and failed.error.kind == "context_overflow"
+
+
+async def test_malformed_server_reply(chat_rig: ChatRig) -> None:
+    chat_rig.fake.script_chat(raw_body=b"<html>proxy error</html>\n",
+                              content_type="application/x-ndjson")
+    failed = await chat_rig.make().ask("hi")
+    assert isinstance(failed, Failed) and failed.error.kind == "protocol"
+    assert "cannot read" in str(failed.error) or "malformed" in str(failed.error)
+    assert failed.turn is not None and failed.turn.status == "failed"
+
+
+async def test_knowledge_failure_is_reported_not_swallowed(chat_rig: ChatRig) -> None:
+    chat_rig.knowledge.fail = RuntimeError("index is locked")
+    failed = await chat_rig.make().ask("hi")
+    assert isinstance(failed, Failed) and failed.error.kind == "knowledge"
+    assert "index is locked" in str(failed.error) and "--no-knowledge" in str(failed.error)
+
+
+async def test_empty_message_is_refused(chat_rig: ChatRig) -> None:
+    from assistant.chat.errors import ChatError
+
+    with pytest.raises(ChatError, match="empty"):
+        chat_rig.make().send("   ")
+
+
+# --- models -----------------------------------------------------------------------------------
+
+async def test_list_and_switch_models_keeps_the_session(chat_rig: ChatRig) -> None:
+    chat_rig.fake.add_model("llama3.2:1b", context_length=2048, capabilities=("completion",))
+    engine = chat_rig.make()
+    first = await engine.ask("hi")
+    assert isinstance(first, Done)
+    assert engine.available_models() == ["llama3.2:1b", "nomic-embed-text:latest", "qwen3:4b"]
+    engine.set_model("llama3.2:1b")
+    second = await engine.ask("and now?")
+    assert isinstance(second, Done)
+    assert second.turn.session_id == first.turn.session_id
+    assert second.turn.model == "llama3.2:1b"
+    request = chat_rig.fake.last_chat()
+    assert request["model"] == "llama3.2:1b"
+    assert request["options"]["num_ctx"] == 2048  # the model's own, smaller window
+    assert "think" not in request  # not a thinking model: no think flag sent
+    assert chat_rig.store.get(first.turn.session_id).model == "llama3.2:1b"
+
+    from assistant.chat.errors import ChatError
+
+    with pytest.raises(ChatError, match="ollama pull nope"):
+        engine.set_model("nope")
+    with pytest.raises(ChatError, match="not a chat model"):
+        engine.set_model("nomic-embed-text")
+
+
+async def test_resuming_a_session_uses_its_model(chat_rig: ChatRig) -> None:
+    chat_rig.fake.add_model("llama3.2:1b", capabilities=("completion",))
+    engine = chat_rig.make()
+    engine.set_model("llama3.2:1b")
+    done = await engine.ask("hi")
+    assert isinstance(done, Done)
+    resumed = chat_rig.make(session_id=done.turn.session_id)
+    assert resumed.model == "llama3.2:1b"
+
+
+# --- tools ------------------------------------------------------------------------------------
+
+async def test_tool_calls_round_trip(chat_rig: ChatRig) -> None:
+    chat_rig.knowledge.items = [knowledge_item(1), knowledge_item(2), knowledge_item(3)]
+    engine = chat_rig.make(tools=True)
+    chat_rig.fake.script_chat(tool_calls=[
+        {"name": "search_knowledge", "arguments": {"query": "docker volumes", "top_k": 3}},
+        {"name": "remember", "arguments": {"text": "The user runs Fedora.", "type": "fact"}},
+    ])
+    chat_rig.fake.script_chat("Volumes persist data [3].")
+    events = await collect(engine.send("How do docker volumes work? I'm on Fedora."))
+
+    calls = [e for e in events if isinstance(e, ToolCalled)]
+    assert [c.tool.name for c in calls] == ["search_knowledge", "remember"]
+    assert calls[0].tool.arguments == {"query": "docker volumes", "top_k": 3}
+    # Items already numbered in the prompt keep their number; only new ones are added.
+    assert calls[0].sources == ()
+    assert calls[1].tool.result == "Remembered (fact): The user runs Fedora."
+    assert chat_rig.memory.remembered[0][:2] == ("The user runs Fedora.", "fact")
+    done = events[-1]
+    assert isinstance(done, Done)
+    assert done.turn.answer == "Volumes persist data [3]."
+    assert [t.name for t in done.turn.tools] == ["search_knowledge", "remember"]
+    assert [s.n for s in done.turn.citations] == [3]
+
+    first, second = chat_rig.fake.chat_requests
+    assert [t["function"]["name"] for t in first["tools"]] == ["search_knowledge", "remember"]
+    roles = [m["role"] for m in second["messages"]]
+    assert roles[-3:] == ["assistant", "tool", "tool"]
+    assert second["messages"][-3]["tool_calls"][0]["function"]["name"] == "search_knowledge"
+    assert "[3] notes/doc3.md" in second["messages"][-2]["content"]
+
+
+async def test_tool_search_adds_new_numbered_sources(chat_rig: ChatRig) -> None:
+    chat_rig.knowledge.items = [knowledge_item(1)]
+    engine = chat_rig.make(tools=True, top_k=1)
+    chat_rig.knowledge.items = [knowledge_item(1), knowledge_item(7)]
+    chat_rig.fake.script_chat(tool_calls=[
+        {"name": "search_knowledge", "arguments": {"query": "more", "top_k": 2}},
+    ])
+    chat_rig.fake.script_chat("See [2].")
+    events = await collect(engine.send("question"))
+    [call] = [e for e in events if isinstance(e, ToolCalled)]
+    assert [(s.n, s.item.chunk_id) for s in call.sources] == [(2, "chunk-7")]
+    done = events[-1]
+    assert isinstance(done, Done)
+    assert [(s.n, s.item.chunk_id) for s in done.turn.citations] == [(2, "chunk-7")]
+
+
+async def test_bad_tool_arguments_become_a_visible_result(chat_rig: ChatRig) -> None:
+    engine = chat_rig.make(tools=True)
+    chat_rig.fake.script_chat(tool_calls=[{"name": "remember", "arguments": {"text": ""}},
+                                          {"name": "rm_rf", "arguments": {}}])
+    chat_rig.fake.script_chat("Sorry.")
+    events = await collect(engine.send("hi"))
+    results = [e.tool for e in events if isinstance(e, ToolCalled)]
+    assert [r.ok for r in results] == [False, False]
+    assert "non-empty" in results[0].result and "unknown tool" in results[1].result
+    assert isinstance(events[-1], Done)
+
+
+async def test_tools_are_not_offered_to_models_without_support(chat_rig: ChatRig) -> None:
+    chat_rig.fake.add_model("tiny:1b", capabilities=("completion",))
+    await chat_rig.make(tools=True, model="tiny:1b").ask("hi")
+    assert not chat_rig.fake.last_chat().get("tools")
+
+
+# --- rolling summary --------------------------------------------------------------------------
+
+def _is_summary(body: dict) -> bool:  # type: ignore[type-arg]
+    return "running summary" in body["messages"][0]["content"]
+
+
+async def test_old_turns_are_folded_into_a_summary_after_extraction(chat_rig: ChatRig) -> None:
+    engine = chat_rig.make(history_turns=2)
+    for i in range(3):
+        chat_rig.fake.script_chat(f"answer {i}", match=lambda b: not _is_summary(b))
+        assert isinstance(await engine.ask(f"question {i}"), Done)
+    chat_rig.fake.script_chat("The user asked question 0.", match=_is_summary)
+    await engine.drain(timeout=5)
+    session = engine.session
+    assert session is not None
+    assert session.summary == "The user asked question 0." and session.summary_through == 1
+    assert chat_rig.memory.extracted == [[("question 0", "answer 0")]]
+    summary_request = next(b for b in chat_rig.fake.chat_requests if _is_summary(b))
+    assert "User: question 0" in summary_request["messages"][1]["content"]
+
+    chat_rig.fake.script_chat("answer 3")
+    await engine.ask("question 3")
+    messages = chat_rig.fake.last_chat()["messages"]
+    assert "## Conversation summary\nThe user asked question 0." in messages[0]["content"]
+    assert [m["content"] for m in messages if m["role"] == "user"][0] == "question 1"
+
+
+async def test_the_reply_never_waits_for_the_summary(chat_rig: ChatRig) -> None:
+    engine = chat_rig.make(history_turns=0)
+    chat_rig.fake.script_chat("slow summary", delay=1.5, match=_is_summary)
+    chat_rig.fake.script_chat("first answer", match=lambda b: not _is_summary(b))
+    await engine.ask("first")  # starts a fold in the background
+    chat_rig.fake.script_chat("second answer", match=lambda b: not _is_summary(b))
+    started = time.monotonic()
+    second = await engine.ask("second")
+    assert isinstance(second, Done) and second.turn.answer == "second answer"
+    assert time.monotonic() - started < 1.0
+    await engine.drain(timeout=5)
+    assert engine.session is not None and engine.session.summary == "slow summary"
+
+
+async def test_no_fold_when_memory_extraction_fails(chat_rig: ChatRig) -> None:
+    chat_rig.memory.fail_extract = True
+    engine = chat_rig.make(history_turns=0)
+    await engine.ask("I was born in 1990.")
+    await engine.drain(timeout=5)
+    assert engine.session is not None and engine.session.summary_through == 0
+    assert not any(_is_summary(b) for b in chat_rig.fake.chat_requests)
