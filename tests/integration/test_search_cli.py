@@ -1,0 +1,220 @@
+"""`brain search`, `brain eval` and `brain log` end to end through the CLI entry point.
+
+The fast tests run the real commands over an in-memory knowledge base (patched in where the
+commands open the index); the `real_index` tests build a real index (SQLite + Chroma + the
+bundled model) on a tiny corpus to check the empty-index and changed-model errors.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from assistant.cli.main import main
+from assistant.retrieval.contract import SEARCH_RESULT_SCHEMA
+from assistant.retrieval.hybrid import HybridRetriever
+from assistant.retrieval.log import RetrievalLog
+from tests.fakes import HashEmbedder
+from tests.fixtures.retrieval import FakeKnowledgeBase, make_chunk
+
+CORPUS = {
+    "git/git-stash.md": ("git stash", "Stash the changes in a dirty working directory away."),
+    "git/git-commit.md": ("git commit", "Record changes to the repository with a message."),
+    "tickets/ABC-001.md": ("ABC-001", "Login page crashes when the password field is empty."),
+    "linux/tar.md": ("tar", "Archiving utility: create, list and extract tar archives."),
+    "linux/df.md": ("df", "Display free disk space on mounted file systems."),
+    "zh/tar.md": ("tar", "归档实用程序。创建存档并将其写入文件，解压缩存档。"),
+    "zh/df.md": ("df", "显示文件系统的磁盘可用空间。"),
+}
+
+
+@pytest.fixture
+def corpus_kb(tmp_path: Path) -> FakeKnowledgeBase:
+    root = tmp_path / "notes"
+    kb = FakeKnowledgeBase(HashEmbedder())
+    for rel, (heading, text) in CORPUS.items():
+        source = str(root / rel)
+        kb.add(make_chunk(source, f"# {heading}\n\n{text}", root=str(root), heading=heading,
+                          language="zh" if rel.startswith("zh/") else "en"))
+    return kb
+
+
+@pytest.fixture
+def cli(
+    home: Path, corpus_kb: FakeKnowledgeBase, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> Iterator[Callable[..., tuple[int, str, str]]]:
+    """Run `brain ARGS…` in-process over the fake knowledge base; returns (code, out, err)."""
+    import assistant.retrieval.open as opener
+
+    def fake_open(ctx, *, origin="cli", log=True, complete=None):  # type: ignore[no-untyped-def]
+        retrieval_log = RetrievalLog.open(ctx.paths.retrieval_log_db) if log else None
+        return HybridRetriever(corpus_kb, corpus_kb.embedder, ctx.config.retrieval,
+                               log=retrieval_log, origin=origin, parallel=False)
+
+    monkeypatch.setattr(opener, "open_retriever", fake_open)
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        code = main(["--home", str(home), *argv])
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    yield run
+
+
+def test_search_json_follows_the_contract(cli: Callable[..., tuple[int, str, str]]) -> None:
+    code, out, _ = cli("search", "stash", "my", "changes", "--json", "--top-k", "3")
+    assert code == 0
+    obj = json.loads(out)
+    jsonschema.validate(obj, SEARCH_RESULT_SCHEMA)
+    assert obj["query"] == "stash my changes"
+    assert len(obj["hits"]) == 3 and [h["rank"] for h in obj["hits"]] == [1, 2, 3]
+    assert obj["hits"][0]["source"].endswith("/notes/git/git-stash.md")
+    assert obj["hits"][0]["heading"] == "git stash"
+    assert "dirty working directory" in obj["hits"][0]["text"]
+    assert obj["hits"][0]["score"] > 0.5  # normalised, not a raw RRF value
+    assert obj["low_confidence"] is False
+
+
+def test_the_schema_rejects_contract_breaks() -> None:
+    good = {"query": "q", "low_confidence": False, "hits": [{
+        "rank": 1, "source": "/a.md", "heading": "", "text": "t", "score": 0.5,
+        "scores": {"vector": None, "keyword": 0.2, "fused": 0.03}, "chunk_id": "c1"}]}
+    jsonschema.validate(good, SEARCH_RESULT_SCHEMA)
+    for broken in (
+        {**good, "extra": 1},
+        {**good, "hits": [{**good["hits"][0], "source": "relative.md"}]},
+        {**good, "hits": [{**good["hits"][0], "scores": {"vector": 1, "fused": 0.1}}]},
+    ):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(broken, SEARCH_RESULT_SCHEMA)
+
+
+def test_human_output_shows_file_heading_scores_and_snippet(
+    cli: Callable[..., tuple[int, str, str]],
+) -> None:
+    code, out, _ = cli("search", "ABC-001", "--top-k", "2")
+    assert code == 0
+    assert "2 results for 'ABC-001'" in out
+    first = out.split("\n 2. ")[0]
+    assert "tickets/ABC-001.md:1" in first
+    assert "match " in first and "%" in first and "keyword 1.00" in first
+    assert "#1 fused (meaning #" in first and "keyword #1" in first
+    assert "Login page crashes" in first
+    assert "0.016" not in out
+
+
+def test_in_filter_and_chinese_query(cli: Callable[..., tuple[int, str, str]], home: Path) -> None:
+    code, out, _ = cli("search", "磁盘可用空间", "--json", "--in", "*.md", "--top-k", "1")
+    assert code == 0 and json.loads(out)["hits"][0]["source"].endswith("zh/df.md")
+    notes = str(home.parent / "notes")
+    code, out, _ = cli("search", "tar", "--json", "--in", f"{notes}/zh")
+    hits = json.loads(out)["hits"]
+    assert hits and all("/notes/zh/" in h["source"] for h in hits)
+    code, _, err = cli("search", "tar", "--in", f"{notes}/nowhere")
+    assert code == 1 and "no indexed files under" in err
+
+
+def test_batch_queries_keep_order_and_validate_first(
+    cli: Callable[..., tuple[int, str, str]], tmp_path: Path,
+) -> None:
+    batch = tmp_path / "q.jsonl"
+    batch.write_text('{"query": "df"}\n\n{"query": "git-stash"}\n{"query": "归档"}\n')
+    code, out, _ = cli("search", "--queries", str(batch), "--top-k", "2")
+    assert code == 0
+    objs = [json.loads(line) for line in out.splitlines()]
+    assert [o["query"] for o in objs] == ["df", "git-stash", "归档"]
+    for o in objs:
+        jsonschema.validate(o, SEARCH_RESULT_SCHEMA)
+        assert len(o["hits"]) == 2
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"query": "df"}\n{"q": "oops"}\n')
+    code, out, err = cli("search", "--queries", str(bad))
+    assert code == 1 and out == "" and f"{bad}:2" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("search",), "nothing to search for"),
+        (("search", "x", "--queries", "f.jsonl"), "either a QUERY or --queries"),
+        (("search", "--queries", "/nonexistent.jsonl"), "no such file"),
+        (("log", "--export", "x.jsonl"), "with --disliked"),
+        (("eval", "/nonexistent.jsonl"), "no such file"),
+    ],
+)
+def test_bad_input_is_a_clear_error(
+    cli: Callable[..., tuple[int, str, str]], argv: tuple[str, ...], message: str,
+) -> None:
+    code, _, err = cli(*argv)
+    assert code == 1 and message in err and "Traceback" not in err
+
+
+def test_top_k_must_be_positive(cli: Callable[..., tuple[int, str, str]]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli("search", "tar", "--top-k", "0")
+    assert exc.value.code == 2
+
+
+def test_eval_reports_metrics_per_language_and_misses(
+    cli: Callable[..., tuple[int, str, str]], tmp_path: Path,
+) -> None:
+    cases = tmp_path / "golden.jsonl"
+    cases.write_text("\n".join(json.dumps(c, ensure_ascii=False) for c in [
+        {"query": "stash dirty working directory", "expected": ["git-stash"], "lang": "en"},
+        {"query": "ABC-001", "expected": ["tickets/ABC-001.md"], "lang": "en"},
+        {"query": "磁盘可用空间", "expected": ["zh/df.md"], "lang": "zh"},
+        {"query": "a question with an impossible answer", "expected": ["missing.md"],
+         "lang": "en"},
+        {"query": "not yet annotated", "expected": []},
+    ]) + "\n")
+    code, out, _ = cli("eval", str(cases))
+    assert code == 0
+    assert "4 questions" in out and "1 skipped" in out
+    lines = {line.split()[0]: line.split() for line in out.splitlines() if line[:3] in
+             ("all", "en ", "zh ")}
+    assert lines["all"][1:3] == ["4", "0.750"]  # n, hit@1
+    assert lines["zh"][1:3] == ["1", "1.000"]
+    assert "impossible answer" in out.split("Not found")[1]
+    code, out, _ = cli("eval", str(cases), "--json", "--top-k", "3")
+    report = json.loads(out)
+    assert report["metrics"]["count"] == 4 and report["metrics"]["hit@1"] == 0.75
+    assert report["by_lang"]["zh"]["mrr@10"] == 1.0
+    first = report["queries"][0]
+    assert first["rank"] == 1 and first["sources"][0].endswith("git-stash.md")
+    assert len(first["sources"]) == 3 and len(set(first["sources"])) == 3
+    assert report["queries"][3]["rank"] is None
+
+
+def test_log_lists_searches_and_exports_disliked(
+    cli: Callable[..., tuple[int, str, str]], home: Path, tmp_path: Path,
+) -> None:
+    code, out, _ = cli("log")
+    assert code == 0 and "no searches logged yet" in out
+    cli("search", "git-stash")
+    cli("search", "tar", "--json")
+    code, out, _ = cli("log")
+    assert code == 0
+    assert out.index("'tar'") < out.index("'git-stash'")  # newest first
+    assert "git-stash.md  (match" in out
+    with RetrievalLog.open(home / "data" / "retrieval_log.sqlite3") as log:
+        stash = log.recent(10)[1]
+        log.rate(stash.id, -1, correct_sources=["git/git-stash.md"])
+    code, out, _ = cli("log", "--disliked")
+    assert "'git-stash'" in out and "'tar'" not in out and "👎" in out
+    export = tmp_path / "failures.jsonl"
+    code, out, _ = cli("log", "--disliked", "--export", str(export))
+    assert code == 0 and "wrote 1 eval case" in out
+    assert json.loads(export.read_text()) == {
+        "query": "git-stash", "expected": ["git/git-stash.md"]
+    }
+    code, out, _ = cli("eval", str(export))  # the exported case runs as an eval case
+    assert code == 0 and "1 question" in out
+    code, out, _ = cli("log", "--json", "--limit", "1")
+    entry = json.loads(out)
+    assert entry["query"] == "tar" and entry["hits"][0]["chunk_id"]
+    assert "text" not in entry["hits"][0]
