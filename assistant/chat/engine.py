@@ -648,6 +648,13 @@ class ChatEngine:
         for task in list(self._background):
             task.cancel()
         await self.drain(timeout=5)
+        loop_id = id(asyncio.get_running_loop())
+        for key, llm in list(self._llms.items()):
+            client = getattr(llm, "_async_client", None)
+            if key[-1] == loop_id and client is not None:
+                with contextlib.suppress(Exception):
+                    await client._client.aclose()  # the httpx client inside ollama's client
+        self._llms.clear()
         self._knowledge_pool.shutdown(wait=False, cancel_futures=True)
         self._memory_pool.shutdown(wait=False, cancel_futures=True)
 

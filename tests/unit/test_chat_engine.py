@@ -386,7 +386,7 @@ async def test_old_turns_are_folded_into_a_summary_after_extraction(chat_rig: Ch
     await engine.ask("question 3")
     messages = chat_rig.fake.last_chat()["messages"]
     assert "## Conversation summary\nThe user asked question 0." in messages[0]["content"]
-    assert [m["content"] for m in messages if m["role"] == "user"][0] == "question 1"
+    assert next(m["content"] for m in messages if m["role"] == "user") == "question 1"
 
 
 async def test_the_reply_never_waits_for_the_summary(chat_rig: ChatRig) -> None:
