@@ -342,6 +342,13 @@ def load_config(path: Path) -> Config:
 
 # --- the commented default file ---------------------------------------------------------------
 
+def _toml_key(key: str) -> str:
+    """Bare keys are ASCII letters, digits, - and _; anything else (中文, spaces) is quoted."""
+    import re
+
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else _toml_value(key)
+
+
 def _toml_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -354,7 +361,8 @@ def _toml_value(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
+        items = (f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items())
+        return "{ " + ", ".join(items) + " }"
     raise TypeError(value)  # pragma: no cover
 
 
@@ -390,7 +398,7 @@ def render_config(config: Config | None = None, *, commented: bool = True) -> st
         out.append(f"{prefix}{key} = {_toml_value(value)}")
     out += ["", "# System prompt presets; choose one with ollama.persona.", "[personas]"]
     for name, prompt in config.personas.items():
-        out.append(f"{prefix}{name} = {_toml_value(prompt)}")
+        out.append(f"{prefix}{_toml_key(name)} = {_toml_value(prompt)}")
     return "\n".join(out) + "\n"
 
 

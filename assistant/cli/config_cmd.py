@@ -6,10 +6,12 @@ import argparse
 import os
 import shlex
 import subprocess
+from pathlib import Path
 
 from assistant.cli.common import context
-from assistant.config import load_config, render_config
+from assistant.config import ensure_config_file, load_config, render_config
 from assistant.errors import UserError
+from assistant.paths import resolve_paths
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,8 +22,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     actions.add_parser("edit", help="open the config file in $EDITOR").set_defaults(func=_edit)
 
 
+def _config_file(args: argparse.Namespace) -> Path:
+    """The config file, created on first run — without validating it: `path` and `edit` must
+    work on a broken config, since they are how the user finds and fixes it."""
+    paths = resolve_paths(getattr(args, "home", None)).ensure()
+    return ensure_config_file(paths)
+
+
 def _path(args: argparse.Namespace) -> int:
-    print(context(args).paths.config_file)
+    print(_config_file(args))
     return 0
 
 
@@ -33,9 +42,8 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _edit(args: argparse.Namespace) -> int:
-    ctx = context(args)
+    path = _config_file(args)
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
-    path = ctx.paths.config_file
     try:
         subprocess.run([*shlex.split(editor), str(path)], check=False)
     except FileNotFoundError as exc:

@@ -8,6 +8,7 @@ parsed args and an AppContext and return an exit code.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 from collections.abc import Callable, Sequence
@@ -55,7 +56,20 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue  # a command group not built yet
         module.register(sub)
+    _accept_home_everywhere(sub)
     return parser
+
+
+def _accept_home_everywhere(sub: argparse._SubParsersAction) -> None:
+    """Let `--home` also follow the command (`brain doctor --home DIR`), as users type it."""
+    for command in sub.choices.values():
+        # A command that defines its own --home keeps it.
+        with contextlib.suppress(argparse.ArgumentError):
+            command.add_argument("--home", metavar="DIR", default=argparse.SUPPRESS,
+                                 help="same as `brain --home DIR …`")
+        for action in command._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _accept_home_everywhere(action)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
