@@ -43,7 +43,7 @@ _BLOCK = frozenset(
 )
 _HEADINGS = {f"h{n}": n for n in range(1, 7)}
 _SPACES = re.compile(r"[ \t\f\v\u00a0]+")
-_BLANKS = re.compile(r"\n[ \t]*(?:\n[ \t]*)+")
+_BLANKS = re.compile(r"\n{3,}")  # lines are right-stripped first
 
 
 class _TextExtractor(HTMLParser):

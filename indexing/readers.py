@@ -119,12 +119,12 @@ def decode_bytes(data: bytes) -> tuple[str, str]:
     text = _try_western(data)
     if text is not None:
         return text, "cp1252"
-    guess = _try_charset_normalizer(data)
-    if guess is not None:
-        return guess
     text = _try_damaged_utf8(data)
     if text is not None:
         return text, "utf-8 (damaged bytes replaced)"
+    guess = _try_charset_normalizer(data)
+    if guess is not None:
+        return guess
     raise SkipFile(SkipReason.undecodable, "not UTF-8, UTF-16, GB18030 or a recognisable encoding")
 
 
