@@ -94,6 +94,7 @@ _WRAPPERS = frozenset(
 _TYPE_SPECIFIERS = frozenset(
     {"struct_specifier", "union_specifier", "enum_specifier", "class_specifier"}
 )
+_TRAILING_SEMICOLON = re.compile(r"[ \t]*;")
 _COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
 _BODY_TYPES = frozenset(
     {"block", "class_body", "declaration_list", "field_declaration_list", "interface_body",
@@ -136,7 +137,7 @@ def code_sections(
     data = text.encode("utf-8", "surrogatepass")
     tree = parser.parse(data)
     offsets = _Offsets(text, data, lines, line_starts)
-    walker = _Walker(language, offsets, max_chars)
+    walker = _Walker(language, offsets, max_chars, text)
     return walker.sections(tree.root_node.children, 0, len(text), ())
 
 
@@ -163,7 +164,8 @@ class _Offsets:
 
 
 class _Walker:
-    def __init__(self, language: str, offsets: _Offsets, max_chars: int) -> None:
+    def __init__(self, language: str, offsets: _Offsets, max_chars: int, text: str) -> None:
+        self.text = text
         self.kinds = _DEFINITIONS[language]
         self.offsets = offsets
         self.max_chars = max_chars
@@ -192,6 +194,10 @@ class _Walker:
             if pending_comment is not None and node.start_point[0] <= last_end_row + 1:
                 node_start = pending_comment
             node_end = self.offsets.end(node)
+            # `struct point {…};` in C parses as the struct and a separate `;`.
+            trailing = _TRAILING_SEMICOLON.match(self.text, node_end)
+            if trailing:
+                node_end = trailing.end()
             if node_start > pos:
                 out.append(Section(pos, node_start, parent))
             out.extend(self._definition_sections(definition, label, node_start, node_end, parent))
