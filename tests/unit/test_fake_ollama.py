@@ -321,3 +321,34 @@ async def test_llama_index_astream_chat(fake_ollama: FakeOllama) -> None:
     deltas = [r.delta async for r in await llm.astream_chat([ChatMessage(role="user",
                                                                          content="a")])]
     assert "".join(d or "" for d in deltas) == "Async"
+
+
+def test_client_hanging_up_mid_stream_does_not_hurt_the_server(fake_ollama: FakeOllama) -> None:
+    fake_ollama.script_chat([f"w{i} " for i in range(50)], chunk_delay=0.01)
+    body = {"model": "qwen3:4b", "messages": _USER_X}
+    with httpx.Client(base_url=fake_ollama.url) as client, client.stream(
+        "POST", "/api/chat", json=body
+    ) as r:
+        first = next(r.iter_lines())
+    assert json.loads(first)["message"]["content"] == "w0 "
+    # The cancelled stream's handler hits a broken pipe; the server keeps serving.
+    client = ollama.Client(host=fake_ollama.url)
+    assert client.chat(model="qwen3:4b", messages=_USER_X).message.content == "echo: x"
+
+
+def test_stop_during_a_stream_cuts_it_off_promptly(fake_ollama: FakeOllama) -> None:
+    fake_ollama.script_chat([f"w{i} " for i in range(100)], chunk_delay=0.2)
+    body = {"model": "qwen3:4b", "messages": _USER_X}
+    received: list[str] = []
+    start = time.monotonic()
+    with (
+        httpx.Client(base_url=fake_ollama.url, timeout=10) as client,
+        pytest.raises(httpx.RemoteProtocolError),
+        client.stream("POST", "/api/chat", json=body) as r,
+    ):
+        for line in r.iter_lines():
+            received.append(line)
+            if len(received) == 2:
+                threading.Thread(target=fake_ollama.stop).start()
+    assert 2 <= len(received) < 10
+    assert time.monotonic() - start < 3
