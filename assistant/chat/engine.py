@@ -35,6 +35,7 @@ from assistant.chat.sessions import SessionStore
 from assistant.chat.summary import SUMMARY_SYSTEM, clean_summary, summary_request, turns_to_fold
 from assistant.chat.tools import MAX_TOOL_ROUNDS, TOOL_SPECS, run_tool
 from assistant.chat.turn import MemoryItem, Retrieval, Session, Source, ToolUse, Turn
+from assistant.errors import UserError
 
 if TYPE_CHECKING:
     from assistant.config import Config
@@ -56,6 +57,10 @@ class MemorySource(Protocol):
     """What the engine needs from long-term memory (see service.py for the real one)."""
 
     def recall(self, query: str, k: int) -> list[MemoryItem]: ...
+
+    def note(self, message: str, *, session_id: str | None) -> MemoryItem | None:
+        """Store an explicit "remember that …" in the user's message; None if there is none."""
+        ...
 
     def remember(self, text: str, kind: str, *, session_id: str | None) -> str:
         """Store an explicit memory; returns a one-line confirmation for the user."""
@@ -177,6 +182,7 @@ class _TurnState:
     tools: list[ToolUse] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     prompt: Prompt | None = None
+    log_id: int | None = None
     streaming: bool = False
     recorded: bool = False
 
@@ -347,7 +353,7 @@ class ChatEngine:
         use_knowledge: bool, use_memory: bool,
     ) -> None:
         settings = self.settings
-        session = self.session
+        session = self._ensure_session()
         history = self._history(session)
         user_history = [t.question for t in history[-RETRIEVAL_HISTORY_TURNS:]]
 
@@ -361,7 +367,7 @@ class ChatEngine:
             loop.run_in_executor(None, self._facts, settings.model),
             loop.run_in_executor(self._knowledge_pool, self._search, state.message, user_history)
             if knowledge_on else nothing(),
-            loop.run_in_executor(self._memory_pool, self._recall, state.message)
+            loop.run_in_executor(self._memory_pool, self._recall, state.message, session.id)
             if memory_on else nothing(),
             return_exceptions=True,
         )
@@ -371,10 +377,12 @@ class ChatEngine:
         facts, searched, recalled_t = results
         retrieval: Retrieval | None = None
         recalled: list[MemoryItem] | None = None
+        noted: MemoryItem | None = None
         if searched is not None:
             retrieval, state.timings["retrieval_ms"] = searched
+            state.log_id = retrieval.log_id
         if recalled_t is not None:
-            recalled, state.timings["recall_ms"] = recalled_t
+            recalled, state.timings["recall_ms"], noted = recalled_t
         state.ms("prepare_ms")
 
         window = effective_window(facts, num_ctx=settings.num_ctx, cap=settings.context_cap)
@@ -386,7 +394,7 @@ class ChatEngine:
                 message=state.message,
                 memories=recalled,
                 retrieval=retrieval,
-                summary=session.summary if session else "",
+                summary=session.summary,
                 history=[
                     HistoryTurn(t.question, t.answer, t.status == "interrupted") for t in history
                 ],
@@ -404,8 +412,12 @@ class ChatEngine:
         state.low_confidence = bool(retrieval and retrieval.low_confidence)
         state.timings["window"] = window
         state.timings["prompt_tokens"] = prompt.total_tokens
-        emit(Retrieved(prompt.sources, prompt.memories, state.low_confidence,
-                       retrieval is not None, recalled is not None))
+        emit(Retrieved(
+            prompt.sources, prompt.memories, state.low_confidence,
+            knowledge_used=retrieval is not None, memory_used=recalled is not None,
+            log_id=state.log_id, noted=noted,
+            empty_index=bool(retrieval and retrieval.empty_index),
+        ))
 
         llm = self._llm(window, facts)
         messages = [_chat_message(m) for m in prompt.messages]
@@ -490,14 +502,23 @@ class ChatEngine:
             raise errors.stage_failed("knowledge", "knowledge search", exc) from exc
         return result, round((time.perf_counter() - start) * 1000, 2)
 
-    def _recall(self, message: str) -> tuple[list[MemoryItem], float]:
+    def _recall(
+        self, message: str, session_id: str
+    ) -> tuple[list[MemoryItem], float, MemoryItem | None]:
         assert self.memory is not None
         start = time.perf_counter()
+        noted = None
+        try:
+            noted = self.memory.note(message, session_id=session_id)
+        except UserError as exc:  # e.g. a secret in "remember my password is …": not stored
+            log.info("explicit memory not stored: %s", exc)
+        except Exception:
+            log.exception("storing an explicit memory failed")
         try:
             result = self.memory.recall(message, self.settings.memory_top_k)
         except Exception as exc:
             raise errors.stage_failed("memory", "memory recall", exc) from exc
-        return list(result), round((time.perf_counter() - start) * 1000, 2)
+        return list(result), round((time.perf_counter() - start) * 1000, 2), noted
 
     def _tool_search(self, query: str, top_k: int) -> Retrieval:
         assert self.knowledge is not None
@@ -543,13 +564,13 @@ class ChatEngine:
             if t.status != "failed"
         ]
 
-    def _ensure_session(self, first_message: str) -> Session:
+    def _ensure_session(self) -> Session:
         if self._session is None:
             self._session = self.store.create(model=self.settings.model)
         return self._session
 
     def _store(self, state: _TurnState, status: str, error: str = "") -> Turn:
-        session = self._ensure_session(state.message)
+        session = self._ensure_session()
         sources, invented = mark_cited(state.sources, state.answer)
         if invented:
             log.info("answer cites sources that do not exist: %s", invented)
@@ -566,6 +587,7 @@ class ChatEngine:
             memories=state.memories,
             tools=state.tools,
             timings=state.timings,
+            log_id=state.log_id,
         )
 
     def _record_interrupted(self, state: _TurnState, emit: Callable[[ChatEvent], None]) -> None:

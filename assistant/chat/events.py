@@ -19,6 +19,9 @@ class Retrieved:
     low_confidence: bool
     knowledge_used: bool  # False when knowledge search was off for this turn
     memory_used: bool
+    log_id: int | None = None  # retrieval-log entry, for 👍/👎 feedback
+    noted: MemoryItem | None = None  # stored from an explicit "remember that …" in the message
+    empty_index: bool = False  # nothing is indexed yet (the UI can suggest `brain index`)
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,6 +79,10 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX turns_by_session ON turns(session_id, seq);
     CREATE INDEX sessions_by_update ON sessions(updated_at);
     """,
+    # 2: the retrieval-log entry of each turn, so 👍/👎 on an old answer reaches the log.
+    """
+    ALTER TABLE turns ADD COLUMN log_id INTEGER;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 TITLE_CHARS = 60
@@ -276,6 +280,7 @@ class SessionStore:
         memories: Sequence[MemoryItem] = (),
         tools: Sequence[ToolUse] = (),
         timings: dict[str, float] | None = None,
+        log_id: int | None = None,
     ) -> Turn:
         now = time.time()
         with self._tx() as conn:
@@ -285,12 +290,12 @@ class SessionStore:
             try:
                 cur = conn.execute(
                     "INSERT INTO turns (session_id, seq, question, answer, status, error, model, "
-                    "low_confidence, created_at, timings, tools) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "low_confidence, created_at, timings, tools, log_id) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         session_id, seq, question, answer, status, error, model,
                         int(low_confidence), now, json.dumps(timings or {}),
-                        json.dumps([_tool_json(t) for t in tools], ensure_ascii=False),
+                        json.dumps([_tool_json(t) for t in tools], ensure_ascii=False), log_id,
                     ),
                 )
             except sqlite3.IntegrityError as exc:
@@ -381,6 +386,7 @@ class SessionStore:
             memories=memories,
             tools=tuple(_tool_from(t) for t in json.loads(row["tools"] or "[]")),
             timings=json.loads(row["timings"] or "{}"),
+            log_id=row["log_id"],
         )
 
 

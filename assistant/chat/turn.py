@@ -26,6 +26,8 @@ class KnowledgeItem:
     end_line: int = 0
     page: int | None = None
     data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    # The retriever's SearchHit (per-retriever evidence for the UI); None once stored.
+    hit: Any = field(default=None, compare=False, hash=False, repr=False)
 
     @property
     def location(self) -> str:
@@ -56,6 +58,8 @@ class Retrieval:
     items: tuple[KnowledgeItem, ...]
     low_confidence: bool
     timings: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
+    log_id: int | None = None  # retrieval-log entry, for 👍/👎 feedback
+    empty_index: bool = False  # nothing is indexed yet
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +99,7 @@ class Turn:
     memories: tuple[MemoryItem, ...] = ()
     tools: tuple[ToolUse, ...] = ()
     timings: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
+    log_id: int | None = None  # the retrieval-log entry of this turn's search
 
     @property
     def citations(self) -> tuple[Source, ...]:

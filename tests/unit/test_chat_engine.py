@@ -410,3 +410,21 @@ async def test_no_fold_when_memory_extraction_fails(chat_rig: ChatRig) -> None:
     await engine.drain(timeout=5)
     assert engine.session is not None and engine.session.summary_through == 0
     assert not any(_is_summary(b) for b in chat_rig.fake.chat_requests)
+
+
+async def test_explicit_remember_is_stored_and_reported(chat_rig: ChatRig) -> None:
+    events = await collect(chat_rig.make().send("remember that I use fish shell"))
+    retrieved = events[0]
+    assert isinstance(retrieved, Retrieved)
+    assert retrieved.noted is not None and retrieved.noted.text == "I use fish shell"
+    done = events[-1]
+    assert isinstance(done, Done)
+    assert chat_rig.memory.noted == [("I use fish shell", done.turn.session_id)]
+
+
+async def test_the_retrieval_log_id_is_kept_with_the_turn(chat_rig: ChatRig) -> None:
+    events = await collect(chat_rig.make().send("hi"))
+    assert isinstance(events[0], Retrieved) and events[0].log_id == 1
+    done = events[-1]
+    assert isinstance(done, Done) and done.turn.log_id == 1
+    assert chat_rig.store.turn(done.turn.id).log_id == 1

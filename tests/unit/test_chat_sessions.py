@@ -153,3 +153,23 @@ def test_markdown_export_has_turns_citations_and_sources(tmp_path: Path) -> None
     everything = session_markdown(store.get(session.id), store.turns(session.id),
                                   all_sources=True)
     assert "tldr/other.md" in everything
+
+
+def test_upgrade_from_version_1_keeps_the_data(tmp_path: Path) -> None:
+    from assistant.chat.sessions import MIGRATIONS
+
+    path = tmp_path / "v1.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(MIGRATIONS[0] + "\nPRAGMA user_version = 1;")
+    conn.execute("INSERT INTO sessions (id, title, created_at, updated_at) "
+                 "VALUES ('abcd1234', 'old', 1, 2)")
+    conn.execute("INSERT INTO turns (session_id, seq, question, answer, status, created_at) "
+                 "VALUES ('abcd1234', 1, 'q', 'a', 'complete', 1)")
+    conn.commit()
+    conn.close()
+    store = SessionStore.open(path)
+    [turn] = store.turns("abcd1234")
+    assert (turn.question, turn.answer, turn.log_id) == ("q", "a", None)
+    assert store.get("abcd1234").title == "old"
+    added = add_exchange(store, "abcd1234", "q2", "a2", log_id=7)
+    assert store.turn(added.id).log_id == 7

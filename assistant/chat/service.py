@@ -1,0 +1,236 @@
+"""Wiring the chat engine to the app: `open_chat(ctx)`.
+
+Adapters from the real retrieval (`HybridRetriever`) and memory (`MemoryService`) to the
+engine's small protocols. Both open lazily, on their worker thread, at the first turn that needs
+them: `brain ask --no-knowledge` never loads the embedding model for knowledge, and the TUI
+paints before anything heavy is imported.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from assistant.chat.engine import ChatEngine, EngineSettings
+from assistant.chat.models import OllamaCatalog
+from assistant.chat.sessions import SessionStore
+from assistant.chat.turn import KnowledgeItem, MemoryItem, Retrieval
+from assistant.context import AppContext
+from assistant.errors import UserError
+
+if TYPE_CHECKING:
+    from assistant.memory.model import RecalledMemory
+    from assistant.memory.service import MemoryService
+    from assistant.retrieval.hit import SearchHit
+    from assistant.retrieval.hybrid import HybridRetriever
+
+log = logging.getLogger(__name__)
+
+
+def item_from_hit(hit: SearchHit) -> KnowledgeItem:
+    from assistant.retrieval.contract import hit_to_json
+
+    chunk = hit.chunk
+    return KnowledgeItem(
+        chunk_id=chunk.id,
+        text=chunk.text,
+        source=chunk.source,
+        relpath=chunk.relpath,
+        heading=chunk.heading,
+        score=hit.score,
+        start_line=chunk.start_line,
+        end_line=chunk.end_line,
+        page=chunk.page,
+        data=hit_to_json(hit),
+        hit=hit,
+    )
+
+
+def item_from_memory(recalled: RecalledMemory) -> MemoryItem:
+    memory = recalled.memory
+    return MemoryItem(
+        memory_id=memory.id,
+        text=memory.text,
+        kind=memory.type.value,
+        score=recalled.score,
+        data=memory.to_json(score=recalled.score),
+    )
+
+
+class RetrieverKnowledge:
+    """KnowledgeSource over HybridRetriever, opened on first use."""
+
+    def __init__(self, open_retriever: Callable[[], HybridRetriever]) -> None:
+        self._open = open_retriever
+        self._retriever: HybridRetriever | None = None
+        self._lock = threading.Lock()
+
+    def retriever(self) -> HybridRetriever:
+        with self._lock:
+            if self._retriever is None:
+                self._retriever = self._open()
+            return self._retriever
+
+    def search(
+        self, message: str, *, history: Sequence[str] = (), top_k: int | None = None
+    ) -> Retrieval:
+        retriever = self.retriever()
+        _files, chunks = retriever.kb.stats()
+        if chunks == 0:
+            # Chatting before indexing anything is fine: there is just no knowledge.
+            return Retrieval(message, (), low_confidence=True, timings={}, empty_index=True)
+        result = retriever.search(message, top_k=top_k, history=history)
+        return Retrieval(
+            result.search_query or result.query,
+            tuple(item_from_hit(h) for h in result.hits),
+            result.low_confidence,
+            dict(result.timings),
+            log_id=result.log_id,
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            if self._retriever is not None:
+                from assistant.retrieval.open import close_retriever
+
+                close_retriever(self._retriever)
+                self._retriever = None
+
+
+class ServiceMemory:
+    """MemorySource over MemoryService, opened on first use."""
+
+    def __init__(self, open_service: Callable[[], MemoryService]) -> None:
+        self._open = open_service
+        self._service: MemoryService | None = None
+        self._lock = threading.Lock()
+
+    def service(self) -> MemoryService:
+        with self._lock:
+            if self._service is None:
+                self._service = self._open()
+            return self._service
+
+    def recall(self, query: str, k: int) -> list[MemoryItem]:
+        recalled = self.service().recall(query)
+        return [item_from_memory(r) for r in recalled[: max(k, 0) or None]]
+
+    def note(self, message: str, *, session_id: str | None) -> MemoryItem | None:
+        """Store an explicit "remember that …" from the user's message."""
+        memory = self.service().remember(message, session_id=session_id, source="chat")
+        if memory is None:
+            return None
+        return MemoryItem(memory.id, memory.text, memory.type.value, 1.0, data=memory.to_json())
+
+    def remember(self, text: str, kind: str, *, session_id: str | None) -> str:
+        from assistant.memory import reconcile
+        from assistant.memory.model import Actor, NewMemory, parse_type
+        from assistant.memory.secrets import find_secret
+
+        finding = find_secret(text)
+        if finding:
+            return f"not remembered: {finding.message()}"
+        service = self.service()
+        candidate = NewMemory(
+            text=text, type=parse_type(kind), importance=0.6, source="chat-tool",
+            session_id=session_id,
+        )
+        decision = reconcile.decide(service.store, candidate)
+        if decision.action is reconcile.Action.SKIP:
+            return f"already known: {text}"
+        stored = reconcile.apply(service.store, candidate, decision, actor=Actor.ASSISTANT)
+        if stored is None:
+            return f"not remembered (changed meanwhile): {text}"
+        return f"Remembered ({stored.type.value}): {stored.text}"
+
+    def extract(self, exchanges: Sequence[tuple[str, str]], *, session_id: str) -> None:
+        outcome = self.service().extract([q for q, _a in exchanges], session_id=session_id)
+        if outcome.error:
+            raise RuntimeError(outcome.error)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._service is not None:
+                self._service.close()
+                self._service = None
+
+
+class ChatService:
+    """An engine plus the stores it opened; close it when done."""
+
+    def __init__(
+        self,
+        engine: ChatEngine,
+        store: SessionStore,
+        knowledge: RetrieverKnowledge | None,
+        memory: ServiceMemory | None,
+    ) -> None:
+        self.engine = engine
+        self.store = store
+        self.knowledge = knowledge
+        self.memory = memory
+
+    async def aclose(self) -> None:
+        await self.engine.aclose()
+        for part in (self.knowledge, self.memory):
+            if part is not None:
+                try:
+                    part.close()
+                except Exception:  # closing must not mask the turn's result
+                    log.exception("closing %s failed", type(part).__name__)
+        self.store.close()
+
+
+def open_sessions(ctx: AppContext) -> SessionStore:
+    ctx.paths.ensure()
+    return SessionStore.open(ctx.paths.sessions_db)
+
+
+def open_chat(
+    ctx: AppContext,
+    *,
+    session_id: str | None = None,
+    knowledge: bool = True,
+    memory: bool | None = None,
+    origin: str = "chat",
+) -> ChatService:
+    """The chat engine for `ctx`: config, the session store, retrieval and memory.
+
+    `session_id` resumes a session (id or unique prefix); otherwise the first message starts a
+    new one. `memory=None` follows memory.enabled.
+    """
+    store = open_sessions(ctx)
+    try:
+        resolved = store.resolve(session_id).id if session_id else None
+    except UserError:
+        store.close()
+        raise
+    knowledge_source: RetrieverKnowledge | None = None
+    if knowledge:
+        def make_retriever() -> HybridRetriever:
+            from assistant.retrieval.open import open_retriever
+
+            return open_retriever(ctx, origin=origin)
+
+        knowledge_source = RetrieverKnowledge(make_retriever)
+    memory_source: ServiceMemory | None = None
+    if memory if memory is not None else ctx.config.memory.enabled:
+        def make_memory() -> MemoryService:
+            from assistant.memory.service import MemoryService
+
+            return MemoryService.open(ctx)
+
+        memory_source = ServiceMemory(make_memory)
+    settings = EngineSettings.from_config(ctx.config)
+    engine = ChatEngine(
+        settings,
+        store,
+        knowledge=knowledge_source,
+        memory=memory_source,
+        catalog=OllamaCatalog(settings.host, settings.timeout),
+        session_id=resolved,
+    )
+    return ChatService(engine, store, knowledge_source, memory_source)
+
