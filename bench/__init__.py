@@ -1,1 +1,2 @@
-"""Benchmarks: each module in BENCHMARKS compares ours against a baseline measured in the same run."""
+"""Benchmarks: each module in BENCHMARKS compares ours against a baseline measured in the same
+run."""
