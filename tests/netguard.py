@@ -15,6 +15,7 @@ from typing import Any
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
+_real_sendto = socket.socket.sendto
 _real_getaddrinfo = socket.getaddrinfo
 
 _LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", ""}
@@ -55,6 +56,12 @@ def _guarded_connect_ex(self: socket.socket, address: Any) -> int:
     return _real_connect_ex(self, address)
 
 
+def _guarded_sendto(self: socket.socket, data: Any, *args: Any) -> int:
+    # sendto(data, address) or sendto(data, flags, address): UDP needs no connect().
+    _check(self, args[-1])
+    return _real_sendto(self, data, *args)
+
+
 def _guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
     if host is not None and not _is_loopback(host):
         raise NetworkAccessError(f"test tried to resolve non-loopback host {host!r}")
@@ -64,12 +71,14 @@ def _guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
 def install() -> None:
     socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
     socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
+    socket.socket.sendto = _guarded_sendto  # type: ignore[method-assign,assignment]
     socket.getaddrinfo = _guarded_getaddrinfo
 
 
 def uninstall() -> None:
     socket.socket.connect = _real_connect  # type: ignore[method-assign]
     socket.socket.connect_ex = _real_connect_ex  # type: ignore[method-assign]
+    socket.socket.sendto = _real_sendto  # type: ignore[method-assign]
     socket.getaddrinfo = _real_getaddrinfo
 
 

@@ -23,3 +23,15 @@ def test_loopback_is_allowed() -> None:
         server.listen(1)
         with socket.create_connection(server.getsockname(), timeout=2):
             pass
+
+
+def test_udp_to_outside_is_refused_and_loopback_allowed() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        with pytest.raises(NetworkAccessError):
+            sock.sendto(b"x", ("8.8.8.8", 53))
+        with pytest.raises(NetworkAccessError):
+            sock.sendto(b"x", 0, ("8.8.8.8", 53))
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as receiver:
+            receiver.bind(("127.0.0.1", 0))
+            assert sock.sendto(b"ok", receiver.getsockname()) == 2
+            assert receiver.recv(2) == b"ok"
