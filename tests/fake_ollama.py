@@ -103,6 +103,8 @@ class Script:
     chunk_delay: float = 0.0
     disconnect_after: int | None = None
     done_reason: str = "stop"
+    prompt_eval_count: int | None = None
+    eval_count: int | None = None
     raw_body: bytes | None = None
     content_type: str | None = None
     match: Callable[[dict[str, Any]], bool] | None = None
@@ -388,9 +390,9 @@ class FakeOllama:
         Options: format_json (answer to `format` requests; dict/list are JSON-encoded),
         tool_calls ([{"name", "arguments"}]), thinking, fail (HTTP status) + error (message),
         error_after (N chunks then an in-stream {"error"}), delay (before the first byte),
-        chunk_delay, disconnect_after (N chunks then drop the connection), done_reason,
-        raw_body/content_type (send these bytes verbatim), match (predicate on the body).
-        """
+        chunk_delay, disconnect_after (N chunks then drop the connection), done_reason
+        (e.g. "length"), prompt_eval_count/eval_count (token counts), raw_body/content_type
+        (send these bytes verbatim), match (predicate on the body)."""
         return self.script("/api/chat", reply, **options)
 
     def script_generate(self, reply: str | Sequence[str] | None = None, **options: Any) -> Script:
@@ -710,6 +712,10 @@ class FakeOllama:
         tool_calls = self._tool_calls(script) if body.get("tools") or script.tool_calls else []
         thinking = script.thinking if body.get("think") is not False else None
         stats = self._final_stats(prompt or "", pieces) if prompt is not None else {}
+        if stats and script.prompt_eval_count is not None:
+            stats["prompt_eval_count"] = script.prompt_eval_count
+        if stats and script.eval_count is not None:
+            stats["eval_count"] = script.eval_count
 
         def frame(content: str, *, thinking_delta: str | None = None,
                   calls: list[dict[str, Any]] | None = None, done: bool = False) -> dict[str, Any]:

@@ -352,3 +352,9 @@ def test_stop_during_a_stream_cuts_it_off_promptly(fake_ollama: FakeOllama) -> N
                 threading.Thread(target=fake_ollama.stop).start()
     assert 2 <= len(received) < 10
     assert time.monotonic() - start < 3
+
+
+def test_scripted_token_counts_and_done_reason(fake_ollama: FakeOllama) -> None:
+    fake_ollama.script_chat("cut", done_reason="length", prompt_eval_count=4000, eval_count=7)
+    reply = ollama.Client(host=fake_ollama.url).chat(model="qwen3:4b", messages=_USER_X)
+    assert (reply.done_reason, reply.prompt_eval_count, reply.eval_count) == ("length", 4000, 7)
