@@ -282,12 +282,15 @@ class ChatEngine:
         """Installed chat models (/api/tags). Blocking: call from a worker thread."""
         return self.catalog.list_models()
 
-    def set_model(self, name: str) -> None:
-        """Switch model for the following turns, keeping the session. Blocking (checks that
-        the model is installed)."""
+    def set_model(self, name: str, *, check: bool = True) -> None:
+        """Switch model for the following turns, keeping the session. Blocking: with `check`,
+        asks Ollama that the model is installed and can chat (ChatError if not); without, a
+        missing model fails the next turn instead (which stores the message)."""
         name = name.strip()
-        facts = self.catalog.facts(name)  # raises ChatError(model_not_found)
-        if facts.capabilities and "completion" not in facts.capabilities:
+        if not name:
+            raise ChatError("model_not_found", "the model name is empty", retryable=False)
+        facts = self.catalog.facts(name) if check else None  # raises ChatError
+        if facts is not None and facts.capabilities and "completion" not in facts.capabilities:
             raise ChatError(
                 "model_not_found", f"{name!r} is not a chat model (it cannot generate text)",
                 "choose a chat model from `ollama list`", retryable=False,
@@ -575,7 +578,7 @@ class ChatEngine:
         if invented:
             log.info("answer cites sources that do not exist: %s", invented)
         state.recorded = True
-        return self.store.add_turn(
+        stored = self.store.add_turn(
             session.id,
             state.message,
             state.answer,
@@ -589,6 +592,8 @@ class ChatEngine:
             timings=state.timings,
             log_id=state.log_id,
         )
+        # The live items carry the retriever's evidence (`data`, `hit`) that is not stored.
+        return replace(stored, sources=sources, memories=tuple(state.memories))
 
     def _record_interrupted(self, state: _TurnState, emit: Callable[[ChatEvent], None]) -> None:
         if state.recorded:

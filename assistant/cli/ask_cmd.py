@@ -1,0 +1,235 @@
+"""`brain ask`: one question from the command line, answered from your files and memory.
+
+Each `ask` starts a new session unless `--session ID` or `--continue` says otherwise: a
+one-off question from a script must not silently inherit the context of an unrelated earlier
+conversation. Every exchange is still saved (`brain sessions list`), so it can be resumed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import TYPE_CHECKING, Any
+
+from assistant.cli.common import context, print_json
+from assistant.errors import UserError
+
+if TYPE_CHECKING:
+    from assistant.chat.events import Done, Failed
+    from assistant.chat.service import ChatService
+    from assistant.chat.turn import Source
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "ask",
+        help="ask a question: answered by the local model from your files and memory",
+        description="Streams the answer, then lists the numbered sources it cites. Each ask "
+        "starts a new session unless --session or --continue is given; every exchange is "
+        "saved (see `brain sessions`).",
+    )
+    p.add_argument("question", nargs="*", metavar="QUESTION", help="the question; - reads stdin")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--session", metavar="ID", help="continue this session (id or prefix)")
+    which.add_argument("-c", "--continue", dest="continue_", action="store_true",
+                       help="continue the most recent session")
+    which.add_argument("--new", action="store_true", help="start a new session (the default)")
+    p.add_argument("--retry", action="store_true",
+                   help="send the session's last failed or interrupted question again")
+    p.add_argument("--model", metavar="NAME", help="use this Ollama model (kept for the session)")
+    p.add_argument("--no-memory", action="store_true", help="do not use long-term memory")
+    p.add_argument("--no-knowledge", action="store_true", help="do not search indexed files")
+    p.add_argument("--json", action="store_true",
+                   help='print one JSON object: {"answer", "sources", "memories", '
+                   '"low_confidence", "timings", …}')
+    p.set_defaults(func=run)
+
+
+def _question(args: argparse.Namespace) -> str:
+    if args.question == ["-"]:
+        data = sys.stdin.buffer.read()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UserError(f"stdin is not UTF-8 text ({exc.reason})") from exc
+    else:
+        text = " ".join(args.question)
+    text = text.strip()
+    if args.retry:
+        if text:
+            raise UserError("--retry re-sends the last question; give no QUESTION with it")
+        return ""
+    if not text:
+        raise UserError("nothing to ask", hint='brain ask "how do I …"  (or: echo … | brain ask -)')
+    return text
+
+
+def run(args: argparse.Namespace) -> int:
+    question = _question(args)
+    ctx = context(args)
+    session_id = args.session
+    if args.retry and not (session_id or args.continue_):
+        raise UserError("--retry needs the session", hint="brain ask --session ID --retry")
+    if args.continue_:
+        from assistant.chat.service import open_sessions
+
+        store = open_sessions(ctx)
+        try:
+            latest = store.latest()
+        finally:
+            store.close()
+        if latest is None:
+            raise UserError("there is no session to continue yet", hint="ask without --continue")
+        session_id = latest.id
+
+    from assistant.chat.service import open_chat
+
+    service = open_chat(
+        ctx, session_id=session_id, knowledge=not args.no_knowledge,
+        memory=False if args.no_memory else None, origin="ask",
+    )
+    return asyncio.run(_ask(service, question, args))
+
+
+async def _ask(service: ChatService, question: str, args: argparse.Namespace) -> int:
+    from assistant.chat.events import Done, Failed, Retrieved, Token, ToolCalled
+
+    engine = service.engine
+    try:
+        if args.model:
+            # Unchecked: a missing model fails the turn, which saves the question for --retry.
+            engine.set_model(args.model, check=False)
+        options = {"use_knowledge": not args.no_knowledge, "use_memory": not args.no_memory}
+        stream = engine.retry(**options) if args.retry else engine.send(question, **options)
+        final: Done | Failed | None = None
+        printed = ""
+        try:
+            async for event in stream:
+                if isinstance(event, Retrieved):
+                    if not args.json:
+                        _note_retrieved(event)
+                elif isinstance(event, Token) and not args.json:
+                    sys.stdout.write(event.text)
+                    sys.stdout.flush()
+                    printed += event.text
+                elif isinstance(event, ToolCalled) and not args.json:
+                    _note_tool(event, printed)
+                elif isinstance(event, Done | Failed):
+                    final = event
+        except asyncio.CancelledError:  # Ctrl-C: keep what was said, marked interrupted
+            stream.cancel()
+            final = await stream.result()
+            if not args.json:
+                sys.stdout.write("\n")
+                _eprint(f"(interrupted; the partial answer is saved in session "
+                        f"{_session_of(final)})")
+            raise
+        assert final is not None
+        if not args.json:
+            await engine.drain(timeout=engine.settings.timeout)
+        return _report(final, args.json)
+    finally:
+        await service.aclose()
+
+
+def _session_of(final: Done | Failed) -> str:
+    turn = final.turn
+    return turn.session_id if turn is not None else "?"
+
+
+def _eprint(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _note_retrieved(event: Any) -> None:
+    if event.noted is not None:
+        _eprint(f"(remembered: {event.noted.text})")
+    if event.empty_index:
+        _eprint("(nothing is indexed yet: answering without your files; "
+                "index a folder with `brain index PATH`)")
+    elif event.low_confidence:
+        _eprint("(your files do not seem to cover this question)")
+
+
+def _note_tool(event: Any, printed: str) -> None:
+    tool = event.tool
+    args = ", ".join(f"{k}={v!r}" for k, v in tool.arguments.items())
+    lead = "\n" if printed and not printed.endswith("\n") else ""
+    _eprint(f"{lead}[tool] {tool.name}({args}) → {tool.result}")
+
+
+def source_line(source: Source) -> str:
+    item = source.item
+    heading = f" — {item.heading}" if item.heading else ""
+    return f"[{source.n}] {item.location}{heading}\n    {item.source}"
+
+
+def _report(final: Done | Failed, as_json: bool) -> int:
+    from assistant.chat.events import Failed
+
+    turn = final.turn
+    if as_json:
+        print_json(_json(final))
+        return 1 if isinstance(final, Failed) else 0
+    if isinstance(final, Failed):
+        if final.partial:
+            sys.stdout.write("\n")
+        _eprint(f"brain: error: {final.error}")
+        if turn is not None and final.retryable:
+            _eprint(f"  your question is saved in session {turn.session_id}; retry with: "
+                    f"brain ask --session {turn.session_id} --retry")
+        return 1
+    assert turn is not None
+    out = sys.stdout
+    out.write("\n")
+    cited = turn.citations
+    if cited:
+        out.write("\nSources:\n" + "\n".join(source_line(s) for s in cited) + "\n")
+    elif turn.sources:
+        out.write("\nRetrieved (not cited):\n"
+                  + "\n".join(source_line(s) for s in turn.sources) + "\n")
+    out.flush()
+    if turn.status == "interrupted":
+        _eprint(f"(interrupted; saved in session {turn.session_id})")
+    else:
+        _eprint(f"(session {turn.session_id} · {turn.model} · "
+                f"{turn.timings.get('total_ms', 0) / 1000:.1f} s)")
+    return 0
+
+
+def _json(final: Done | Failed) -> dict[str, Any]:
+    from assistant.chat.events import Failed
+
+    turn = final.turn
+    sources = list(turn.sources) if turn is not None else []
+    out: dict[str, Any] = {
+        "answer": turn.answer if turn is not None else final.partial,  # type: ignore[union-attr]
+        # The same objects as `brain search --json` hits; sources[n-1] is the answer's [n].
+        "sources": [s.item.data or _stored_hit(s) for s in sources],
+        "citations": [s.n for s in sources if s.cited],
+        "memories": [m.data or {"id": m.memory_id, "type": m.kind, "text": m.text,
+                                "score": m.score}
+                     for m in (turn.memories if turn is not None else ())],
+        "low_confidence": bool(turn and turn.low_confidence),
+        "timings": dict(turn.timings) if turn is not None else {},
+        "session_id": turn.session_id if turn is not None else None,
+        "model": turn.model if turn is not None else "",
+        "status": turn.status if turn is not None else "failed",
+    }
+    if isinstance(final, Failed):
+        out["error"] = {
+            "kind": final.error.kind, "message": final.error.message,
+            "hint": final.error.hint or "", "retryable": final.retryable,
+        }
+    return out
+
+
+def _stored_hit(source: Source) -> dict[str, Any]:
+    """A hit object for a source found by a tool call (no live search result to copy)."""
+    item = source.item
+    return {
+        "rank": source.n, "source": item.source, "heading": item.heading, "text": item.text,
+        "score": item.score, "scores": {"vector": None, "keyword": None, "fused": 0.0},
+        "chunk_id": item.chunk_id,
+    }

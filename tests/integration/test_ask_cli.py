@@ -1,0 +1,267 @@
+"""`brain ask` and `brain sessions` end to end (in-process) over a real index and memory store
+(HashEmbedder instead of the model), answering through the fake Ollama server."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from assistant.cli.main import main
+from assistant.context import AppContext
+from assistant.retrieval.contract import SEARCH_RESULT_SCHEMA
+from assistant.retrieval.hybrid import HybridRetriever
+from assistant.retrieval.log import RetrievalLog
+from tests.fake_ollama import FakeOllama
+from tests.fakes import HashEmbedder
+from tests.fixtures.memory import MemoryVectors
+from tests.fixtures.retrieval import FakeKnowledgeBase, make_chunk
+
+Run = Callable[..., tuple[int, str, str]]
+HIT_SCHEMA = SEARCH_RESULT_SCHEMA["properties"]["hits"]["items"]
+MEMORY_KEYS = {"id", "type", "key", "text", "score", "created_at", "updated_at", "status",
+               "source", "pinned", "importance", "confidence"}
+
+NOTES = {
+    "git/git-stash.md": "# git stash\n\nStash the changes in a dirty working directory away.\n",
+    "linux/tar.md": "# tar\n\nArchiving utility: create, list and extract tar archives.\n",
+    "tickets/ABC-001.md": "# ABC-001\n\nLogin page crashes when the password is empty.\n",
+}
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> FakeKnowledgeBase:
+    """The knowledge base `brain ask` searches: empty until `indexed` fills it."""
+    return FakeKnowledgeBase(HashEmbedder(dimension=64))
+
+
+@pytest.fixture
+def brain(
+    ollama_home: Path, kb: FakeKnowledgeBase, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> Iterator[Run]:
+    """`brain ARGS…` in-process against the fake Ollama, over the real HybridRetriever on an
+    in-memory knowledge base and the real memory store (HashEmbedder, in-memory vectors)."""
+    import assistant.retrieval.open as opener
+
+    embedder = kb.embedder
+    vectors = MemoryVectors()
+    monkeypatch.setattr(AppContext, "embedder", lambda self: embedder)
+    monkeypatch.setattr("assistant.memory.service.chroma_vectors", lambda ctx: vectors)
+
+    def open_retriever(ctx, *, origin="cli", log=True, complete=None):  # type: ignore[no-untyped-def]
+        retrieval_log = RetrievalLog.open(ctx.paths.retrieval_log_db) if log else None
+        return HybridRetriever(kb, embedder, ctx.config.retrieval, log=retrieval_log,
+                               origin=origin, parallel=False)
+
+    monkeypatch.setattr(opener, "open_retriever", open_retriever)
+
+    def run(*argv: str, stdin: str | None = None) -> tuple[int, str, str]:
+        if stdin is not None:
+            monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin.encode())))
+        capsys.readouterr()
+        code = main(["--home", str(ollama_home), *argv])
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    yield run
+
+
+@pytest.fixture
+def indexed(kb: FakeKnowledgeBase, tmp_path: Path) -> Path:
+    notes = (tmp_path / "notes").resolve()
+    for rel, text in NOTES.items():
+        heading = text.splitlines()[0].lstrip("# ")
+        kb.add(make_chunk(str(notes / rel), text.rstrip("\n"), root=str(notes),
+                          heading=heading))
+    return notes
+
+
+def test_ask_json_has_the_search_and_memory_contracts(
+    brain: Run, indexed: Path, fake_ollama: FakeOllama
+) -> None:
+    code, _, err = brain("memory", "add", "I prefer short answers.", "--type", "preference")
+    assert code == 0, err
+    fake_ollama.script_chat("Run `git stash` to put changes away [1].")
+    code, out, err = brain("ask", "how do I stash the changes in a dirty directory?",
+                           "--json")
+    assert code == 0, err
+    obj = json.loads(out)
+    assert obj["answer"] == "Run `git stash` to put changes away [1]."
+    assert obj["sources"], obj
+    for hit in obj["sources"]:
+        jsonschema.validate(hit, HIT_SCHEMA)
+    assert obj["sources"][0]["source"] == str(indexed / "git/git-stash.md")
+    assert obj["citations"] == [1]
+    assert obj["low_confidence"] is False
+    [memory] = obj["memories"]
+    assert memory["text"] == "I prefer short answers." and set(memory) == MEMORY_KEYS
+    assert {"retrieval_ms", "recall_ms", "assembly_ms", "overhead_ms", "total_ms"} <= set(
+        obj["timings"]
+    )
+    assert obj["status"] == "complete" and obj["model"] == "qwen3:4b"
+    # What the model saw: the memory and the numbered excerpt, labelled.
+    system = fake_ollama.last_chat()["messages"][0]["content"]
+    assert "## Memory about the user\n- (preference) I prefer short answers." in system
+    assert "[1] git/git-stash.md:1-3 — git stash" in system
+
+
+def test_ask_streams_the_answer_then_the_cited_sources(
+    brain: Run, indexed: Path, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.script_chat("Use tar to extract archives [1].")
+    code, out, err = brain("ask", "how to extract a tar archive")
+    assert code == 0, err
+    answer, sources = out.split("\nSources:\n")
+    assert answer.strip() == "Use tar to extract archives [1]."
+    assert sources.startswith("[1] linux/tar.md:1-3 — tar\n")
+    assert str(indexed / "linux/tar.md") in sources
+    assert "(session " in err and "qwen3:4b" in err
+
+
+def test_question_from_stdin_and_switches(
+    brain: Run, indexed: Path, fake_ollama: FakeOllama
+) -> None:
+    code, out, err = brain("ask", "-", "--no-knowledge", "--no-memory",
+                           stdin="  what is two plus two?\n")
+    assert code == 0, err
+    assert "echo: what is two plus two?" in out  # the fake echoes the question
+    system = fake_ollama.last_chat()["messages"][0]["content"]
+    assert "knowledge search is off" in system and "memory is off" in system
+
+
+def test_each_ask_is_a_new_session_unless_continued(
+    brain: Run, indexed: Path, fake_ollama: FakeOllama
+) -> None:
+    code, out, _ = brain("ask", "first question", "--json", "--no-knowledge")
+    first = json.loads(out)["session_id"]
+    code, out, _ = brain("ask", "unrelated question", "--json", "--no-knowledge")
+    second = json.loads(out)["session_id"]
+    assert first != second
+    assert len(fake_ollama.last_chat()["messages"]) == 2  # no history from the first ask
+    code, out, _ = brain("ask", "follow up", "--continue", "--json", "--no-knowledge")
+    assert code == 0 and json.loads(out)["session_id"] == second
+    _, out, _ = brain("ask", "to the first", "--session", first[:5], "--json",
+                         "--no-knowledge")
+    assert json.loads(out)["session_id"] == first
+    messages = fake_ollama.last_chat()["messages"]
+    assert [m["content"] for m in messages if m["role"] == "user"] == [
+        "first question", "to the first"
+    ]
+
+
+def test_ollama_down_keeps_the_question_and_retry_answers_it(
+    brain: Run, indexed: Path, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.stop()
+    code, out, err = brain("ask", "is anyone there?", "--no-knowledge")
+    assert code == 1
+    assert "Ollama is not running" in err and "ollama serve" in err
+    assert "Traceback" not in err
+    session = err.split("saved in session ")[1].split(";")[0]
+    code, out, _ = brain("sessions", "show", session, "--json")
+    [turn] = json.loads(out)["turns"]
+    assert (turn["question"], turn["status"]) == ("is anyone there?", "failed")
+
+    fake_ollama.start()
+    fake_ollama.script_chat("Yes, I am here.")
+    code, out, err = brain("ask", "--session", session, "--retry", "--no-knowledge")
+    assert code == 0, err
+    assert out.startswith("Yes, I am here.")
+    code, out, _ = brain("sessions", "show", session, "--json")
+    assert [(t["question"], t["status"]) for t in json.loads(out)["turns"]] == [
+        ("is anyone there?", "complete")
+    ]
+
+
+def test_json_failure_reports_the_error_and_the_session(
+    brain: Run, indexed: Path, fake_ollama: FakeOllama
+) -> None:
+    code, out, _ = brain("ask", "hello", "--model", "missing:7b", "--json")
+    assert code == 1
+    assert "ollama pull missing:7b" in out or json.loads(out)
+    fake_ollama.script_chat("one two three", disconnect_after=2)
+    code, out, _ = brain("ask", "count", "--json", "--no-knowledge")
+    assert code == 1
+    obj = json.loads(out)
+    assert obj["error"]["kind"] == "dropped" and obj["error"]["retryable"] is True
+    assert obj["answer"] == "one two " and obj["status"] == "failed"
+    assert obj["session_id"]
+
+
+def test_missing_model_is_a_clear_error(brain: Run, indexed: Path) -> None:
+    code, out, err = brain("ask", "hello", "--model", "missing:7b")
+    assert code == 1 and out == ""
+    assert "ollama pull missing:7b" in err and "Traceback" not in err
+
+
+def test_chatting_before_indexing_anything(brain: Run, fake_ollama: FakeOllama) -> None:
+    fake_ollama.script_chat("I don't have notes on that.")
+    code, out, err = brain("ask", "what is in my notes?")
+    assert code == 0, err
+    assert "nothing is indexed yet" in err and "brain index PATH" in err
+    assert out.startswith("I don't have notes on that.")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("ask",), "nothing to ask"),
+        (("ask", "   "), "nothing to ask"),
+        (("ask", "--retry"), "--retry needs the session"),
+        (("ask", "q", "--session", "nope"), "no session matches 'nope'"),
+        (("ask", "q", "--continue"), "no session to continue"),
+        (("sessions", "show", "nope"), "no session matches 'nope'"),
+        (("sessions", "list", "--limit", "0"), "--limit must be at least 1"),
+    ],
+)
+def test_bad_input_is_a_clear_error(brain: Run, argv: tuple[str, ...], message: str) -> None:
+    code, out, err = brain(*argv)
+    assert code == 1 and out == ""
+    assert message in err and "Traceback" not in err
+
+
+def test_sessions_list_show_export_rename_rm(
+    brain: Run, indexed: Path, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    code, out, _ = brain("sessions", "list")
+    assert code == 0 and "no sessions yet" in out
+    fake_ollama.script_chat("Stash with git stash [1].")
+    code, out, _ = brain("ask", "how do I stash changes?", "--json")
+    sid = json.loads(out)["session_id"]
+
+    code, out, _ = brain("sessions", "list")
+    assert out.startswith(sid) and "1 turn" in out and "how do I stash changes?" in out
+    code, out, _ = brain("sessions", "list", "--json")
+    [entry] = json.loads(out)["sessions"]
+    assert entry["id"] == sid and entry["turns"] == 1
+
+    code, out, _ = brain("sessions", "show", sid)
+    assert "you: how do I stash changes?" in out and "[1] git/git-stash.md:1-3" in out
+
+    target = tmp_path / "chat.md"
+    code, _, err = brain("sessions", "export", sid[:4], "-o", str(target))
+    assert code == 0, err
+    markdown = target.read_text(encoding="utf-8")
+    assert markdown.startswith("# how do I stash changes?")
+    assert "Stash with git stash [1]." in markdown
+    assert str(indexed / "git/git-stash.md") in markdown
+    code, out, _ = brain("sessions", "export", sid)
+    assert out == markdown
+    code, _, err = brain("sessions", "export", sid, "-o", str(tmp_path))
+    assert code == 1 and "is a folder" in err
+
+    code, out, _ = brain("sessions", "rename", sid, "Git", "stashing")
+    assert out.strip() == f"{sid}  Git stashing"
+    code, out, err = brain("sessions", "rm", sid, "nope")
+    assert code == 1 and "no session matches 'nope'" in err
+    code, out, _ = brain("sessions", "list", "--json")
+    assert len(json.loads(out)["sessions"]) == 1  # nothing deleted on a bad id
+    code, out, _ = brain("sessions", "rm", sid)
+    assert code == 0 and "deleted session" in out and "Git stashing" in out
+    code, out, _ = brain("sessions", "list", "--json")
+    assert json.loads(out)["sessions"] == []
