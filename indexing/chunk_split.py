@@ -83,10 +83,22 @@ def _atomise(
     # CODE_LEVELS skips sentence and clause; strengths stay comparable across both ladders.
     strength = PROSE_LEVELS.index(pattern)
     bounds = [start]
-    for match in pattern.finditer(text, start, end):
-        cut = match.end()
-        if start < cut < end and cut > bounds[-1]:
-            bounds.append(cut)
+    if pattern is CLAUSE or pattern is WHITESPACE:
+        # Weak cuts at least size/8 apart: a 5 MB wall of words would otherwise become a
+        # million one-word atoms, and overlap needs no finer steps than that.
+        step = max(1, size // 8)
+        pos = start + step
+        while pos < end:
+            match = pattern.search(text, pos, end)
+            if match is None or match.end() >= end:
+                break
+            bounds.append(match.end())
+            pos = match.end() + step
+    else:
+        for match in pattern.finditer(text, start, end):
+            cut = match.end()
+            if start < cut < end and cut > bounds[-1]:
+                bounds.append(cut)
     bounds.append(end)
     for a, b in itertools.pairwise(bounds):
         piece_strength = end_strength if b == end else strength

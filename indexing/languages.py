@@ -182,7 +182,8 @@ def code_language(path: Path) -> str | None:
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
 _KANA = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff]")
 _HANGUL = re.compile(r"[\uac00-\ud7af\u1100-\u11ff]")
-_LATIN = re.compile(r"[A-Za-z]")
+_ASCII_LETTERS = bytes(range(65, 91)) + bytes(range(97, 123))
+_DROP_ASCII = dict.fromkeys(range(128))
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
 _ACCENTED = re.compile(r"[\u00c0-\u024f]")
 
@@ -194,12 +195,16 @@ def detect_language(text: str) -> str:
     before it is the majority of letters (tldr's Chinese pages are half command lines).
     """
     sample = text[:4000]
-    han = len(_HAN.findall(sample))
-    kana = len(_KANA.findall(sample))
-    hangul = len(_HANGUL.findall(sample))
-    latin = len(_LATIN.findall(sample))
-    cyrillic = len(_CYRILLIC.findall(sample))
-    accented = len(_ACCENTED.findall(sample))
+    if sample.isascii():  # the common case, decided without a regex pass
+        return "en" if any(c.isalpha() for c in sample) else "other"
+    ascii_part = sample.encode("ascii", "ignore")
+    latin = len(ascii_part) - len(ascii_part.translate(None, _ASCII_LETTERS))
+    rest = sample.translate(_DROP_ASCII)  # the regexes below then scan only non-ASCII text
+    han = len(_HAN.findall(rest))
+    kana = len(_KANA.findall(rest))
+    hangul = len(_HANGUL.findall(rest))
+    cyrillic = len(_CYRILLIC.findall(rest))
+    accented = len(_ACCENTED.findall(rest))
     cjk = han + kana + hangul
     letters = cjk + latin + cyrillic + accented
     if letters == 0:
