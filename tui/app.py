@@ -18,6 +18,7 @@ from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer
@@ -106,9 +107,15 @@ class BrainApp(App[int]):
 
     async def _on_message(self, message: Message) -> None:
         # Workers may post after the screens are gone (quitting): nothing left to update.
-        if not self.screen_stack and type(message).__module__ == msg.__name__:
+        ours = type(message).__module__ == msg.__name__
+        if ours and not self.screen_stack:
             return
-        await super()._on_message(message)
+        try:
+            await super()._on_message(message)
+        except NoMatches:
+            if not ours:
+                raise
+            # The widget a worker reported to is gone (screen closed, app quitting).
 
     @property
     def main_screen(self) -> Screen[Any]:

@@ -13,7 +13,7 @@ from tests.tui.fake_backend import FakeBackend
 from tui.app import BrainApp
 
 
-class TestBrainApp(BrainApp):
+class BrainTestApp(BrainApp):
     """BrainApp with blinking cursors off, so snapshots are deterministic."""
 
     def on_mount(self) -> None:
@@ -42,11 +42,11 @@ def backend() -> FakeBackend:
 
 
 @pytest.fixture
-def make_app(ctx: AppContext, backend: FakeBackend) -> Callable[..., TestBrainApp]:
-    def make(**kwargs: Any) -> TestBrainApp:
+def make_app(ctx: AppContext, backend: FakeBackend) -> Callable[..., BrainTestApp]:
+    def make(**kwargs: Any) -> BrainTestApp:
         kwargs.setdefault("ollama_poll_seconds", 0.1)
         kwargs.setdefault("memory_poll_seconds", 0.1)
         kwargs.setdefault("watch", False)
-        return TestBrainApp(ctx, backend, **kwargs)
+        return BrainTestApp(ctx, backend, **kwargs)
 
     return make

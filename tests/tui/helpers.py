@@ -17,5 +17,9 @@ async def wait_until(
         if condition():
             return
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
+            notes = [n.message for n in pilot.app._notifications]
+            raise AssertionError(
+                f"timed out after {timeout} s waiting for {what or condition}; "
+                f"notifications: {notes}"
+            )
         await pilot.pause(0.02)

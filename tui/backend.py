@@ -1,0 +1,620 @@
+"""The adapter from the UI to the core (`assistant/`, `indexing/`): one small class per domain.
+
+Every method blocks and runs in a worker thread. Core types are turned into the view types of
+`tui/views.py` here and nowhere else, so a change in the core touches this file only. Heavy
+modules (torch, Chroma, LlamaIndex) are imported inside methods: importing this file is cheap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from assistant.context import AppContext
+from assistant.errors import UserError
+from tui.views import (
+    ChatEvent,
+    Failed,
+    Finished,
+    FolderView,
+    MemoryEvent,
+    MemoryView,
+    ModelView,
+    OllamaStatus,
+    Retrieved,
+    SearchResult,
+    SessionView,
+    SourceView,
+    SyncProgress,
+    SyncSummary,
+    Token,
+    TurnView,
+)
+
+if TYPE_CHECKING:
+    from assistant.chat.turn import KnowledgeItem, MemoryItem, Source, Turn
+    from assistant.memory.model import Memory
+    from assistant.memory.store import MemoryStore
+    from assistant.retrieval.hit import SearchHit
+    from assistant.retrieval.hybrid import HybridRetriever
+    from indexing.knowledge import KnowledgeBase
+
+STATUS_TIMEOUT = 3.0  # seconds: the live Ollama check must not hang a worker for long
+
+
+def _iso(value: datetime | float | str | None) -> str:
+    if value is None or value == "":
+        return ""
+    if isinstance(value, str):
+        return value[:16].replace("T", " ")
+    if isinstance(value, float | int):
+        value = datetime.fromtimestamp(value).astimezone()
+    return value.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def _relpath(source: str, roots: Sequence[str]) -> str:
+    for root in roots:
+        prefix = root.rstrip("/") + "/"
+        if source.startswith(prefix):
+            return source[len(prefix):]
+    return source
+
+
+# --- Ollama -------------------------------------------------------------------------------------
+
+class OllamaAdapter:
+    def __init__(self, ctx: AppContext) -> None:
+        self.ctx = ctx
+
+    def _client(self, timeout: float) -> Any:
+        from assistant.ollama_client import OllamaClient
+
+        return OllamaClient(self.ctx.config.ollama.host, timeout=timeout)
+
+    def status(self, model: str) -> OllamaStatus:
+        from assistant.ollama_client import OllamaError, model_matches
+
+        try:
+            with self._client(STATUS_TIMEOUT) as client:
+                version = client.version()
+                installed = [m.name for m in client.list_models()]
+        except OllamaError as exc:
+            return OllamaStatus(False, message=str(exc).split("\n")[0], hint=exc.hint or "")
+        if not any(model_matches(model, name) for name in installed):
+            return OllamaStatus(
+                False, version, f"the chat model {model!r} is not installed in Ollama",
+                f"run `ollama pull {model}`", model_missing=True,
+            )
+        return OllamaStatus(True, version)
+
+    def models(self) -> list[ModelView]:
+        with self._client(self.ctx.config.ollama.timeout) as client:
+            models = client.list_models()
+        return [ModelView(m.name, m.size, m.family) for m in models]
+
+
+# --- knowledge ----------------------------------------------------------------------------------
+
+class KnowledgeAdapter:
+    """Folders, sync, search and watch over one KnowledgeBase (opened once, with the model)."""
+
+    def __init__(self, ctx: AppContext) -> None:
+        self.ctx = ctx
+        self._lock = threading.RLock()
+        self._kb: KnowledgeBase | None = None
+        self._retriever: HybridRetriever | None = None
+
+    def warm_up(self) -> None:
+        self.retriever()
+
+    def kb(self) -> KnowledgeBase:
+        from assistant.knowledge_service import open_knowledge
+
+        with self._lock:
+            if self._kb is None:
+                self._kb = open_knowledge(self.ctx)
+            return self._kb
+
+    def retriever(self) -> HybridRetriever:
+        from assistant.retrieval.hybrid import HybridRetriever
+        from assistant.retrieval.log import RetrievalLog
+        from assistant.retrieval.rerank import make_reranker
+
+        with self._lock:
+            if self._retriever is None:
+                cfg = self.ctx.config
+                self._retriever = HybridRetriever(
+                    self.kb(), self.ctx.embedder(), cfg.retrieval,
+                    reranker=make_reranker(cfg.retrieval.reranker, device=cfg.embedding.device),
+                    log=RetrievalLog.open(self.ctx.paths.retrieval_log_db), origin="tui",
+                )
+            return self._retriever
+
+    def stats(self) -> tuple[int, int]:
+        return self.kb().stats()
+
+    def folders(self) -> list[FolderView]:
+        return [
+            FolderView(f.path, f.files, f.chunks, _iso(f.last_sync))
+            for f in self.kb().folders()
+        ]
+
+    def add_folder(self, path: Path) -> FolderView:
+        from assistant.knowledge_service import indexing_errors
+
+        with indexing_errors():
+            added = self.kb().add_folder(path)
+        if added.status == "inside":
+            raise UserError(f"{added.path} is already indexed as part of {added.parent}")
+        if added.status == "already":
+            raise UserError(f"{added.path} is already indexed", hint="press s to re-sync it")
+        return FolderView(added.path, 0, 0)
+
+    def remove_folder(self, path: str) -> None:
+        from assistant.knowledge_service import indexing_errors
+
+        with indexing_errors():
+            self.kb().remove_folder(path)
+
+    def sync(
+        self,
+        folders: Sequence[str] | None,
+        *,
+        rebuild: bool,
+        progress: Callable[[SyncProgress], None],
+    ) -> SyncSummary:
+        from assistant.knowledge_service import indexing_errors, sync_settings
+        from indexing.progress import Phase
+
+        def relay(p: Any) -> None:
+            if p.phase is Phase.repairing:
+                progress(SyncProgress(p.chunks_done, p.chunks_total, p.path, "repairing"))
+            else:
+                progress(SyncProgress(p.files_done, p.files_total, p.path, str(p.phase)))
+
+        with indexing_errors():
+            report = self.kb().sync(
+                sync_settings(self.ctx.config), folders=folders, rebuild=rebuild, progress=relay
+            )
+        skipped = tuple(
+            (path, f"{reason}: {detail}" if detail else reason)
+            for reason, items in report.skipped.items()
+            for path, detail in items
+        )
+        return SyncSummary(len(report.added), len(report.updated), len(report.removed),
+                           report.unchanged, skipped, report.seconds)
+
+    def search(self, query: str) -> SearchResult:
+        result = self.retriever().search(query)
+        roots = [f.path for f in self.kb().folders()]
+        sources = tuple(hit_view(h, roots, self.ctx) for h in result.hits)
+        log_id = str(result.log_id) if result.log_id is not None else None
+        return SearchResult(query, sources, result.low_confidence, log_id)
+
+    def watch(self, on_change: Callable[[str], None], stop: threading.Event) -> None:
+        from assistant.knowledge_service import open_knowledge, sync_settings
+        from indexing.watch import FolderWatcher
+
+        cfg = self.ctx.config.indexing
+        # Its own connection: a long sync in the watcher must not hold up searches.
+        kb = open_knowledge(self.ctx)
+        try:
+            count = len(kb.folders())
+            on_change(f"watching {count} folder{'s' if count != 1 else ''}")
+
+            def reported(report: Any) -> None:
+                if report.changed:
+                    n = len(report.added) + len(report.updated) + len(report.removed)
+                    on_change(f"live sync: {n} file{'s' if n != 1 else ''} updated "
+                              f"at {time.strftime('%H:%M:%S')}")
+
+            def failed(exc: BaseException) -> None:
+                on_change(f"live sync failed: {exc}")
+
+            watcher = FolderWatcher(
+                kb, sync_settings(self.ctx.config), debounce_ms=cfg.watch_debounce_ms,
+                on_report=reported, on_error=failed,
+                ignore_paths=[self.ctx.paths.data_dir, self.ctx.paths.cache_dir],
+            )
+            watcher.run(stop)
+        finally:
+            kb.close()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._retriever is not None:
+                from assistant.retrieval.open import close_retriever
+
+                close_retriever(self._retriever)
+                self._retriever = None
+                self._kb = None
+            elif self._kb is not None:
+                self._kb.close()
+                self._kb = None
+
+
+def _is_recent(path: str, ctx: AppContext) -> bool:
+    cfg = ctx.config.retrieval
+    if cfg.recency_boost <= 0:
+        return False
+    try:
+        age_days = (time.time() - os.stat(path).st_mtime) / 86400
+    except OSError:
+        return False
+    return age_days < cfg.recency_days
+
+
+def hit_view(hit: SearchHit, roots: Sequence[str], ctx: AppContext) -> SourceView:
+    chunk = hit.chunk
+    return SourceView(
+        number=hit.rank, chunk_id=chunk.id, source=chunk.source,
+        relpath=chunk.relpath if chunk.root else _relpath(chunk.source, roots),
+        heading=chunk.heading, text=chunk.text, start_line=chunk.start_line,
+        end_line=chunk.end_line, vector=hit.cosine, keyword=hit.keyword, fused_rank=hit.rank,
+        recent=hit.recency_boost > 0,
+    )
+
+
+def source_view(source: Source, ctx: AppContext) -> SourceView:
+    """A chat engine's numbered source; scores come from the retriever's JSON hit."""
+    item: KnowledgeItem = source.item
+    data = item.data or {}
+    scores = data.get("scores") or {}
+    boost = data.get("recency_boost")
+    return SourceView(
+        number=source.n, chunk_id=item.chunk_id, source=item.source, relpath=item.relpath,
+        heading=item.heading, text=item.text, start_line=item.start_line or 1,
+        end_line=item.end_line or item.start_line or 1,
+        vector=scores.get("vector"), keyword=scores.get("keyword"),
+        fused_rank=int(data.get("rank") or source.n),
+        recent=bool(boost) if boost is not None else _is_recent(item.source, ctx),
+        cited=source.cited,
+    )
+
+
+def memory_item_view(item: MemoryItem) -> MemoryView:
+    data = item.data or {}
+    return MemoryView(item.memory_id, item.kind, item.text, data.get("key"),
+                      bool(data.get("pinned", False)), "active", str(data.get("updated_at", "")))
+
+
+# --- memory -------------------------------------------------------------------------------------
+
+def memory_view(memory: Memory) -> MemoryView:
+    return MemoryView(memory.id, memory.type.value, memory.text, memory.key, memory.pinned,
+                      memory.status.value, _iso(memory.updated_at))
+
+
+class MemoryAdapter:
+    def __init__(self, ctx: AppContext) -> None:
+        self.ctx = ctx
+        self._lock = threading.Lock()
+        self._store: MemoryStore | None = None
+        self._seen_version = -1
+
+    def store(self) -> MemoryStore:
+        from assistant.memory.service import open_memory
+
+        with self._lock:
+            if self._store is None:
+                self._store = open_memory(self.ctx)
+            return self._store
+
+    def list(self, *, all_active: bool, type_: str | None, query: str) -> list[MemoryView]:
+        from assistant.memory.model import MemoryType
+
+        try:
+            kind = MemoryType(type_) if type_ else None
+        except ValueError:
+            raise UserError(f"unknown memory type {type_!r}") from None
+        memories = self.store().list(type=kind)
+        if query:
+            needle = query.casefold()
+            memories = [m for m in memories if needle in m.text.casefold()
+                        or needle in (m.key or "").casefold()]
+        return [memory_view(m) for m in memories]
+
+    def count(self) -> int:
+        return self.store().count()
+
+    def add(self, text: str, type_: str) -> MemoryView:
+        from assistant.memory.model import MemoryType, NewMemory
+
+        return memory_view(self.store().add(NewMemory(text=text, type=MemoryType(type_),
+                                                      source="tui")))
+
+    def edit(self, memory_id: str, text: str) -> MemoryView:
+        return memory_view(self.store().edit(memory_id, text))
+
+    def delete(self, memory_id: str) -> None:
+        self.store().delete(memory_id)
+
+    def pin(self, memory_id: str, pinned: bool) -> MemoryView:
+        return memory_view(self.store().pin(memory_id, pinned))
+
+    def undo(self, memory_id: str) -> MemoryView:
+        return memory_view(self.store().undo(memory_id))
+
+    def history(self, memory_id: str) -> list[MemoryEvent]:
+        return [
+            MemoryEvent(str(e.event), e.old_text, e.new_text, str(e.actor), _iso(e.at))
+            for e in self.store().history(memory_id)
+        ]
+
+    def forget_all(self) -> int:
+        return self.store().forget_all()
+
+    def changes_since(self, stamp: str) -> tuple[list[MemoryView], str]:
+        """Memories the assistant added or changed after `stamp` (an updated_at value)."""
+        from assistant.memory.model import Actor
+
+        store = self.store()
+        version = store.change_count()
+        if stamp and version == self._seen_version:
+            return [], stamp
+        self._seen_version = version
+        memories = store.list(statuses=None)
+        newest = max((m.updated_at for m in memories), default=stamp or "0")
+        if not stamp:
+            return [], newest
+        fresh: list[MemoryView] = []
+        for m in memories:
+            if m.updated_at > stamp:
+                events = store.history(m.id)
+                if events and events[-1].actor is Actor.ASSISTANT:
+                    fresh.append(memory_view(m))
+        return fresh, max(newest, stamp)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+
+# --- sessions -----------------------------------------------------------------------------------
+
+def turn_view(turn: Turn, ctx: AppContext) -> TurnView:
+    status = " · ".join(p for p in (
+        turn.model,
+        turn.status if turn.status != "complete" else "",
+        turn.error,
+    ) if p)
+    return TurnView(
+        turn.question, turn.answer,
+        tuple(source_view(s, ctx) for s in turn.sources),
+        tuple(memory_item_view(m) for m in turn.memories),
+        status,
+    )
+
+
+class SessionsAdapter:
+    def __init__(self, ctx: AppContext) -> None:
+        self.ctx = ctx
+        self._lock = threading.Lock()
+        self._store: Any = None
+
+    def store(self) -> Any:
+        from assistant.chat.sessions import SessionStore
+
+        with self._lock:
+            if self._store is None:
+                self._store = SessionStore.open(self.ctx.paths.sessions_db)
+            return self._store
+
+    def list(self) -> list[SessionView]:
+        return [SessionView(s.id, s.title, _iso(s.updated_at), s.turn_count)
+                for s in self.store().list()]
+
+    def create(self) -> SessionView:
+        s = self.store().create(model=self.ctx.config.ollama.model)
+        return SessionView(s.id, s.title, _iso(s.updated_at), 0)
+
+    def turns(self, session_id: str) -> list[TurnView]:
+        store = self.store()
+        session = store.resolve(session_id)
+        return [turn_view(t, self.ctx) for t in store.turns(session.id)]
+
+    def rename(self, session_id: str, title: str) -> None:
+        if not title.strip():
+            raise UserError("a session title cannot be empty")
+        self.store().rename(session_id, title.strip())
+
+    def delete(self, session_id: str) -> None:
+        self.store().delete(session_id)
+
+    def export_markdown(self, session_id: str, path: Path) -> Path:
+        from assistant.chat.export import session_markdown
+
+        store = self.store()
+        session = store.resolve(session_id)
+        text = session_markdown(session, store.turns(session.id))
+        if path.is_dir():
+            raise UserError(f"{path} is a folder: give a file name")
+        try:
+            path.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UserError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        return path
+
+    def close(self) -> None:
+        with self._lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+
+# --- chat ---------------------------------------------------------------------------------------
+
+_END = object()
+
+
+class ChatAdapter:
+    """Runs the async ChatEngine on one private event loop thread; `ask` is a plain iterator.
+
+    One loop for the app's lifetime, so the engine's background work (rolling summary, memory
+    extraction) survives between turns and `close()` can wait for it before the app exits.
+    """
+
+    def __init__(self, ctx: AppContext, knowledge: KnowledgeAdapter,
+                 memory: MemoryAdapter, sessions: SessionsAdapter) -> None:
+        self.ctx = ctx
+        self.knowledge = knowledge
+        self.memory = memory
+        self.sessions = sessions
+        self._lock = threading.Lock()
+        self._engine: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(target=loop.run_forever, name="brain-chat",
+                                                daemon=True)
+                self._thread.start()
+                self._loop = loop
+            return self._loop
+
+    def engine(self) -> Any:
+        from assistant.chat.service import open_engine
+
+        with self._lock:
+            if self._engine is None:
+                self._engine = open_engine(
+                    self.ctx,
+                    retriever=self.knowledge.retriever(),
+                    memory_store=self.memory.store(),
+                    sessions=self.sessions.store(),
+                )
+            return self._engine
+
+    def ask(
+        self, session_id: str | None, text: str, *, model: str, cancel: threading.Event
+    ) -> Iterator[ChatEvent]:
+        from assistant.chat import events as core
+
+        engine = self.engine()
+        current = engine.session
+        if session_id is None:
+            if current is not None:
+                engine.new_session()
+        elif current is None or current.id != session_id:
+            engine.resume(session_id)
+        if model and model != engine.model:
+            engine.set_model(model)
+        loop = self._ensure_loop()
+        out: queue.Queue[Any] = queue.Queue()
+        holder: dict[str, Any] = {}
+
+        async def run() -> None:
+            stream = engine.send(text)
+            holder["stream"] = stream
+            try:
+                async for event in stream:
+                    out.put(event)
+            finally:
+                out.put(_END)
+
+        future = asyncio.run_coroutine_threadsafe(run(), loop)
+        started = time.monotonic()
+        tokens = 0
+        cancelled = False
+        while True:
+            if cancel.is_set() and not cancelled and "stream" in holder:
+                cancelled = True
+                loop.call_soon_threadsafe(holder["stream"].cancel)
+            try:
+                event = out.get(timeout=0.05)
+            except queue.Empty:
+                if future.done() and future.exception() is not None:
+                    raise future.exception()  # type: ignore[misc]
+                continue
+            if event is _END:
+                return
+            if isinstance(event, core.Retrieved):
+                yield Retrieved(
+                    tuple(source_view(s, self.ctx) for s in event.sources),
+                    tuple(memory_item_view(m) for m in event.memories),
+                    event.low_confidence,
+                    _log_id(event),
+                )
+            elif isinstance(event, core.Token):
+                tokens += 1
+                yield Token(event.text)
+            elif isinstance(event, core.ToolCalled):
+                tool = event.tool
+                yield Token(f"\n\n> 🔧 `{tool.name}`: {tool.result.splitlines()[0][:200]}\n\n"
+                            if tool.result else f"\n\n> 🔧 `{tool.name}`\n\n")
+            elif isinstance(event, core.Done):
+                turn = event.turn
+                seconds = (turn.timings or {}).get("total_ms", 0) / 1000 or (
+                    time.monotonic() - started)
+                yield Finished(
+                    turn.model or model, int((turn.timings or {}).get("tokens", tokens)),
+                    seconds, tuple(s.n for s in turn.sources if s.cited),
+                    interrupted=event.interrupted, session_id=turn.session_id,
+                )
+            elif isinstance(event, core.Failed):
+                error = event.error
+                yield Failed(error.message, error.hint or "", event.partial)
+
+    def feedback(self, log_id: str, rating: int) -> None:
+        from assistant.retrieval.log import RetrievalLog
+
+        if not log_id.isdigit():
+            raise UserError("this answer has no retrieval log entry")
+        with RetrievalLog.open(self.ctx.paths.retrieval_log_db) as log:
+            log.rate(int(log_id), rating)
+
+    def close(self) -> None:
+        """Let the engine finish background work (memory extraction, summary), then stop."""
+        with self._lock:
+            engine, loop = self._engine, self._loop
+        if engine is not None and loop is not None:
+            closer = getattr(engine, "aclose", None)
+            if closer is not None:
+                future = asyncio.run_coroutine_threadsafe(closer(), loop)
+                try:
+                    future.result(timeout=30)
+                except Exception:  # the app is closing; a failed flush must not hang it
+                    pass
+        if loop is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            if self._thread is not None:
+                self._thread.join(timeout=5)
+        with self._lock:
+            self._engine = None
+            self._loop = None
+
+
+def _log_id(event: Any) -> str | None:
+    value = getattr(event, "log_id", None)
+    return str(value) if value is not None else None
+
+
+class CoreBackend:
+    """The real backend: what `brain` runs."""
+
+    def __init__(self, ctx: AppContext) -> None:
+        self.ctx = ctx
+        self.ollama = OllamaAdapter(ctx)
+        self.knowledge = KnowledgeAdapter(ctx)
+        self.memory = MemoryAdapter(ctx)
+        self.sessions = SessionsAdapter(ctx)
+        self.chat = ChatAdapter(ctx, self.knowledge, self.memory, self.sessions)
+
+    def close(self) -> None:
+        for part in (self.chat, self.knowledge, self.memory, self.sessions):
+            try:
+                part.close()
+            except Exception:  # closing must reach every store
+                pass
