@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -14,8 +12,6 @@ import pytest
 from assistant.cli.main import main
 from assistant.context import AppContext
 from tests.fixtures.knowledge import make_embedder, note_text
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -197,19 +193,26 @@ def test_corrupt_database_is_a_clear_error(cli, notes, home, capsys) -> None:
 
 
 @pytest.mark.slow
-def test_real_brain_index_subprocess_with_the_bundled_model(notes, home) -> None:
-    """End to end as a user runs it: the real CLI, the real model, a pipe for stdout."""
-    env = {**os.environ, "BRAIN_HOME": str(home)}
-    done = subprocess.run(
-        [sys.executable, "-m", "assistant.cli.main", "index", str(notes)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
+def test_index_and_search_with_the_bundled_model(notes, home, real_embedder, monkeypatch,
+                                                 capsys) -> None:
+    """The real model (loaded once per session) through the CLI: 384-d vectors, and the
+    nearest chunk to a note's own text is that note."""
+    monkeypatch.setattr(AppContext, "embedder", lambda self: real_embedder)
+    (notes / "tar.md").write_text(
+        "# tar\n\n> Archiving utility.\n\n- Create an archive from files:\n\n"
+        "`tar cf target.tar file1 file2 file3`\n"
     )
-    assert done.returncode == 0, done.stderr
-    assert "3 added" in done.stdout
-    listed = subprocess.run(
-        [sys.executable, "-m", "assistant.cli.main", "folders", "--json"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
-    )
-    assert listed.returncode == 0, listed.stderr
-    [entry] = json.loads(listed.stdout)["folders"]
-    assert entry["files"] == 3 and entry["chunks"] >= 3
+    assert main(["index", str(notes), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert len(report["added"]) == 4
+    from assistant.knowledge_service import open_knowledge
+
+    kb = open_knowledge(AppContext.load(str(home)))
+    try:
+        assert kb.indexed_model == real_embedder.model_id and real_embedder.dimension == 384
+        query = real_embedder.embed_query("how do I create a tar archive of some files")
+        [(best, score), *_] = kb.dense_search(query, 3)
+        assert kb.get_chunks([best])[best].source == str(notes / "tar.md")
+        assert 0.3 < score <= 1.0001
+    finally:
+        kb.close()
