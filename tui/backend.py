@@ -8,6 +8,7 @@ modules (torch, Chroma, LlamaIndex) are imported inside methods: importing this 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import queue
 import threading
@@ -536,7 +537,7 @@ class ChatAdapter:
                 event = out.get(timeout=0.05)
             except queue.Empty:
                 if future.done() and future.exception() is not None:
-                    raise future.exception()  # type: ignore[misc]
+                    raise future.exception() from None  # type: ignore[misc]
                 continue
             if event is _END:
                 return
@@ -583,10 +584,9 @@ class ChatAdapter:
             closer = getattr(engine, "aclose", None)
             if closer is not None:
                 future = asyncio.run_coroutine_threadsafe(closer(), loop)
-                try:
+                # The app is closing: a failed flush must not hang it.
+                with contextlib.suppress(Exception):
                     future.result(timeout=30)
-                except Exception:  # the app is closing; a failed flush must not hang it
-                    pass
         if loop is not None:
             loop.call_soon_threadsafe(loop.stop)
             if self._thread is not None:
@@ -614,7 +614,5 @@ class CoreBackend:
 
     def close(self) -> None:
         for part in (self.chat, self.knowledge, self.memory, self.sessions):
-            try:
+            with contextlib.suppress(Exception):  # closing must reach every store
                 part.close()
-            except Exception:  # closing must reach every store
-                pass
