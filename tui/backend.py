@@ -464,14 +464,10 @@ class ChatAdapter:
     extraction) survives between turns and `close()` can wait for it before the app exits.
     """
 
-    def __init__(self, ctx: AppContext, knowledge: KnowledgeAdapter,
-                 memory: MemoryAdapter, sessions: SessionsAdapter) -> None:
+    def __init__(self, ctx: AppContext) -> None:
         self.ctx = ctx
-        self.knowledge = knowledge
-        self.memory = memory
-        self.sessions = sessions
         self._lock = threading.Lock()
-        self._engine: Any = None
+        self._service: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
@@ -486,17 +482,13 @@ class ChatAdapter:
             return self._loop
 
     def engine(self) -> Any:
-        from assistant.chat.service import open_engine
+        """The chat engine (its service opens the retriever and memory on first use)."""
+        from assistant.chat.service import open_chat
 
         with self._lock:
-            if self._engine is None:
-                self._engine = open_engine(
-                    self.ctx,
-                    retriever=self.knowledge.retriever(),
-                    memory_store=self.memory.store(),
-                    sessions=self.sessions.store(),
-                )
-            return self._engine
+            if self._service is None:
+                self._service = open_chat(self.ctx)
+            return self._service.engine
 
     def ask(
         self, session_id: str | None, text: str, *, model: str, cancel: threading.Event
@@ -546,7 +538,7 @@ class ChatAdapter:
                     tuple(source_view(s, self.ctx) for s in event.sources),
                     tuple(memory_item_view(m) for m in event.memories),
                     event.low_confidence,
-                    _log_id(event),
+                    str(event.log_id) if getattr(event, "log_id", None) is not None else None,
                 )
             elif isinstance(event, core.Token):
                 tokens += 1
@@ -579,26 +571,21 @@ class ChatAdapter:
     def close(self) -> None:
         """Let the engine finish background work (memory extraction, summary), then stop."""
         with self._lock:
-            engine, loop = self._engine, self._loop
-        if engine is not None and loop is not None:
-            closer = getattr(engine, "aclose", None)
-            if closer is not None:
-                future = asyncio.run_coroutine_threadsafe(closer(), loop)
-                # The app is closing: a failed flush must not hang it.
-                with contextlib.suppress(Exception):
-                    future.result(timeout=30)
+            service, loop = self._service, self._loop
+        if service is not None:
+            # The app is closing: a failed flush must not hang it.
+            with contextlib.suppress(Exception):
+                if loop is not None:
+                    asyncio.run_coroutine_threadsafe(service.aclose(), loop).result(timeout=30)
+                else:
+                    asyncio.run(service.aclose())
         if loop is not None:
             loop.call_soon_threadsafe(loop.stop)
             if self._thread is not None:
                 self._thread.join(timeout=5)
         with self._lock:
-            self._engine = None
+            self._service = None
             self._loop = None
-
-
-def _log_id(event: Any) -> str | None:
-    value = getattr(event, "log_id", None)
-    return str(value) if value is not None else None
 
 
 class CoreBackend:
@@ -610,7 +597,7 @@ class CoreBackend:
         self.knowledge = KnowledgeAdapter(ctx)
         self.memory = MemoryAdapter(ctx)
         self.sessions = SessionsAdapter(ctx)
-        self.chat = ChatAdapter(ctx, self.knowledge, self.memory, self.sessions)
+        self.chat = ChatAdapter(ctx)
 
     def close(self) -> None:
         for part in (self.chat, self.knowledge, self.memory, self.sessions):
