@@ -21,6 +21,7 @@ from assistant.context import AppContext
 from assistant.errors import UserError
 
 if TYPE_CHECKING:
+    from assistant.chat.blocking import BlockingChat
     from assistant.memory.model import RecalledMemory
     from assistant.memory.service import MemoryService
     from assistant.retrieval.hit import SearchHit
@@ -234,3 +235,19 @@ def open_chat(
     )
     return ChatService(engine, store, knowledge_source, memory_source)
 
+
+
+def open_blocking_chat(ctx: AppContext, **options: object) -> BlockingChat:
+    """`open_chat` for synchronous callers (the TUI's workers): see blocking.py."""
+    from assistant.chat.blocking import BlockingChat
+
+    opened: list[ChatService] = []
+
+    def make() -> ChatEngine:
+        opened.append(open_chat(ctx, **options))  # type: ignore[arg-type]
+        return opened[0].engine
+
+    async def close() -> None:
+        await opened[0].aclose()
+
+    return BlockingChat(make, on_close=close)
