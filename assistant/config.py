@@ -49,9 +49,13 @@ class OllamaConfig:
     timeout: float = _opt(60.0, "Seconds to wait for Ollama before giving up on a request.")
     temperature: float = _opt(0.3, "Sampling temperature for answers.")
     context_window: int = _opt(
-        8192, "Context length used when the model does not report one (/api/show), in tokens."
+        8192,
+        "Context length in tokens when num_ctx is 0: the model's own (/api/show), capped at "
+        "this (a model's full 32k-128k would reserve gigabytes of memory); also the fallback.",
     )
-    num_ctx: int = _opt(0, "Context length to request from Ollama (0 = the model's default).")
+    num_ctx: int = _opt(
+        0, "Context length to request from Ollama; 0 = the model's own, up to context_window."
+    )
     keep_alive: str = _opt("10m", "How long Ollama keeps the model loaded after a request.")
     persona: str = _opt("default", "Name of the system prompt preset (see [personas]).")
     tools: bool = _opt(False, "Let models that support tools search knowledge and store memories.")
