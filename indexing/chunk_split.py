@@ -31,6 +31,7 @@ CODE_LEVELS: tuple[re.Pattern[str], ...] = (PARAGRAPH, LINE, WHITESPACE)
 PROSE_MIN_DEPTH = 3
 CODE_MIN_DEPTH = 2
 HARD = len(PROSE_LEVELS)  # strength of a hard cut: the weakest
+_INTRODUCES = frozenset(":：")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +84,7 @@ def _atomise(
     # CODE_LEVELS skips sentence and clause; strengths stay comparable across both ladders.
     strength = PROSE_LEVELS.index(pattern)
     bounds = [start]
+    strengths: list[int] = []  # of the cut at bounds[i + 1]
     if pattern is CLAUSE or pattern is WHITESPACE:
         # Weak cuts at least size/8 apart: a 5 MB wall of words would otherwise become a
         # million one-word atoms, and overlap needs no finer steps than that.
@@ -93,15 +95,21 @@ def _atomise(
             if match is None or match.end() >= end:
                 break
             bounds.append(match.end())
+            strengths.append(strength)
             pos = match.end() + step
     else:
         for match in pattern.finditer(text, start, end):
             cut = match.end()
             if start < cut < end and cut > bounds[-1]:
                 bounds.append(cut)
+                # A paragraph ending in a colon introduces the next one (tldr's "- Do X:" and
+                # its command, "Example:" and its code): cutting there is only as good as a
+                # line break, so a full chunk prefers to end before the introduction.
+                weak = pattern is PARAGRAPH and text[match.start() - 1] in _INTRODUCES
+                strengths.append(strength + 1 if weak else strength)
     bounds.append(end)
-    for a, b in itertools.pairwise(bounds):
-        piece_strength = end_strength if b == end else strength
+    strengths.append(end_strength)
+    for (a, b), piece_strength in zip(itertools.pairwise(bounds), strengths, strict=True):
         _atomise(text, a, b, levels, depth + 1, min_depth, size, out, piece_strength)
 
 
