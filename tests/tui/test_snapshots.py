@@ -1,0 +1,73 @@
+"""SVG snapshots: the main screen in every bundled theme, the memory editor, the index manager.
+
+Deterministic: fixed terminal size, blinking cursors off, fixed data (fake backend) and no
+clock on screen. Update after an intended visual change with `pytest --snapshot-update`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.tui.fake_backend import STAMP
+from tests.tui.helpers import wait_until
+from tui.themes import load_themes
+from tui.views import FolderView
+from tui.widgets.chat_input import ChatInput
+from tui.widgets.memory_pane import MemoryPane
+from tui.widgets.message import AnswerMessage
+
+SIZE = (120, 36)
+THEMES = load_themes().names()
+
+
+async def answered(pilot) -> None:  # type: ignore[no-untyped-def]
+    app = pilot.app
+    chat_input = app.query_one(ChatInput)
+    chat_input.load_text("how do I apply a stash?")
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: app.query(AnswerMessage)
+                     and app.query_one(AnswerMessage).finished, what="answer")
+    await wait_until(pilot, lambda: app.model_ready and app.ollama_ok, what="checks done")
+    await pilot.pause(0.1)
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_main_screen(theme, snap_compare, make_app) -> None:  # type: ignore[no-untyped-def]
+    app = make_app()
+
+    async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
+        pilot.app.theme = theme
+        await answered(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_memory_editor(snap_compare, make_app) -> None:  # type: ignore[no-untyped-def]
+    app = make_app()
+
+    async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
+        await pilot.press("ctrl+r")
+        pane = pilot.app.query_one(MemoryPane)
+        await wait_until(pilot, lambda: len(pane.items) == 3, what="all memories")
+        pane.list_view.focus()
+        pane.list_view.index = 1
+        await pilot.press("e")
+        await pilot.pause(0.1)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_index_manager(snap_compare, make_app, backend) -> None:  # type: ignore[no-untyped-def]
+    backend.knowledge.folders_ = {
+        "/home/me/notes": FolderView("/home/me/notes", 412, 1893, STAMP.replace("T", " ")[:16]),
+        "/home/me/src/brain": FolderView("/home/me/src/brain", 96, 702, ""),
+    }
+    app = make_app()
+
+    async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
+        await pilot.press("f3")
+        await wait_until(pilot, lambda: getattr(pilot.app.screen, "folders", None),
+                         what="folders listed")
+        await pilot.pause(0.1)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
