@@ -117,8 +117,11 @@ def walk(root: Path, settings: SourceSettings) -> Iterator[SourceFile | Skipped]
     """
     root = Path(os.path.abspath(root))
     real_root = Path(os.path.realpath(root))
-    if not real_root.is_dir():
+    if not real_root.exists():
         yield Skipped(root, SkipReason.vanished, "folder does not exist")
+        return
+    if not real_root.is_dir():
+        yield Skipped(root, SkipReason.not_a_file, "not a folder")
         return
     rules = _Rules(root, settings)
     yield from _walk_dir(root, "", real_root, rules, settings)
@@ -196,6 +199,8 @@ def _symlink(
         # Any other folder inside the root is walked at its real location; following the link
         # too would index it twice (and links between siblings can still form cycles).
         return
+    if not is_ignored(target, real_root, settings):
+        return  # indexed at its real location; a second copy would only duplicate results
     yield _stat_file(path, real_root, settings, directory_root=rules.root)
 
 

@@ -126,6 +126,20 @@ def test_small_tldr_page_is_one_chunk() -> None:
     assert (chunk.start_line, chunk.end_line) == (1, 17)
 
 
+def test_long_tldr_page_splits_between_examples() -> None:
+    examples = "".join(
+        f"- Example {i} does something useful:\n\n`tool --opt-{i} {{{{path/to/file}}}}`\n\n"
+        for i in range(20)
+    )
+    page = "# tool\n\n> A tool.\n\n" + examples
+    settings = ChunkSettings(chunk_size=400, chunk_overlap=100)
+    chunks = md(page, settings)
+    assert len(chunks) > 3
+    for chunk in chunks:
+        assert chunk.text.endswith("`"), chunk.text[-40:]  # never an orphaned "- Do X:" line
+        assert chunk.heading == "tool"
+
+
 def test_tiny_sections_merge_with_siblings() -> None:
     text = "# Install\n\n## Linux\n\napt install brain\n\n## macOS\n\nbrew install brain\n"
     (chunk,) = md(text)

@@ -128,6 +128,10 @@ def test_missing_root_is_reported_not_raised(tmp_path: Path) -> None:
     (item,) = list(walk(tmp_path / "gone", SourceSettings()))
     assert isinstance(item, Skipped)
     assert item.reason is SkipReason.vanished
+    (tmp_path / "file.md").write_text("x\n")
+    (item,) = list(walk(tmp_path / "file.md", SourceSettings()))
+    assert isinstance(item, Skipped)
+    assert item.reason is SkipReason.not_a_file
 
 
 def test_unreadable_folder_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -154,11 +158,11 @@ def test_symlinked_root_keeps_the_given_path(tmp_path: Path) -> None:
     real = tmp_path / "real"
     real.mkdir()
     (real / "a.md").write_text("x\n")
-    (real / "inner.md").symlink_to(real / "a.md")
+    (real / "inner.md").symlink_to(real / "a.md")  # inside the real root: not a duplicate
     link = tmp_path / "link"
     link.symlink_to(real)
     items = list(walk(link, SourceSettings()))
-    assert [i.path for i in items] == [link / "a.md", link / "inner.md"]
+    assert [i.path for i in items] == [link / "a.md"]
     assert all(isinstance(i, SourceFile) and i.root == link for i in items)
 
 
