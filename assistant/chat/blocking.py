@@ -115,7 +115,10 @@ class BlockingChat:
             return
 
         async def shutdown() -> None:
-            await self.engine.drain(timeout=timeout)
+            try:  # memory extraction of what this session has not been through yet
+                await self.engine.finish(timeout=timeout)
+            except (TimeoutError, asyncio.TimeoutError):
+                pass  # the turns stay in the session; extraction can run next time
             if self._on_close is not None:
                 await self._on_close()  # closes the engine with the stores it opened
             else:

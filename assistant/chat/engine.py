@@ -87,6 +87,7 @@ class EngineSettings:
     memory_share: float = 0.25
     knowledge_share: float = 0.45
     memory_top_k: int = 5
+    extract_every_turns: int = 6
     top_k: int | None = None
 
     @classmethod
@@ -106,6 +107,7 @@ class EngineSettings:
             answer_reserve=config.chat.answer_reserve,
             memory_share=config.memory.budget_share,
             memory_top_k=config.memory.top_k,
+            extract_every_turns=config.memory.extract_every_turns,
             top_k=config.retrieval.top_k,
         )
 
@@ -250,7 +252,7 @@ class ChatEngine:
         self._memory_pool = ThreadPoolExecutor(1, thread_name_prefix="brain-memory")
         self._llms: dict[tuple[Any, ...], Any] = {}
         self._background: set[asyncio.Task[None]] = set()
-        self._folding = False
+        self._busy = False
 
     # --- session and model ------------------------------------------------------------------
 
@@ -448,7 +450,7 @@ class ChatEngine:
         state.ms("total_ms")
         turn = self._store(state, "complete")
         emit(Done(turn))
-        self._maybe_fold(turn.session_id, prompt.dropped_turns)
+        self._after_turn(turn.session_id, prompt.dropped_turns)
 
     async def _stream(
         self, llm: Any, messages: list[Any], state: _TurnState,
@@ -610,54 +612,89 @@ class ChatEngine:
         turn = self._store(state, "failed", error=str(error.message))
         emit(Failed(error, state.answer, turn))
 
-    # --- rolling summary ---------------------------------------------------------------------
+    # --- background: memory extraction and the rolling summary ------------------------------
 
-    def _maybe_fold(self, session_id: str, dropped: int) -> None:
-        if self._folding:
-            return  # one fold at a time; the next turn picks up what is left
-        session = self.store.get(session_id)
-        pending = self.store.turns(session_id, after_seq=session.summary_through)
-        fold = turns_to_fold(pending, keep=self.settings.history_turns, dropped=dropped)
-        if not fold:
+    def _after_turn(self, session_id: str, dropped: int) -> None:
+        """Schedule what follows a reply: periodic memory extraction and folding old turns
+        into the summary. One background job at a time; whatever it leaves, the next turn's
+        job picks up. Never delays the reply (this runs after `Done` was emitted)."""
+        if self._busy:
             return
-        self._folding = True
-        task = asyncio.get_running_loop().create_task(self._fold(session, fold))
+        self._busy = True
+        task = asyncio.get_running_loop().create_task(self._background_job(session_id, dropped))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _fold(self, session: Session, fold: list[Turn]) -> None:
+    async def _background_job(self, session_id: str, dropped: int) -> None:
         try:
-            loop = asyncio.get_running_loop()
-            if self.memory is not None:
-                exchanges = [(t.question, t.answer) for t in fold if t.status != "failed"]
-                try:
-                    await loop.run_in_executor(
-                        self._memory_pool,
-                        lambda: self.memory.extract(exchanges, session_id=session.id),  # type: ignore[union-attr]
-                    )
-                except Exception as exc:
-                    log.warning("memory extraction before summarising failed: %s", exc)
-                    return  # fold later: nothing personal may be lost to the summary
-            facts = await loop.run_in_executor(None, self._facts_quiet, self.settings.model)
-            window = effective_window(
-                facts, num_ctx=self.settings.num_ctx, cap=self.settings.context_cap
-            )
-            llm = self._llm(window, facts)
-            from llama_index.core.llms import ChatMessage
-
-            response = await llm.achat([
-                ChatMessage(role="system", content=SUMMARY_SYSTEM),
-                ChatMessage(role="user", content=summary_request(session.summary, fold)),
-            ])
-            summary = clean_summary(response.message.content or "")
-            if summary:
-                self.store.set_summary(session.id, summary, fold[-1].seq)
+            every = self.settings.extract_every_turns
+            if every > 0 and len(self._unextracted(session_id)) >= every:
+                await self._extract(session_id, self._unextracted(session_id))
+            session = self.store.get(session_id)
+            pending = self.store.turns(session_id, after_seq=session.summary_through)
+            fold = turns_to_fold(pending, keep=self.settings.history_turns, dropped=dropped)
+            if fold:
+                await self._fold(session, fold)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # the summary is an optimisation: never break the chat
-            log.warning("rolling summary failed (will retry after the next turn): %s", exc)
+        except Exception as exc:  # background work must never break the chat
+            log.warning("background chat work failed (will retry after the next turn): %s", exc)
         finally:
-            self._folding = False
+            self._busy = False
+
+    def _unextracted(self, session_id: str, through: int | None = None) -> list[Turn]:
+        session = self.store.get(session_id)
+        return [
+            t for t in self.store.turns(session_id, after_seq=session.extracted_through)
+            if t.status != "failed" and (through is None or t.seq <= through)
+        ]
+
+    async def _extract(self, session_id: str, turns: list[Turn]) -> bool:
+        """Long-term memory extraction over `turns`; False if it failed."""
+        if not turns:
+            return True
+        if self.memory is None:
+            return True  # memory off: nothing to extract into
+        exchanges = [(t.question, t.answer) for t in turns]
+        memory = self.memory
+        try:
+            await asyncio.get_running_loop().run_in_executor(
+                self._memory_pool, lambda: memory.extract(exchanges, session_id=session_id)
+            )
+        except Exception as exc:
+            log.warning("memory extraction failed: %s", exc)
+            return False
+        self.store.set_extracted(session_id, turns[-1].seq)
+        return True
+
+    async def _fold(self, session: Session, fold: list[Turn]) -> None:
+        # Facts first: nothing personal may be lost to the summary. On failure, fold later.
+        if not await self._extract(session.id, self._unextracted(session.id, fold[-1].seq)):
+            return
+        facts = await asyncio.get_running_loop().run_in_executor(
+            None, self._facts_quiet, self.settings.model
+        )
+        settings = self.settings
+        window = effective_window(facts, num_ctx=settings.num_ctx, cap=settings.context_cap)
+        llm = self._llm(window, facts)
+        from llama_index.core.llms import ChatMessage
+
+        response = await llm.achat([
+            ChatMessage(role="system", content=SUMMARY_SYSTEM),
+            ChatMessage(role="user", content=summary_request(session.summary, fold)),
+        ])
+        summary = clean_summary(response.message.content or "")
+        if summary:
+            self.store.set_summary(session.id, summary, fold[-1].seq)
+
+    async def finish(self, timeout: float | None = None) -> None:
+        """At exit: wait for background work, then extract memories from the current
+        session's turns not yet extracted (memory.extract_every_turns = 0 means only here)."""
+        await self.drain(timeout)
+        if self._session is not None:
+            await asyncio.wait_for(
+                self._extract(self._session.id, self._unextracted(self._session.id)), timeout
+            )
 
     def _facts_quiet(self, model: str) -> ModelFacts | None:
         try:

@@ -83,6 +83,10 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE turns ADD COLUMN log_id INTEGER;
     """,
+    # 3: how far long-term memory extraction has read each session.
+    """
+    ALTER TABLE sessions ADD COLUMN extracted_through INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 TITLE_CHARS = 60
@@ -186,6 +190,7 @@ class SessionStore:
             model=row["model"],
             summary=row["summary"],
             summary_through=row["summary_through"],
+            extracted_through=row["extracted_through"],
             turn_count=row["turn_count"],
         )
 
@@ -254,6 +259,14 @@ class SessionStore:
     def set_model(self, session_id: str, model: str) -> None:
         with self._tx() as conn:
             conn.execute("UPDATE sessions SET model = ? WHERE id = ?", (model, session_id))
+
+    def set_extracted(self, session_id: str, through_seq: int) -> None:
+        """Record that memory extraction has read turns up to `through_seq`."""
+        with self._tx() as conn:
+            conn.execute(
+                "UPDATE sessions SET extracted_through = MAX(extracted_through, ?) WHERE id = ?",
+                (through_seq, session_id),
+            )
 
     def set_summary(self, session_id: str, summary: str, through_seq: int) -> None:
         """Store the rolling summary covering turns up to `through_seq` (never moves back)."""

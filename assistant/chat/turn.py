@@ -115,4 +115,5 @@ class Session:
     model: str = ""
     summary: str = ""
     summary_through: int = 0  # turns with seq <= this are folded into `summary`
+    extracted_through: int = 0  # turns with seq <= this went through memory extraction
     turn_count: int = 0

@@ -428,3 +428,28 @@ async def test_the_retrieval_log_id_is_kept_with_the_turn(chat_rig: ChatRig) -> 
     done = events[-1]
     assert isinstance(done, Done) and done.turn.log_id == 1
     assert chat_rig.store.turn(done.turn.id).log_id == 1
+
+
+async def test_memory_extraction_every_n_turns_never_twice(chat_rig: ChatRig) -> None:
+    engine = chat_rig.make(extract_every_turns=2, history_turns=2)
+    for i in range(4):
+        chat_rig.fake.script_chat(f"answer {i}", match=lambda b: not _is_summary(b))
+        await engine.ask(f"question {i}")
+        await engine.drain(timeout=5)
+    # Turns 1-2 after the second reply, 3-4 after the fourth; the fold of turns 1-2 (more than
+    # history_turns=2 behind) found them already extracted.
+    assert [[q for q, _ in batch] for batch in chat_rig.memory.extracted] == [
+        ["question 0", "question 1"], ["question 2", "question 3"],
+    ]
+    assert engine.session is not None and engine.session.extracted_through == 4
+
+
+async def test_finish_extracts_what_is_left(chat_rig: ChatRig) -> None:
+    engine = chat_rig.make(extract_every_turns=0)
+    await engine.ask("I live in Lisbon.")
+    await engine.drain(timeout=5)
+    assert chat_rig.memory.extracted == []  # 0 = only at exit
+    await engine.finish(timeout=5)
+    assert chat_rig.memory.extracted == [[("I live in Lisbon.", "echo: I live in Lisbon.")]]
+    await engine.finish(timeout=5)
+    assert len(chat_rig.memory.extracted) == 1  # nothing new: nothing extracted again
