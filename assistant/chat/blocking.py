@@ -7,6 +7,7 @@ plain iterators and a `threading.Event` to cancel, so they never touch asyncio.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import threading
 from collections.abc import Callable, Coroutine, Iterator
@@ -115,10 +116,10 @@ class BlockingChat:
             return
 
         async def shutdown() -> None:
-            try:  # memory extraction of what this session has not been through yet
+            # Memory extraction of what this session has not been through yet; on timeout
+            # the turns stay in the session and extraction can run next time.
+            with contextlib.suppress(TimeoutError):
                 await self.engine.finish(timeout=timeout)
-            except (TimeoutError, asyncio.TimeoutError):
-                pass  # the turns stay in the session; extraction can run next time
             if self._on_close is not None:
                 await self._on_close()  # closes the engine with the stores it opened
             else:
