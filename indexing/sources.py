@@ -74,7 +74,7 @@ class Skipped:
 
 
 def is_ignored(path: Path, root: Path, settings: SourceSettings) -> bool:
-    """Whether `path` (a file under `root`, existing or not) is excluded by the ignore rules.
+    """Whether `path` (under `root`, existing or not) is excluded by the ignore rules.
 
     Does not look at size or content; those give skips, not ignores. A path outside `root` is
     ignored. The watcher calls this for every changed path, so it reads only the .gitignore
@@ -101,6 +101,9 @@ def is_ignored(path: Path, root: Path, settings: SourceSettings) -> bool:
         rel_posix = "/".join(parts[: i + 1])
         child = current / name
         if is_last:
+            # A folder event (created, or renamed into place) gets folder rules.
+            if child.is_dir() and not child.is_symlink():
+                return rules.dir_ignored(child, rel_posix)
             return rules.file_ignored(child, rel_posix)
         if rules.dir_ignored(child, rel_posix):
             return True
@@ -238,9 +241,19 @@ class _Rules:
         self._include = _spec(settings.include)
 
     def enter(self, directory: Path, rel: str) -> None:
-        if rel in self._gitignores or not self.settings.respect_gitignore:
-            return
-        self._gitignores[rel] = _read_gitignore(directory / GITIGNORE)
+        if self.settings.respect_gitignore:
+            self._load(rel)
+
+    def _load(self, base: str) -> pathspec.GitIgnoreSpec | None:
+        if base not in self._gitignores:
+            folder = self.root / base if base else self.root
+            lines = _read_lines(folder / GITIGNORE)
+            if not base:
+                # The repository's private ignore list comes first: .gitignore overrides it.
+                lines = _read_lines(folder / ".git" / "info" / "exclude") + lines
+            useful = any(line.strip() and not line.startswith("#") for line in lines)
+            self._gitignores[base] = pathspec.GitIgnoreSpec.from_lines(lines) if useful else None
+        return self._gitignores[base]
 
     def dir_ignored(self, path: Path, rel: str) -> bool:
         name = path.name
@@ -268,9 +281,7 @@ class _Rules:
         parts = rel.rstrip("/").split("/")
         for depth in range(len(parts) - 1, -1, -1):
             base = "/".join(parts[:depth])
-            if base not in self._gitignores:
-                self._gitignores[base] = _read_gitignore(self.root / base / GITIGNORE)
-            spec = self._gitignores[base]
+            spec = self._load(base)
             if spec is None:
                 continue
             sub = rel[len(base) + 1 :] if base else rel
@@ -280,15 +291,12 @@ class _Rules:
         return False
 
 
-def _read_gitignore(path: Path) -> pathspec.GitIgnoreSpec | None:
+def _read_lines(path: Path) -> list[str]:
     try:
         raw = path.read_bytes()
-    except OSError:
-        return None
-    lines = raw.decode("utf-8", errors="replace").splitlines()
-    if not any(line.strip() and not line.startswith("#") for line in lines):
-        return None
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+    except OSError:  # missing, unreadable or a folder: no rules from it
+        return []
+    return raw.decode("utf-8", errors="replace").splitlines()
 
 
 def _spec(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec | None:

@@ -207,6 +207,27 @@ def test_file_that_becomes_ignored(tmp_path: Path) -> None:
     assert list(walk(tmp_path, SourceSettings())) == []
 
 
+def test_git_info_exclude_is_respected(tmp_path: Path) -> None:
+    (tmp_path / ".git" / "info").mkdir(parents=True)
+    (tmp_path / ".git" / "info" / "exclude").write_text("private.md\n*.tmp\n")
+    (tmp_path / ".gitignore").write_text("!keep.tmp\n")
+    for name in ("private.md", "public.md", "x.tmp", "keep.tmp"):
+        (tmp_path / name).write_text("x\n")
+    assert sorted(i.path.name for i in walk(tmp_path, SourceSettings())) == [
+        "keep.tmp",
+        "public.md",
+    ]
+    assert is_ignored(tmp_path / "private.md", tmp_path, SourceSettings())
+
+
+def test_is_ignored_for_folders(tmp_path: Path) -> None:
+    (tmp_path / "node_modules").mkdir()
+    (tmp_path / "notes").mkdir()
+    settings = SourceSettings(include=("*.md",))
+    assert is_ignored(tmp_path / "node_modules", tmp_path, settings)
+    assert not is_ignored(tmp_path / "notes", tmp_path, settings)
+
+
 def test_walk_is_fast_on_a_wide_tree(tmp_path: Path) -> None:
     for d in range(20):
         sub = tmp_path / f"dir{d}"
