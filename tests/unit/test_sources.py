@@ -228,14 +228,14 @@ def test_is_ignored_for_folders(tmp_path: Path) -> None:
     assert not is_ignored(tmp_path / "notes", tmp_path, settings)
 
 
-def test_walk_is_fast_on_a_wide_tree(tmp_path: Path) -> None:
-    for d in range(20):
+def test_gitignore_in_every_folder_of_a_wide_tree(tmp_path: Path) -> None:
+    for d in range(10):
         sub = tmp_path / f"dir{d}"
         sub.mkdir()
         (sub / ".gitignore").write_text("*.tmp\n")
-        for f in range(50):
+        for f in range(20):
             (sub / f"file{f}.md").write_text("x\n")
             (sub / f"file{f}.tmp").write_text("x\n")
     items = list(walk(tmp_path, SourceSettings()))
-    assert len(items) == 1000
+    assert len(items) == 200
     assert all(isinstance(i, SourceFile) and i.path.suffix == ".md" for i in items)
