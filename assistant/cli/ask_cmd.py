@@ -126,9 +126,11 @@ async def _ask(service: ChatService, question: str, args: argparse.Namespace) ->
                         f"{_session_of(final)})")
             raise
         assert final is not None
-        if not args.json:
-            await engine.drain(timeout=engine.settings.timeout)
-        return _report(final, args.json)
+        code = _report(final, args.json)
+        # After the answer is out: let the rolling summary / memory extraction finish, so a
+        # later `--continue` finds the session folded.
+        await engine.drain(timeout=engine.settings.timeout)
+        return code
     finally:
         await service.aclose()
 
