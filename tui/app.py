@@ -170,6 +170,11 @@ class BrainApp(App[int]):
         self.chat_input.focus()
         for note in self._startup_notes:
             self.notify(note, severity="warning", timeout=10)
+        # Only after the first frame: background imports (torch, Chroma) hold the GIL for
+        # seconds and would otherwise delay it.
+        self.call_after_refresh(self._start_background)
+
+    def _start_background(self) -> None:
         self.warm_up()
         self.check_ollama()
         self.set_interval(self.ollama_poll_seconds, self.check_ollama)
@@ -330,7 +335,12 @@ class BrainApp(App[int]):
             answer.memories = event.memories
             answer.low_confidence = event.low_confidence
             answer.log_id = event.log_id
+            answer.empty_index = event.empty_index
             await self.show_answer_context(answer)
+            if event.noted is not None:
+                self.memory_pane.add_fresh([event.noted])
+                self.notify(f"Remembered: {event.noted.text}", timeout=4)
+                self.refresh_stats()
         elif isinstance(event, Token):
             if answer.finished:
                 return
@@ -375,9 +385,10 @@ class BrainApp(App[int]):
     async def show_answer_context(self, answer: AnswerMessage) -> None:
         index = self.chat_view.answers.index(answer) + 1 \
             if answer in self.chat_view.answers else 0
-        self.sources_pane.show(
-            answer.sources, f"Answer {index}: {answer.question[:40]}", low=answer.low_confidence
-        )
+        caption = f"Answer {index}: {answer.question[:40]}"
+        if answer.empty_index:
+            caption = "Nothing is indexed yet: press F3 to add a folder"
+        self.sources_pane.show(answer.sources, caption, low=answer.low_confidence)
         await self.memory_pane.show_used(answer.memories)
 
     async def on_answer_message_focused(self, event: AnswerMessage.Focused) -> None:

@@ -7,10 +7,8 @@ modules (torch, Chroma, LlamaIndex) are imported inside methods: importing this 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
-import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -454,111 +452,64 @@ class SessionsAdapter:
 
 # --- chat ---------------------------------------------------------------------------------------
 
-_END = object()
-
-
 class ChatAdapter:
-    """Runs the async ChatEngine on one private event loop thread; `ask` is a plain iterator.
+    """The async ChatEngine through the core's blocking wrapper (its own loop thread).
 
-    One loop for the app's lifetime, so the engine's background work (rolling summary, memory
-    extraction) survives between turns and `close()` can wait for it before the app exits.
+    One engine for the app's lifetime, so its background work (rolling summary, memory
+    extraction) survives between turns and `close()` waits for it before the app exits.
     """
 
     def __init__(self, ctx: AppContext) -> None:
         self.ctx = ctx
         self._lock = threading.Lock()
-        self._service: Any = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._chat: Any = None
 
-    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
-                self._thread = threading.Thread(target=loop.run_forever, name="brain-chat",
-                                                daemon=True)
-                self._thread.start()
-                self._loop = loop
-            return self._loop
-
-    def engine(self) -> Any:
-        """The chat engine (its service opens the retriever and memory on first use)."""
-        from assistant.chat.service import open_chat
+    def chat(self) -> Any:
+        from assistant.chat.service import open_blocking_chat
 
         with self._lock:
-            if self._service is None:
-                self._service = open_chat(self.ctx)
-            return self._service.engine
+            if self._chat is None:
+                self._chat = open_blocking_chat(self.ctx, origin="tui")
+            return self._chat
 
     def ask(
         self, session_id: str | None, text: str, *, model: str, cancel: threading.Event
     ) -> Iterator[ChatEvent]:
         from assistant.chat import events as core
 
-        engine = self.engine()
-        current = engine.session
-        if session_id is None:
-            if current is not None:
-                engine.new_session()
-        elif current is None or current.id != session_id:
-            engine.resume(session_id)
-        if model and model != engine.model:
-            engine.set_model(model)
-        loop = self._ensure_loop()
-        out: queue.Queue[Any] = queue.Queue()
-        holder: dict[str, Any] = {}
-
-        async def run() -> None:
-            stream = engine.send(text)
-            holder["stream"] = stream
-            try:
-                async for event in stream:
-                    out.put(event)
-            finally:
-                out.put(_END)
-
-        future = asyncio.run_coroutine_threadsafe(run(), loop)
+        chat = self.chat()
+        if session_id is None and chat.engine.session is not None:
+            chat.call(lambda engine: engine.new_session())
         started = time.monotonic()
         tokens = 0
-        cancelled = False
-        while True:
-            if cancel.is_set() and not cancelled and "stream" in holder:
-                cancelled = True
-                loop.call_soon_threadsafe(holder["stream"].cancel)
-            try:
-                event = out.get(timeout=0.05)
-            except queue.Empty:
-                if future.done() and future.exception() is not None:
-                    raise future.exception() from None  # type: ignore[misc]
-                continue
-            if event is _END:
-                return
+        for event in chat.ask(text, session_id=session_id, model=model, cancel=cancel):
             if isinstance(event, core.Retrieved):
                 yield Retrieved(
                     tuple(source_view(s, self.ctx) for s in event.sources),
                     tuple(memory_item_view(m) for m in event.memories),
                     event.low_confidence,
-                    str(event.log_id) if getattr(event, "log_id", None) is not None else None,
+                    str(event.log_id) if event.log_id is not None else None,
+                    empty_index=event.empty_index,
+                    noted=memory_item_view(event.noted) if event.noted else None,
                 )
             elif isinstance(event, core.Token):
                 tokens += 1
                 yield Token(event.text)
             elif isinstance(event, core.ToolCalled):
                 tool = event.tool
-                yield Token(f"\n\n> 🔧 `{tool.name}`: {tool.result.splitlines()[0][:200]}\n\n"
-                            if tool.result else f"\n\n> 🔧 `{tool.name}`\n\n")
+                first = tool.result.splitlines()[0][:200] if tool.result else ""
+                yield Token(f"\n\n> 🔧 `{tool.name}` {first}\n\n")
             elif isinstance(event, core.Done):
                 turn = event.turn
-                seconds = (turn.timings or {}).get("total_ms", 0) / 1000 or (
-                    time.monotonic() - started)
+                total_ms = (turn.timings or {}).get("total_ms")
                 yield Finished(
-                    turn.model or model, int((turn.timings or {}).get("tokens", tokens)),
-                    seconds, tuple(s.n for s in turn.sources if s.cited),
+                    turn.model or model, tokens,
+                    total_ms / 1000 if total_ms else time.monotonic() - started,
+                    tuple(s.n for s in turn.sources if s.cited),
                     interrupted=event.interrupted, session_id=turn.session_id,
                 )
             elif isinstance(event, core.Failed):
-                error = event.error
-                yield Failed(error.message, error.hint or "", event.partial)
+                yield Failed(event.error.message, event.error.hint or "", event.partial)
 
     def feedback(self, log_id: str, rating: int) -> None:
         from assistant.retrieval.log import RetrievalLog
@@ -569,23 +520,11 @@ class ChatAdapter:
             log.rate(int(log_id), rating)
 
     def close(self) -> None:
-        """Let the engine finish background work (memory extraction, summary), then stop."""
+        """Let the engine finish background work (summary, memory extraction), then stop."""
         with self._lock:
-            service, loop = self._service, self._loop
-        if service is not None:
-            # The app is closing: a failed flush must not hang it.
-            with contextlib.suppress(Exception):
-                if loop is not None:
-                    asyncio.run_coroutine_threadsafe(service.aclose(), loop).result(timeout=30)
-                else:
-                    asyncio.run(service.aclose())
-        if loop is not None:
-            loop.call_soon_threadsafe(loop.stop)
-            if self._thread is not None:
-                self._thread.join(timeout=5)
-        with self._lock:
-            self._service = None
-            self._loop = None
+            chat, self._chat = self._chat, None
+        if chat is not None:
+            chat.close()
 
 
 class CoreBackend:

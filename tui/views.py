@@ -117,6 +117,8 @@ class Retrieved:
     memories: tuple[MemoryView, ...]
     low_confidence: bool
     log_id: str | None = None  # retrieval log entry, for 👍/👎
+    empty_index: bool = False  # nothing indexed yet: the UI suggests adding a folder
+    noted: MemoryView | None = None  # stored from an explicit "remember that …"
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,6 +91,7 @@ class AnswerMessage(Vertical, can_focus=True):
         self.sources: tuple[SourceView, ...] = ()
         self.memories: tuple[MemoryView, ...] = ()
         self.low_confidence = False
+        self.empty_index = False
         self.log_id: str | None = None
         self.finished = False
         self.rating = 0
