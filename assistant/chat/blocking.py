@@ -59,6 +59,10 @@ class BlockingChat:
 
         return self.run(go())
 
+    def warm_up(self) -> None:
+        """Load models and open stores now rather than at the first question (blocking)."""
+        self.run(self.engine.warm_up())
+
     def ask(
         self,
         message: str,

@@ -39,3 +39,17 @@ def mark_cited(sources: Sequence[Source], answer: str) -> tuple[tuple[Source, ..
     known = {s.n for s in sources}
     marked = tuple(replace(s, cited=s.n in used) for s in sources)
     return marked, [n for n in used if n not in known]
+
+
+def strip_citations(answer: str) -> str:
+    """`answer` without its [n] markers (code spans untouched). Earlier answers in the prompt's
+    history are shown this way: their numbers referred to that turn's sources, and the model
+    would otherwise reuse them for this turn's different [n]."""
+    spans = [(m.start(), m.end()) for m in _FENCED.finditer(answer)]
+    spans += [(m.start(), m.end()) for m in _INLINE.finditer(answer)]
+
+    def keep(match: re.Match[str]) -> str:
+        inside = any(a <= match.start() < b for a, b in spans)
+        return match.group(0) if inside else ""
+
+    return re.sub(r" ?" + _CITATION.pattern, keep, answer)

@@ -304,6 +304,32 @@ class ChatEngine:
     def set_persona(self, prompt: str) -> None:
         self.settings = replace(self.settings, persona=prompt)
 
+    async def warm_up(self) -> None:
+        """Do the slow first-turn work ahead of time (the TUI calls this at start): import the
+        LLM client, ask Ollama about the model, open knowledge and memory (which loads the
+        embedding model). Failures are left for the first turn to report."""
+        loop = asyncio.get_running_loop()
+
+        def imports() -> None:
+            import llama_index.llms.ollama  # noqa: F401  (~1.5 s the first time)
+
+        def touch(source: object) -> None:
+            opener = getattr(source, "warm_up", None)
+            if opener is not None:
+                opener()
+
+        jobs = [
+            loop.run_in_executor(None, imports),
+            loop.run_in_executor(None, self._facts_quiet, self.settings.model),
+        ]
+        if self.knowledge is not None:
+            jobs.append(loop.run_in_executor(self._knowledge_pool, touch, self.knowledge))
+        if self.memory is not None:
+            jobs.append(loop.run_in_executor(self._memory_pool, touch, self.memory))
+        for result in await asyncio.gather(*jobs, return_exceptions=True):
+            if isinstance(result, Exception):
+                log.info("warm-up: %s", result)
+
     # --- a turn -----------------------------------------------------------------------------
 
     def send(

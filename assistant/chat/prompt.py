@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from assistant.chat.budget import Budget, plan, select_by_score, select_recent
+from assistant.chat.citations import strip_citations
 from assistant.chat.tokens import MESSAGE_OVERHEAD, count_tokens
 from assistant.chat.turn import KnowledgeItem, MemoryItem, Retrieval, Source
 
@@ -105,7 +106,7 @@ def source_block(n: int, item: KnowledgeItem) -> str:
 
 
 def _turn_messages(turn: HistoryTurn) -> tuple[PromptMessage, PromptMessage]:
-    answer = turn.answer + (INTERRUPTED_MARK if turn.interrupted else "")
+    answer = strip_citations(turn.answer) + (INTERRUPTED_MARK if turn.interrupted else "")
     return PromptMessage("user", turn.question), PromptMessage("assistant", answer)
 
 

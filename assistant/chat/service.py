@@ -74,6 +74,10 @@ class RetrieverKnowledge:
                 self._retriever = self._open()
             return self._retriever
 
+    def warm_up(self) -> None:
+        """Open the index and load the embedding model (one query embedded)."""
+        self.retriever().embedder.embed_query("warm up")
+
     def search(
         self, message: str, *, history: Sequence[str] = (), top_k: int | None = None
     ) -> Retrieval:
@@ -113,6 +117,9 @@ class ServiceMemory:
             if self._service is None:
                 self._service = self._open()
             return self._service
+
+    def warm_up(self) -> None:
+        self.service()
 
     def recall(self, query: str, k: int) -> list[MemoryItem]:
         recalled = self.service().recall(query)

@@ -36,3 +36,12 @@ def test_an_answer_without_citations_cites_nothing() -> None:
     sources = [Source(1, knowledge_item(1))]
     marked, invented = mark_cited(sources, "I could not find that in your notes.")
     assert not any(s.cited for s in marked) and invented == []
+
+
+def test_strip_citations_keeps_code_and_text() -> None:
+    from assistant.chat.citations import strip_citations
+
+    answer = "Use stash [1]. Then pop it [2][3]; see `arr[1]` and\n```\nx[2]\n```\nDone [4-5]."
+    assert strip_citations(answer) == (
+        "Use stash. Then pop it; see `arr[1]` and\n```\nx[2]\n```\nDone."
+    )

@@ -453,3 +453,20 @@ async def test_finish_extracts_what_is_left(chat_rig: ChatRig) -> None:
     assert chat_rig.memory.extracted == [[("I live in Lisbon.", "echo: I live in Lisbon.")]]
     await engine.finish(timeout=5)
     assert len(chat_rig.memory.extracted) == 1  # nothing new: nothing extracted again
+
+
+async def test_warm_up_prepares_sources_and_model_facts(chat_rig: ChatRig) -> None:
+    warmed: list[str] = []
+    chat_rig.knowledge.warm_up = lambda: warmed.append("knowledge")  # type: ignore[attr-defined]
+    chat_rig.memory.warm_up = lambda: warmed.append("memory")  # type: ignore[attr-defined]
+    engine = chat_rig.make()
+    await engine.warm_up()
+    assert sorted(warmed) == ["knowledge", "memory"]
+    assert len(chat_rig.fake.requests_to("/api/show")) == 1
+    await engine.ask("hi")
+    assert len(chat_rig.fake.requests_to("/api/show")) == 1  # cached
+
+
+async def test_warm_up_with_ollama_down_does_not_raise(chat_rig: ChatRig) -> None:
+    chat_rig.fake.stop()
+    await chat_rig.make().warm_up()
