@@ -101,6 +101,7 @@ def chunk_text(
     is_code = fmt.startswith(("code:", "data:"))
     code_language = fmt if fmt.startswith("code:") else None
     page_starts = [start for start, _ in pages] if pages else []
+    file_language = detect_language(text) if code_language is None else code_language
     chunks: list[Chunk] = []
     for block in blocks:
         for start, end in _split_block(text, block, settings, code=is_code):
@@ -125,10 +126,29 @@ def chunk_text(
                     page=page,
                     mtime=mtime,
                     content_hash=digest,
-                    language=code_language or detect_language(body),
+                    language=code_language or _chunk_language(body, file_language),
                 )
             )
     return chunks
+
+
+def _chunk_language(body: str, file_language: str) -> str:
+    """The chunk's own language, except that a chunk of a Chinese (Japanese, Korean) file that
+    is mostly command lines but still has some CJK text stays with the file's language: the
+    keyword index must segment its CJK words."""
+    language = detect_language(body)
+    if language in ("en", "other") and file_language in _CJK and _has_cjk(body):
+        return file_language
+    return language
+
+
+_CJK = frozenset({"zh", "ja", "ko"})
+
+
+def _has_cjk(text: str) -> bool:
+    return not text.isascii() and any(
+        "\u3040" <= c <= "\u9fff" or "\uac00" <= c <= "\ud7af" for c in text
+    )
 
 
 def _split_block(

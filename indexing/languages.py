@@ -182,6 +182,8 @@ def code_language(path: Path) -> str | None:
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
 _KANA = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff]")
 _HANGUL = re.compile(r"[\uac00-\ud7af\u1100-\u11ff]")
+_CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
+_URL = re.compile(r"<?https?://\S+")
 _ASCII_LETTERS = bytes(range(65, 91)) + bytes(range(97, 123))
 _DROP_ASCII = dict.fromkeys(range(128))
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
@@ -197,6 +199,11 @@ def detect_language(text: str) -> str:
     sample = text[:4000]
     if sample.isascii():  # the common case, decided without a regex pass
         return "en" if any(c.isalpha() for c in sample) else "other"
+    # Inline code, fenced code and URLs are not the language of the text around them (a
+    # Chinese tldr page is half command lines).
+    prose = _URL.sub(" ", _CODE.sub(" ", sample))
+    if prose.strip():
+        sample = prose
     ascii_part = sample.encode("ascii", "ignore")
     latin = len(ascii_part) - len(ascii_part.translate(None, _ASCII_LETTERS))
     rest = sample.translate(_DROP_ASCII)  # the regexes below then scan only non-ASCII text

@@ -76,3 +76,17 @@ def test_japanese_and_full_width_question_marks() -> None:
     check_invariants(text, chunks, settings)
     assert all(c.text.endswith(("。", "？")) for c in chunks)
     assert {c.language for c in chunks} == {"ja"}
+
+
+def test_command_heavy_chunk_of_a_chinese_file_stays_chinese() -> None:
+    command = "`yt-dlp --output '{{%(uploader)s/%(title)s.%(ext)s}}' {{https://example.com/list}}`"
+    page = "# yt-dlp\n\n> 下载视频的工具。\n\n" + "".join(
+        f"- 下载第{i}个：\n\n{command}\n\n" for i in range(12)
+    )
+    settings = ChunkSettings(chunk_size=400, chunk_overlap=100)
+    chunks = chunk_text(page, fmt="markdown", settings=settings)
+    check_invariants(page, chunks, settings)
+    assert len(chunks) > 2
+    assert {c.language for c in chunks} == {"zh"}
+    english = chunk_text("# Notes\n\n" + command * 3 + " 中", fmt="markdown", settings=settings)
+    assert english[0].language == "en"
