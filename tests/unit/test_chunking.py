@@ -319,3 +319,18 @@ def test_empty_and_whitespace_text() -> None:
 def test_settings_are_validated(kwargs: dict[str, int]) -> None:
     with pytest.raises(ValueError):
         ChunkSettings(**kwargs)
+
+
+def test_pdf_end_to_end_keeps_page_numbers(tmp_path: Path) -> None:
+    from indexing.readers import read_file
+    from tests.unit.test_readers import make_pdf
+
+    pages = [f"Page {n} says something unique about topic {n}." for n in range(1, 6)]
+    path = tmp_path / "doc.pdf"
+    path.write_bytes(make_pdf(pages))
+    decoded = read_file(path, max_bytes=1 << 20)
+    source = SourceFile(path, tmp_path, path.stat().st_size, path.stat().st_mtime)
+    settings = ChunkSettings(chunk_size=60, chunk_overlap=0, min_chunk_chars=0)
+    chunks = chunk_file(source, decoded, settings)
+    check_invariants(decoded.text, chunks, settings)
+    assert [(c.page, c.text) for c in chunks] == list(enumerate(pages, start=1))
