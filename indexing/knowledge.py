@@ -353,10 +353,24 @@ class KnowledgeBase:
             raise ReembedNeeded(self.indexed_model or "?", self.embedder.model_id)
         if sources is not None and not sources:
             return []
-        store = self.vectors()
-        if store is None or k <= 0:
+        if self.vectors() is None or k <= 0:
             return []
         where = {"source": {"$in": sorted(sources)}} if sources is not None else None
+        try:
+            return self._query(query_embedding, k, where)
+        except Exception:
+            # Another KnowledgeBase (the TUI's watcher, a `--rebuild` elsewhere) may have
+            # dropped and recreated the collection under our cached handle: reopen once.
+            self._vectors = None
+            if self.vectors() is None:
+                return []
+            return self._query(query_embedding, k, where)
+
+    def _query(
+        self, query_embedding: Sequence[float], k: int, where: dict[str, object] | None
+    ) -> list[tuple[str, float]]:
+        store = self.vectors()
+        assert store is not None
         return store.query(query_embedding, k, where=where)
 
     def keyword_search(
