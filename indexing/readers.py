@@ -108,6 +108,9 @@ def decode_bytes(data: bytes) -> tuple[str, str]:
                 raise SkipFile(SkipReason.undecodable, f"invalid {encoding} after its BOM") from exc
             return text.lstrip("\ufeff"), encoding
     if looks_binary(data):
+        wide = _try_bomless_utf16(data)
+        if wide is not None:
+            return wide
         raise SkipFile(SkipReason.binary, "contains NUL or control bytes")
     try:
         return data.decode("utf-8"), "utf-8"
@@ -126,6 +129,29 @@ def decode_bytes(data: bytes) -> tuple[str, str]:
     if guess is not None:
         return guess
     raise SkipFile(SkipReason.undecodable, "not UTF-8, UTF-16, GB18030 or a recognisable encoding")
+
+
+def _try_bomless_utf16(data: bytes) -> tuple[str, str] | None:
+    """UTF-16 without a BOM (some Windows exports): ASCII-range text puts a NUL in every
+    other byte, which would otherwise look binary."""
+    head = data[:SNIFF_BYTES]
+    if len(head) < 4 or len(data) % 2:
+        return None
+    even_nuls = head[0::2].count(0) / (len(head) // 2)
+    odd_nuls = head[1::2].count(0) / (len(head) // 2)
+    if odd_nuls >= 0.4 and even_nuls < 0.05:
+        encoding = "utf-16-le"
+    elif even_nuls >= 0.4 and odd_nuls < 0.05:
+        encoding = "utf-16-be"
+    else:
+        return None
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError:
+        return None
+    if "\x00" in text or looks_binary(text.encode("utf-8")) or not _plausible(text):
+        return None
+    return text, encoding
 
 
 def looks_binary(data: bytes) -> bool:

@@ -124,6 +124,16 @@ def test_utf16_and_32_with_bom(tmp_path: Path, codec: str) -> None:
     assert decoded.text == text
 
 
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be"])
+def test_utf16_without_bom(tmp_path: Path, codec: str) -> None:
+    text = "Exported from Windows: notes, 中文 and café.\n" * 3
+    decoded = _read(tmp_path, "w.txt", text.encode(codec))
+    assert (decoded.text, decoded.encoding) == (text, codec)
+    # Real binaries with many NULs are still binary.
+    blob = bytes([0x7F, 0x45, 0x4C, 0x46, 2, 1, 1, 0]) + bytes(range(256)) * 8
+    assert _skip(tmp_path, "b.txt", blob).reason is SkipReason.binary
+
+
 def test_gbk_chinese(tmp_path: Path) -> None:
     text = "# 笔记\n\n这是用GBK编码保存的中文笔记。第二句话！\n"
     decoded = _read(tmp_path, "zh.md", text.encode("gbk"))
