@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 META_MODEL = "model_id"
 META_DIMENSION = "dimension"
 META_COLLECTION = "collection"
+META_CHUNKING = "chunking"
 GLOB_CHARS = frozenset("*?[")
 
 
@@ -85,6 +86,11 @@ class FolderRemoved:
 def collection_name(model_id: str, dimension: int) -> str:
     digest = hashlib.sha256(f"{model_id}\n{dimension}".encode()).hexdigest()[:12]
     return f"knowledge-{digest}"
+
+
+def _chunking_fingerprint(settings: SyncSettings) -> str:
+    c = settings.chunking
+    return f"size={c.chunk_size} overlap={c.chunk_overlap} min={c.min_chunk_chars}"
 
 
 def _when(ts: float | None) -> datetime | None:
@@ -301,9 +307,14 @@ class KnowledgeBase:
                 with self.manifest.transaction():
                     self.manifest.clear_index()
                 self._drop_collection(current, embedder.model_id, embedder.dimension)
+            chunking = _chunking_fingerprint(settings)
+            recorded_chunking = self.manifest.get_meta(META_CHUNKING)
+            rechunk = recorded_chunking is not None and recorded_chunking != chunking
+            if rechunk:
+                selected = registered  # chunks of every folder must follow the new settings
             self._vectors = None
             store = self._open_store(current, embedder.model_id, embedder.dimension)
-            syncer = Syncer(self.manifest, store, embedder, settings, progress)
+            syncer = Syncer(self.manifest, store, embedder, settings, progress, rechunk=rechunk)
             syncer.repair()
             if recorded != current:
                 # The new collection now holds every chunk: switch over, then forget the old.
@@ -316,6 +327,9 @@ class KnowledgeBase:
                     self.manifest.set_model_for_all_files(embedder.model_id)
             self._vectors = store
             syncer.sync_folders(selected)
+            if recorded_chunking != chunking:
+                with self.manifest.transaction():
+                    self.manifest.set_meta(META_CHUNKING, chunking)
             return syncer.report(selected, started, reembedded=reembed, rebuilt=rebuild)
 
     def _select(

@@ -14,7 +14,6 @@ no model call). The same step re-embeds everything into a fresh collection after
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -22,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from indexing.chunking import ChunkSettings, chunk_file
+from indexing.chunking import ChunkSettings, chunk_file, content_hash
 from indexing.manifest import FileRecord, Manifest
 from indexing.progress import Phase, ProgressCallback, SyncProgress
 from indexing.readers import SkipFile, read_file
@@ -92,10 +91,6 @@ class SyncReport:
         if self.repaired:
             text += f"; repaired {self.repaired} vectors"
         return text
-
-
-def content_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class _Counters:
@@ -183,8 +178,13 @@ class Syncer:
         embedder: Embedder,
         settings: SyncSettings,
         progress: ProgressCallback | None = None,
+        *,
+        rechunk: bool = False,
     ) -> None:
         self.manifest = manifest
+        # Chunk settings changed: every file is re-chunked even if its bytes did not change
+        # (identical chunks keep their ids; new texts mostly hit the embedding cache).
+        self.rechunk = rechunk
         self.vectors = vectors
         self.embedder = embedder
         self.settings = settings
@@ -307,7 +307,12 @@ class Syncer:
                 continue
             seen.add(path)
             record = known.get(path)
-            if record is not None and record.size == item.size and record.mtime == item.mtime:
+            if (
+                not self.rechunk
+                and record is not None
+                and record.size == item.size
+                and record.mtime == item.mtime
+            ):
                 scan.unchanged += 1
             else:
                 scan.to_read.append((item, record))
@@ -320,7 +325,7 @@ class Syncer:
         try:
             decoded = read_file(source.path, max_bytes=self.settings.sources.max_file_bytes)
             digest = content_hash(decoded.text)
-            if record is not None and digest == record.content_hash:
+            if not self.rechunk and record is not None and digest == record.content_hash:
                 # Touched but not changed: no chunking, no vectors; just the new stat.
                 return _Update(
                     "touched", path, _replace_stat(record, source), [], [], []
@@ -345,8 +350,11 @@ class Syncer:
             model_id=self.embedder.model_id,
             indexed_at=time.time(),
         )
+        kind = "added" if record is None else "updated"
+        if record is not None and digest == record.content_hash and old_ids == new_ids:
+            kind = "touched"  # re-chunked to the very same chunks
         return _Update(
-            "added" if record is None else "updated",
+            kind,
             path,
             new_record,
             chunks,

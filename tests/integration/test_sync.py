@@ -305,3 +305,26 @@ def test_second_writer_waits_then_reports_the_busy_pid(knowledge, kb) -> None:
     finally:
         holder.release()
     assert kb.sync(knowledge.settings()).added  # free again
+
+
+def test_changed_chunk_settings_rechunk_every_file(knowledge, kb) -> None:
+    from dataclasses import replace
+
+    from indexing.chunking import ChunkSettings
+
+    for i in range(3):
+        knowledge.write(f"n{i}.md", note_text(f"n{i}", 4))
+    settings = knowledge.settings()
+    kb.sync(settings)
+    before = index_state(kb)
+    smaller = replace(
+        settings, chunking=ChunkSettings(chunk_size=200, chunk_overlap=20, min_chunk_chars=50)
+    )
+    report = kb.sync(smaller)
+    assert len(report.updated) == 3, "new chunk settings must re-chunk files that did not change"
+    after = index_state(kb)
+    after.assert_consistent()
+    assert after.chunk_ids != before.chunk_ids
+    assert max(len(c.text) for c in kb.get_chunks(after.chunk_ids).values()) <= 200
+    again = kb.sync(smaller)
+    assert not again.changed and again.unchanged == 3
