@@ -33,6 +33,7 @@ from assistant.chat.models import ModelCatalog, ModelFacts, effective_window
 from assistant.chat.prompt import HistoryTurn, Prompt, PromptInputs, PromptMessage, assemble
 from assistant.chat.sessions import SessionStore
 from assistant.chat.summary import SUMMARY_SYSTEM, clean_summary, summary_request, turns_to_fold
+from assistant.chat.tokens import count_message
 from assistant.chat.tools import MAX_TOOL_ROUNDS, TOOL_SPECS, run_tool
 from assistant.chat.turn import MemoryItem, Retrieval, Session, Source, ToolUse, Turn
 from assistant.errors import UserError
@@ -252,6 +253,7 @@ class ChatEngine:
         self._memory_pool = ThreadPoolExecutor(1, thread_name_prefix="brain-memory")
         self._llms: dict[tuple[Any, ...], Any] = {}
         self._background: set[asyncio.Task[None]] = set()
+        self._active: TurnStream | None = None
         self._busy = False
 
     # --- session and model ------------------------------------------------------------------
@@ -339,11 +341,20 @@ class ChatEngine:
         text = message.strip()
         if not text:
             raise ChatError("protocol", "the message is empty", retryable=False)
+        self._check_idle()
         state = _TurnState(text, time.perf_counter(), self.settings.model)
-        return TurnStream(
+        self._active = TurnStream(
             lambda emit: self._run(state, emit, use_knowledge, use_memory),
             lambda emit: self._record_interrupted(state, emit),
         )
+        return self._active
+
+    def _check_idle(self) -> None:
+        if self._active is not None and not self._active.done:
+            raise ChatError(
+                "busy", "the previous answer is still being written",
+                "wait for it to finish, or cancel it first", retryable=False,
+            )
 
     async def ask(self, message: str, **kwargs: bool) -> Done | Failed:
         """Run a turn to the end and return its final event."""
@@ -352,6 +363,7 @@ class ChatEngine:
     def retry(self, **kwargs: bool) -> TurnStream:
         """Send the last message again if its turn failed or was interrupted; the new turn
         replaces it."""
+        self._check_idle()
         turns = self.turns()
         if not turns or turns[-1].status == "complete":
             raise ChatError("protocol", "there is no failed or interrupted turn to retry",
@@ -462,11 +474,12 @@ class ChatEngine:
             rounds -= 1
             messages.append(_assistant_tool_message(state, calls))
             for name, arguments in calls:
+                room = self._room_left(prompt, messages)
                 outcome = await loop.run_in_executor(
                     self._knowledge_pool if name == "search_knowledge" else self._memory_pool,
-                    lambda n=name, a=arguments: run_tool(
+                    lambda n=name, a=arguments, r=room: run_tool(
                         n, a, next_n=len(state.sources) + 1, search=search,
-                        remember=remember, known=state.sources,
+                        remember=remember, known=state.sources, max_tokens=r,
                     ),
                 )
                 state.tools.append(outcome.use)
@@ -477,6 +490,15 @@ class ChatEngine:
         turn = self._store(state, "complete")
         emit(Done(turn))
         self._after_turn(turn.session_id, prompt.dropped_turns)
+
+    @staticmethod
+    def _room_left(prompt: Prompt, messages: list[Any]) -> int:
+        """Tokens still free for tool results, after the prompt and earlier tool rounds."""
+        extra = sum(
+            count_message(m.content or "") for m in messages[len(prompt.messages):]
+        )
+        budget = prompt.budget
+        return max(0, budget.window - budget.answer_reserve - prompt.total_tokens - extra)
 
     async def _stream(
         self, llm: Any, messages: list[Any], state: _TurnState,

@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 
 ErrorKind = Literal[
     "unavailable", "model_not_found", "timeout", "dropped", "context_overflow", "protocol",
-    "server", "knowledge", "memory",
+    "server", "knowledge", "memory", "busy",
 ]
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assistant.chat.prompt import source_block
+from assistant.chat.tokens import count_tokens
 from assistant.chat.turn import Retrieval, Source, ToolUse
 
 MAX_TOOL_ROUNDS = 3
@@ -82,13 +83,17 @@ def run_tool(
     search: Callable[[str, int], Retrieval] | None,
     remember: Callable[[str, str], str] | None,
     known: Sequence[Source] = (),
+    max_tokens: int | None = None,
+    counter: Callable[[str], int] = count_tokens,
 ) -> ToolOutcome:
     """Execute one tool call. Bad arguments and tool failures become a result the model (and the
-    user) can read, never an exception that would lose the turn."""
+    user) can read, never an exception that would lose the turn. A search result is kept
+    within `max_tokens` (whole excerpts, best first) so it cannot overflow the context."""
     args = arguments if isinstance(arguments, dict) else {}
     try:
         if name == "search_knowledge":
-            return _search(args, next_n=next_n, search=search, known=known)
+            return _search(args, next_n=next_n, search=search, known=known,
+                           max_tokens=max_tokens, counter=counter)
         if name == "remember":
             return _remember(args, remember=remember)
         result = f"error: unknown tool {name!r} (available: search_knowledge, remember)"
@@ -103,6 +108,8 @@ def _search(
     next_n: int,
     search: Callable[[str, int], Retrieval] | None,
     known: Sequence[Source],
+    max_tokens: int | None,
+    counter: Callable[[str], int],
 ) -> ToolOutcome:
     query = str(args.get("query") or "").strip()
     if search is None:
@@ -117,14 +124,22 @@ def _search(
     new: list[Source] = []
     blocks: list[str] = []
     n = next_n
+    room = max_tokens if max_tokens is not None else -1
     for item in retrieval.items[:top_k]:
-        if item.chunk_id in already:
-            blocks.append(source_block(already[item.chunk_id].n, already[item.chunk_id].item))
-            continue
-        source = Source(n, item)
-        new.append(source)
-        blocks.append(source_block(n, item))
-        n += 1
+        known_source = already.get(item.chunk_id)
+        if known_source is not None:  # the model has it already: refer to it, do not repeat
+            block = f"[{known_source.n}] {item.location} (shown above)"
+        else:
+            block = source_block(n, item)
+        if max_tokens is not None:
+            cost = counter(block) + 2
+            if cost > room:
+                break  # the rest would overflow the context: results are best-first
+            room -= cost
+        blocks.append(block)
+        if known_source is None:
+            new.append(Source(n, item))
+            n += 1
     if not blocks:
         content = f"No excerpts found for {query!r}."
     else:

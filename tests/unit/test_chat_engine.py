@@ -470,3 +470,36 @@ async def test_warm_up_prepares_sources_and_model_facts(chat_rig: ChatRig) -> No
 async def test_warm_up_with_ollama_down_does_not_raise(chat_rig: ChatRig) -> None:
     chat_rig.fake.stop()
     await chat_rig.make().warm_up()
+
+
+async def test_a_second_message_while_answering_is_refused(chat_rig: ChatRig) -> None:
+    from assistant.chat.errors import ChatError
+
+    chat_rig.fake.script_chat(["a ", "b ", "c"], chunk_delay=0.2)
+    engine = chat_rig.make()
+    stream = engine.send("first")
+    with pytest.raises(ChatError, match="still being written"):
+        engine.send("second")
+    with pytest.raises(ChatError, match="still being written"):
+        engine.retry()
+    assert isinstance(await stream.result(), Done)
+    assert isinstance(await engine.ask("second"), Done)
+
+
+async def test_tool_results_are_kept_within_the_context(chat_rig: ChatRig) -> None:
+    long = "word " * 900  # ~1000 tokens each
+    chat_rig.knowledge.items = [knowledge_item(i, long) for i in range(1, 9)]
+    engine = chat_rig.make(tools=True, num_ctx=4096, top_k=1)
+    chat_rig.fake.script_chat(tool_calls=[
+        {"name": "search_knowledge", "arguments": {"query": "words", "top_k": 8}},
+    ])
+    chat_rig.fake.script_chat("Done.")
+    events = await collect(engine.send("find words"))
+    [call] = [e for e in events if isinstance(e, ToolCalled)]
+    # 4096 - 1024 reserve - ~1200 prompt leaves room for one more whole excerpt, not seven;
+    # [1], already in the prompt, is only referred to.
+    assert [s.n for s in call.sources] == [2]
+    tool_message = chat_rig.fake.last_chat()["messages"][-1]
+    assert tool_message["role"] == "tool"
+    assert tool_message["content"].count(long.strip()) == 1
+    assert tool_message["content"].startswith("[1] notes/doc1.md:10-15 (shown above)")
