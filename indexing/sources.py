@@ -31,6 +31,21 @@ DEFAULT_IGNORED_DIRS = frozenset(
         "bower_components",
     }
 )
+# Generated dependency pins: long, machine-written, and they drown real hits in search.
+DEFAULT_IGNORED_FILES = frozenset(
+    {
+        "package-lock.json",
+        "yarn.lock",
+        "pnpm-lock.yaml",
+        "poetry.lock",
+        "uv.lock",
+        "Pipfile.lock",
+        "Cargo.lock",
+        "Gemfile.lock",
+        "composer.lock",
+        "go.sum",
+    }
+)
 GITIGNORE = ".gitignore"
 
 
@@ -181,7 +196,11 @@ def _symlink(
         target = Path(os.path.realpath(path, strict=True))
     except FileNotFoundError:
         if not rules.file_ignored(path, rel):
-            yield Skipped(path, SkipReason.broken_symlink, f"points to {os.readlink(path)!r}")
+            try:
+                detail = f"points to {os.readlink(path)!r}, which does not exist"
+            except OSError:
+                detail = "points to nothing"
+            yield Skipped(path, SkipReason.broken_symlink, detail)
         return
     except OSError as exc:  # ELOOP: a cycle of links
         if not rules.file_ignored(path, rel):
@@ -266,7 +285,7 @@ class _Rules:
         return self._gitignored(rel + "/")
 
     def file_ignored(self, path: Path, rel: str) -> bool:
-        if path.name.startswith("."):
+        if path.name.startswith(".") or path.name in DEFAULT_IGNORED_FILES:
             return True
         if self._exclude is not None and self._exclude.match_file(rel):
             return True
