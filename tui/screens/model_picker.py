@@ -61,6 +61,8 @@ class ModelPicker(ModalScreen[str | None]):
         for m in models:
             mark = "● " if m.name == self.current else "  "
             options.add_option(Option(f"{mark}{m.name}  {_size(m.size_bytes)}", id=m.name))
+        names = [m.name for m in models]
+        options.highlighted = names.index(self.current) if self.current in names else 0
         options.focus()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:

@@ -1,0 +1,288 @@
+"""Sessions, model picker, help, settings, index manager, memory pane, layout and keys."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from textual.widgets import DataTable, Input, OptionList, ProgressBar, TextArea
+
+from assistant.context import AppContext
+from tests.tui.fake_backend import FakeBackend
+from tests.tui.helpers import wait_until
+from tui.screens.confirm import ConfirmScreen
+from tui.screens.help import HelpScreen
+from tui.screens.index_manager import IndexManager
+from tui.screens.memory_editor import MemoryEditor
+from tui.screens.memory_history import MemoryHistory
+from tui.screens.model_picker import ModelPicker
+from tui.screens.sessions import SessionsScreen
+from tui.screens.settings import SettingsScreen
+from tui.screens.text_prompt import TextPrompt
+from tui.state import load_state
+from tui.widgets.chat_input import ChatInput
+from tui.widgets.memory_pane import MemoryItem, MemoryPane
+from tui.widgets.message import AnswerMessage, QuestionMessage
+from tui.widgets.sources_pane import SourcesPane
+
+SIZE = (140, 40)
+
+
+async def test_sessions_resume_rename_delete_export(make_app, backend, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f2")
+        await wait_until(pilot, lambda: isinstance(app.screen, SessionsScreen)
+                         and app.screen.sessions, what="sessions listed")
+        screen = app.screen
+        assert [s.title for s in screen.sessions] == ["Git questions", "Rust lifetimes"]
+        # Rename the first.
+        await pilot.press("r")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextPrompt))
+        app.screen.query_one(Input).value = "Git stash notes"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: backend.sessions.sessions["s1"].title == "Git stash notes")
+        await wait_until(pilot, lambda: screen.sessions[0].title == "Git stash notes")
+        # Export it to Markdown.
+        await pilot.press("x")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextPrompt))
+        target = tmp_path / "out.md"
+        app.screen.query_one(Input).value = str(target)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: target.exists(), what="export written")
+        assert target.read_text() == "# Git stash notes\n"
+        # A path in a missing folder is refused in the prompt, nothing is lost.
+        await pilot.press("x")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextPrompt))
+        app.screen.query_one(Input).value = str(tmp_path / "missing" / "x.md")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "does not exist" in str(app.screen.query_one("#prompt-error").render())
+        await pilot.press("escape")
+        # Delete the second (asks first).
+        screen.query_one(DataTable).move_cursor(row=1)
+        await pilot.press("d")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_until(pilot, lambda: "s2" not in backend.sessions.sessions)
+        await wait_until(pilot, lambda: len(screen.sessions) == 1)
+        # Resume the remaining one: its turns fill the chat and the panes.
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.session_id == "s1" and app.query(AnswerMessage))
+        assert app.query_one(QuestionMessage).text == "How do I apply a stash?"
+        assert app.query_one(SourcesPane).table.row_count == 3
+    assert load_state(app.ctx.paths.ui_state_file).last_session == "s1"
+
+
+async def test_last_session_is_reopened(ctx: AppContext, make_app) -> None:  # type: ignore[no-untyped-def]
+    from tui.state import UiState, save_state
+
+    save_state(ctx.paths.ui_state_file, UiState(last_session="s1"))
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.query(AnswerMessage), what="turns restored")
+        assert app.session_id == "s1"
+
+
+async def test_model_picker_switches_model(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f4")
+        await wait_until(pilot, lambda: isinstance(app.screen, ModelPicker)
+                         and app.screen.query_one(OptionList).option_count == 2)
+        await pilot.press("down", "enter")
+        await wait_until(pilot, lambda: app.model_name == "llama3.2:3b")
+        assert app.status_bar.model == "llama3.2:3b"
+        app.chat_input.load_text("hi")
+        app.chat_input.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: backend.chat.asked)
+        assert backend.chat.asked[0][2] == "llama3.2:3b"
+
+
+async def test_help_lists_keys_with_config_override(home: Path, backend: FakeBackend) -> None:
+    from tests.tui.conftest import BrainTestApp
+
+    config = home / "config"
+    config.mkdir(parents=True)
+    (config / "config.toml").write_text(
+        '[ui]\nkeybindings = { help = "f9", bogus = "x" }\n', encoding="utf-8"
+    )
+    ctx = AppContext.load(str(home))
+    app = BrainTestApp(ctx, backend, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: any("unknown action 'bogus'" in n.message
+                                            for n in app._notifications))
+        await pilot.press("f9")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        table = app.screen.query_one(DataTable)
+        rows = [table.get_row_at(i) for i in range(table.row_count)]
+        assert ["anywhere", "f9", "Keys"] in rows
+        assert any(r[0] == "memory pane" and r[2] == "Undo" for r in rows)
+        await pilot.press("escape")
+        await pilot.press("f5")
+        await wait_until(pilot, lambda: isinstance(app.screen, SettingsScreen))
+        table = app.screen.query_one(DataTable)
+        keys = [table.get_row_at(i)[0] for i in range(table.row_count)]
+        assert "ollama.model" in keys and "retrieval.top_k" in keys
+
+
+async def test_index_manager_progress_then_counts(make_app, backend, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for name in ("a.md", "b.md", "c.txt", "logo.bin"):
+        (notes / name).write_text("x")
+    gate = threading.Event()
+    backend.knowledge.sync_gate = gate
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f3")
+        await wait_until(pilot, lambda: isinstance(app.screen, IndexManager))
+        manager = app.screen
+        app.add_folder(notes)
+        bar = manager.query_one(ProgressBar)
+        await wait_until(pilot, lambda: bar.display and bar.progress == 1, what="progress shown")
+        label = str(manager.query_one("#sync-label").render())
+        assert "1/3 files" in label and "a.md" in label
+        assert "indexing" in app.status_bar.activity
+        gate.set()
+        await wait_until(pilot, lambda: manager.folders and manager.folders[0].files == 3,
+                         what="counts")
+        assert not bar.display
+        assert "3 added" in str(manager.query_one("#sync-summary").render())
+        skipped = manager.query_one("#skipped", DataTable)
+        assert skipped.display and skipped.get_row_at(0)[1] == "unsupported file type"
+        await wait_until(pilot, lambda: "3 files / 6 chunks" in app.status_bar.index)
+        # Remove asks first, then the folder is gone.
+        await pilot.press("d")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_until(pilot, lambda: not manager.folders)
+        assert backend.knowledge.folders_ == {}
+
+
+async def test_memory_pane_pin_history_new_forget(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+r")
+        pane = app.query_one(MemoryPane)
+        await wait_until(pilot, lambda: len(pane.items) == 3)
+        pane.list_view.focus()
+        pane.list_view.index = 1
+        await pilot.press("p")
+        await wait_until(pilot, lambda: backend.memory.items["m2"].pinned)
+        await wait_until(pilot, lambda: pane.items[1].memory.pinned)
+        await pilot.press("h")
+        await wait_until(pilot, lambda: isinstance(app.screen, MemoryHistory))
+        assert app.screen.query_one(DataTable).row_count == 1
+        await pilot.press("escape")
+        # Filter by type and text.
+        pane.query_one("#memory-filter", Input).value = "rust"
+        await wait_until(pilot, lambda: [i.memory.id for i in pane.items] == ["m2"])
+        pane.query_one("#memory-filter", Input).value = ""
+        await wait_until(pilot, lambda: len(pane.items) == 3)
+        # A new memory written by the user.
+        pane.list_view.focus()
+        await pilot.press("n")
+        await wait_until(pilot, lambda: isinstance(app.screen, MemoryEditor))
+        await pilot.press("ctrl+s")  # empty: refused with a message, editor stays open
+        assert "cannot be empty" in str(app.screen.query_one("#memory-editor-error").render())
+        app.screen.query_one(TextArea).load_text("Uses fish shell")
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: any(m.text == "Uses fish shell"
+                                            for m in backend.memory.items.values()))
+        await wait_until(pilot, lambda: any(i.memory.text == "Uses fish shell"
+                                            for i in pane.items))
+        # Memories from background extraction appear live, highlighted.
+        backend.memory.add("Drinks oolong", "preference", actor="assistant")
+        await wait_until(pilot, lambda: any(i.memory.text == "Drinks oolong"
+                                            and i.has_class("-fresh")
+                                            for i in pane.query(MemoryItem)))
+        # Forget everything: cancel keeps all, confirm removes all.
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"forget everything")
+        await pilot.pause(0.2)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("escape")
+        await pilot.pause()
+        assert backend.memory.count() == 5
+        app.action_forget_all()
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_until(pilot, lambda: backend.memory.count() == 0)
+        await wait_until(pilot, lambda: not pane.items)
+        await wait_until(pilot, lambda: app.status_bar.memories == 0)
+
+
+async def test_layout_and_theme_survive_restart(ctx: AppContext, make_app) -> None:  # type: ignore[no-untyped-def]
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f6")  # hide sources
+        await pilot.press("alt+left", "alt+left")  # wider side column
+        await pilot.press("f8")  # next theme
+        await pilot.pause()
+        theme = app.theme
+        assert theme != "brain-dark"
+        assert not app.query_one(SourcesPane).display
+        assert app.query_one("#side").styles.width.value == 64
+    state = load_state(ctx.paths.ui_state_file)
+    assert (state.show_sources, state.side_width, state.theme) == (False, 64, theme)
+    again = make_app()
+    async with again.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert again.theme == theme
+        assert not again.query_one(SourcesPane).display
+        assert again.query_one("#side").styles.width.value == 64
+
+
+async def test_search_works_without_ollama(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+    backend.ollama.up = False
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.banner.display, what="offline banner")
+        app.chat_input.load_text("stash")
+        await pilot.press("ctrl+f")
+        pane = app.query_one(SourcesPane)
+        await wait_until(pilot, lambda: pane.table.row_count == 3)
+        assert "Search: stash" in str(pane.query_one(".pane-caption").render())
+        # Asking fails clearly and keeps the question; recovery hides the banner.
+        app.chat_input.load_text("how do I stash?")
+        app.chat_input.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.query(AnswerMessage)
+                         and app.query_one(AnswerMessage).finished)
+        assert app.query_one(ChatInput).text == "how do I stash?"
+        backend.ollama.up = True
+        await wait_until(pilot, lambda: not app.banner.display, what="banner hidden")
+
+
+async def test_input_newlines_and_history(make_app) -> None:  # type: ignore[no-untyped-def]
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        box = app.chat_input
+        box.focus()
+        await pilot.press("a", "ctrl+j", "b")
+        assert box.text == "a\nb"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.query(AnswerMessage)
+                         and app.query_one(AnswerMessage).finished)
+        await pilot.press("h", "i", "enter")
+        await wait_until(pilot, lambda: len(app.query(AnswerMessage)) == 2
+                         and app.query(AnswerMessage)[-1].finished)
+        await pilot.press("d", "r", "a", "f", "t")
+        await pilot.press("up")
+        assert box.text == "hi"
+        await pilot.press("up")
+        assert box.text == "a\nb"
+        await pilot.press("down", "down")
+        assert box.text == "draft"
+
+
+async def test_quit_finishes_pending_writes(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: backend.chat.closed, what="chat closed")
+    assert app.return_value == 0
