@@ -265,3 +265,45 @@ def test_sessions_list_show_export_rename_rm(
     assert code == 0 and "deleted session" in out and "Git stashing" in out
     code, out, _ = brain("sessions", "list", "--json")
     assert json.loads(out)["sessions"] == []
+
+
+def test_ctrl_c_keeps_the_partial_answer(ollama_home: Path, fake_ollama: FakeOllama) -> None:
+    """A real process and a real SIGINT: the answer so far stays on screen and in the session."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    fake_ollama.script_chat([f"w{i} " for i in range(400)], chunk_delay=0.05)
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "BRAIN_HOME": str(ollama_home), "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "assistant.cli.main", "ask", "long answer please",
+         "--no-knowledge", "--no-memory"],
+        cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 30
+        seen = b""
+        while b"w2 " not in seen:  # stream started
+            assert time.monotonic() < deadline, "no tokens streamed"
+            seen += os.read(proc.stdout.fileno(), 1024)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err.decode()
+    assert (seen + out).decode().startswith("w0 w1 w2 ")  # what was shown stays shown
+    assert "interrupted" in err.decode() and "Traceback" not in err.decode()
+    from assistant.chat.sessions import SessionStore
+
+    store = SessionStore.open(ollama_home / "data" / "sessions.sqlite3")
+    [session] = store.list()
+    [turn] = store.turns(session.id)
+    store.close()
+    assert turn.status == "interrupted"
+    assert turn.answer.startswith("w0 w1 w2 ")
+    assert len(turn.answer.split()) < 400
