@@ -41,7 +41,7 @@ PROSE_EXTENSIONS: dict[str, str] = {
     ".org": "org",
     ".html": "html", ".htm": "html", ".xhtml": "html",
     ".pdf": "pdf",
-    ".json": "data:json", ".jsonl": "data:json", ".ndjson": "data:json", ".ipynb": "data:json",
+    ".json": "data:json", ".jsonl": "data:json", ".ndjson": "data:json", ".ipynb": "notebook",
     ".yaml": "data:yaml", ".yml": "data:yaml",
     ".toml": "data:toml", ".ini": "data:ini", ".cfg": "data:ini", ".conf": "data:ini",
     ".properties": "data:ini",

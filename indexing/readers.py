@@ -25,7 +25,9 @@ SNIFF_BYTES = 8192
 class DecodedFile:
     text: str
     encoding: str  # "utf-8", "utf-8-sig", "gb18030", "cp1252", …; "pdf" for PDFs
-    format: str  # "markdown", "text", "rst", "org", "html", "pdf", "data:<kind>", "code:<lang>"
+    # "markdown", "text", "rst", "org", "html", "pdf", "data:<kind>", "code:<lang>"; Jupyter
+    # notebooks arrive as "markdown" (cells converted, outputs dropped).
+    format: str
     pages: tuple[tuple[int, int], ...] | None = None  # PDF: (start_char, 1-based page), sorted
 
 
@@ -59,6 +61,12 @@ def read_file(path: Path, *, max_bytes: int) -> DecodedFile:
         from indexing.html_text import html_to_text
 
         text = html_to_text(text)
+    elif fmt == "notebook":
+        from indexing.notebook import notebook_to_markdown
+
+        converted = notebook_to_markdown(text)
+        # Not a readable notebook (hand-edited, truncated): index the raw JSON instead.
+        text, fmt = (converted, "markdown") if converted is not None else (text, "data:json")
     if not text.strip():
         raise SkipFile(SkipReason.empty, "only whitespace")
     return DecodedFile(text=text, encoding=encoding, format=fmt, pages=None)

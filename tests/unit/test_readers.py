@@ -258,6 +258,34 @@ def test_broken_and_textless_pdfs(tmp_path: Path) -> None:
     assert _skip(tmp_path, "s.pdf", make_pdf(["", ""])).reason is SkipReason.empty
 
 
+def test_jupyter_notebook_becomes_markdown(tmp_path: Path) -> None:
+    import json
+
+    notebook = {
+        "metadata": {"language_info": {"name": "python"}},
+        "cells": [
+            {"cell_type": "markdown", "source": ["# Analysis\n", "\n", "Load the data."]},
+            {
+                "cell_type": "code",
+                "source": "import pandas as pd\ndf = pd.read_csv('x.csv')",
+                "outputs": [{"data": {"image/png": "iVBORw0KGgo" * 50}}],
+            },
+            {"cell_type": "markdown", "source": "## Results"},
+            {"cell_type": "code", "source": []},
+        ],
+    }
+    decoded = _read(tmp_path, "n.ipynb", json.dumps(notebook))
+    assert decoded.format == "markdown"
+    assert decoded.text == (
+        "# Analysis\n\nLoad the data.\n\n```python\nimport pandas as pd\n"
+        "df = pd.read_csv('x.csv')\n```\n\n## Results\n"
+    )
+    broken = _read(tmp_path, "b.ipynb", '{"cells": [')
+    assert broken.format == "data:json"
+    assert broken.text == '{"cells": ['
+    assert _skip(tmp_path, "e.ipynb", '{"cells": []}').reason is SkipReason.empty
+
+
 def test_code_and_data_keep_their_text(tmp_path: Path) -> None:
     source = "def f():\n    return 1\n"
     assert _read(tmp_path, "m.py", source) == DecodedFile(source, "utf-8", "code:python", None)
