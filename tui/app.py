@@ -179,7 +179,6 @@ class BrainApp(App[int]):
         self.check_ollama()
         self.set_interval(self.ollama_poll_seconds, self.check_ollama)
         self.set_interval(self.memory_poll_seconds, self.poll_memories)
-        self.load_memories(all_active=False)
         if self.session_id:
             self.resume_session(self.session_id)
 
@@ -497,22 +496,22 @@ class BrainApp(App[int]):
 
     # --- memories ---------------------------------------------------------------------------
 
-    def load_memories(self, *, all_active: bool, type_: str | None = None, query: str = "") -> None:
-        def fetch() -> list[MemoryView]:
-            return self.backend.memory.list(all_active=True, type_=type_, query=query)
-
-        if all_active:
-            self.run_backend(
-                "Listing memories", fetch,
-                lambda ms: self.post_message(msg.MemoriesLoaded(ms, all_active=True)),
-            )
+    @work(thread=True, exclusive=True, group="memory-list")
+    def load_memories(self, type_: str | None = None, query: str = "") -> None:
+        # Exclusive: while the user types a filter, only the latest listing is shown.
+        memories = self._guarded(
+            "Listing memories",
+            lambda: self.backend.memory.list(all_active=True, type_=type_, query=query),
+        )
+        if memories is not None:
+            self.post_message(msg.MemoriesLoaded(memories, all_active=True))
 
     async def on_memories_loaded(self, message: msg.MemoriesLoaded) -> None:
         await self.memory_pane.show(message.memories, all_active=message.all_active)
 
     def on_memory_pane_mode_changed(self, event: MemoryPane.ModeChanged) -> None:
         if event.all_active:
-            self.load_memories(all_active=True, type_=event.type_, query=event.query)
+            self.load_memories(event.type_, event.query)
 
     def action_all_memories(self) -> None:
         pane = self.memory_pane
@@ -745,8 +744,21 @@ class BrainApp(App[int]):
             if answers:
                 await self.show_answer_context(answers[-1])
 
-        self.run_backend("Opening the session",
-                         lambda: self.backend.sessions.turns(session_id), show)
+        def load() -> Any:
+            try:
+                return self.backend.sessions.turns(session_id)
+            except UserError:
+                # Deleted elsewhere (e.g. `brain sessions rm`): start fresh instead.
+                self.call_from_thread(self._forget_session, session_id)
+                raise
+
+        self.run_backend("Opening the session", load, show)
+
+    def _forget_session(self, session_id: str) -> None:
+        if self.session_id == session_id:
+            self.session_id = None
+        if self.ui_state.last_session == session_id:
+            self.update_state(last_session=None)
 
     # --- screens ------------------------------------------------------------------------------
 

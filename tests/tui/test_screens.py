@@ -84,6 +84,17 @@ async def test_last_session_is_reopened(ctx: AppContext, make_app) -> None:  # t
         assert app.session_id == "s1"
 
 
+async def test_missing_last_session_starts_fresh(ctx: AppContext, make_app) -> None:  # type: ignore[no-untyped-def]
+    from tui.state import UiState, save_state
+
+    save_state(ctx.paths.ui_state_file, UiState(last_session="gone"))
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.session_id is None, what="session forgotten")
+        assert any("no session gone" in n.message for n in app._notifications)
+    assert load_state(ctx.paths.ui_state_file).last_session is None
+
+
 async def test_model_picker_switches_model(make_app, backend) -> None:  # type: ignore[no-untyped-def]
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -278,6 +289,23 @@ async def test_input_newlines_and_history(make_app) -> None:  # type: ignore[no-
         assert box.text == "a\nb"
         await pilot.press("down", "down")
         assert box.text == "draft"
+
+
+async def test_new_session_clears_chat(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        app.chat_input.load_text("first")
+        app.chat_input.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.session_id == "s1")
+        await pilot.press("ctrl+n")
+        await wait_until(pilot, lambda: not app.query(AnswerMessage))
+        assert app.session_id is None
+        assert app.query_one(SourcesPane).table.row_count == 0
+        app.chat_input.load_text("second")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(backend.chat.asked) == 2)
+        assert backend.chat.asked[1][0] is None  # a new session, not s1
 
 
 async def test_quit_finishes_pending_writes(make_app, backend) -> None:  # type: ignore[no-untyped-def]

@@ -1,0 +1,238 @@
+"""The app over the real core (SQLite, Chroma, the memory store, the fake Ollama server).
+
+The embedding model is the fast HashEmbedder, so these run in seconds without torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable, Input, TextArea
+
+from assistant.context import AppContext
+from tests.fakes import HashEmbedder
+from tests.tui.conftest import BrainTestApp
+from tests.tui.helpers import wait_until
+from tui.backend import CoreBackend
+from tui.screens.index_manager import IndexManager
+from tui.screens.memory_editor import MemoryEditor
+from tui.screens.path_picker import PathPicker
+from tui.widgets.banner import Banner
+from tui.widgets.memory_pane import MemoryItem, MemoryPane
+from tui.widgets.status_bar import StatusBar
+
+SIZE = (140, 40)
+
+
+@pytest.fixture
+def core(ollama_home: Path) -> Iterator[tuple[AppContext, CoreBackend]]:
+    ctx = AppContext.load(str(ollama_home))
+    ctx._embedder = HashEmbedder()
+    backend = CoreBackend(ctx)
+    try:
+        yield ctx, backend
+    finally:
+        backend.close()
+
+
+def make(core: tuple[AppContext, CoreBackend]) -> BrainTestApp:
+    ctx, backend = core
+    return BrainTestApp(ctx, backend, ollama_poll_seconds=0.1, memory_poll_seconds=0.1,
+                        watch=False)
+
+
+async def test_add_folder_shows_progress_then_counts(core, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "git.md").write_text("# Git\n\n## Stash\n\nUse git stash pop to apply.\n")
+    (notes / "tar.md").write_text("# Tar\n\nExtract with tar -xzf file.tgz\n")
+    (notes / "empty.md").write_text("")
+    app = make(core)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.model_ready, timeout=60, what="index opened")
+        await pilot.press("f3")
+        await wait_until(pilot, lambda: isinstance(app.screen, IndexManager))
+        manager = app.screen
+        await pilot.press("a")
+        await wait_until(pilot, lambda: isinstance(app.screen, PathPicker))
+        app.screen.query_one(Input).value = str(notes)
+        app.screen.query_one(Input).focus()
+        await pilot.pause()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: manager.folders and manager.folders[0].files == 2,
+                         what="folder indexed with 2 files")
+        folder = manager.folders[0]
+        assert folder.path == str(notes.resolve())
+        assert folder.chunks >= 2
+        table = manager.query_one("#folders", DataTable)
+        assert table.get_row_at(0)[1] == "2"
+        summary = str(manager.query_one("#sync-summary").render())
+        assert "2 added" in summary
+        await wait_until(pilot, lambda: "2 files" in app.status_bar.index, what="status counts")
+        # Adding the same folder again is a clear error, not a crash.
+        app.add_folder(notes)
+        await wait_until(pilot, lambda: any("already indexed" in n.message
+                                            for n in app._notifications))
+
+
+async def test_edit_delete_undo_memory_in_the_store(core) -> None:  # type: ignore[no-untyped-def]
+    from assistant.memory.model import MemoryStatus, MemoryType, NewMemory
+
+    _ctx, backend = core
+    store = backend.memory.store()
+    memory = store.add(NewMemory(text="Prefers green tea", type=MemoryType.PREFERENCE))
+    app = make(core)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+r")
+        pane = app.query_one(MemoryPane)
+        await wait_until(pilot, lambda: [i.memory.id for i in pane.items] == [memory.id],
+                         what="all memories listed")
+        pane.list_view.focus()
+        pane.list_view.index = 0
+        await pilot.press("e")
+        await wait_until(pilot, lambda: isinstance(app.screen, MemoryEditor))
+        area = app.screen.query_one(TextArea)
+        area.load_text("Prefers oolong tea")
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: store.get(memory.id).text == "Prefers oolong tea",
+                         what="store updated")
+        await wait_until(pilot, lambda: pane.items and
+                         pane.items[0].memory.text == "Prefers oolong tea")
+        # Delete: gone from the pane and marked deleted in the store.
+        pane.list_view.focus()
+        await pilot.press("d")
+        await wait_until(pilot, lambda: store.get(memory.id).status is MemoryStatus.DELETED)
+        await wait_until(pilot, lambda: not pane.items, what="row removed")
+        await wait_until(pilot, lambda: app.status_bar.memories == 0)
+        # Undo: back in the store and in the pane, with the edited text.
+        await pilot.press("u")
+        await wait_until(pilot, lambda: store.get(memory.id).status is MemoryStatus.ACTIVE)
+        await wait_until(pilot, lambda: [i.memory.text for i in pane.items]
+                         == ["Prefers oolong tea"], what="row back")
+        # History lists the user's edit.
+        events = backend.memory.history(memory.id)
+        assert [e.event for e in events][:2] == ["add", "edit-by-user"]
+
+
+async def test_extracted_memory_appears_live(core) -> None:  # type: ignore[no-untyped-def]
+    from assistant.memory.model import Actor, MemoryType, NewMemory
+
+    _ctx, backend = core
+    store = backend.memory.store()
+    app = make(core)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+r")
+        pane = app.query_one(MemoryPane)
+        await wait_until(pilot, lambda: app._memory_stamp != "", what="first poll")
+        store.add(NewMemory(text="Lives in Lyon", type=MemoryType.FACT), actor=Actor.ASSISTANT)
+        await wait_until(pilot, lambda: any(i.memory.text == "Lives in Lyon"
+                                            and i.has_class("-fresh")
+                                            for i in pane.query(MemoryItem)),
+                         what="fresh memory highlighted")
+
+
+async def test_ollama_down_banner_then_recovery(core, fake_ollama) -> None:  # type: ignore[no-untyped-def]
+    fake_ollama.stop()
+    app = make(core)
+    async with app.run_test(size=SIZE) as pilot:
+        banner = app.query_one(Banner)
+        await wait_until(pilot, lambda: banner.display, what="banner shown")
+        text = str(banner.render())
+        assert "Chat is offline" in text and "ollama serve" in text
+        assert app.query_one(StatusBar).ollama == "down"
+        # The rest of the app still works: the settings and the index manager open.
+        await pilot.press("f3")
+        await wait_until(pilot, lambda: isinstance(app.screen, IndexManager))
+        await pilot.press("escape")
+        fake_ollama.start()
+        await wait_until(pilot, lambda: not banner.display, what="banner hidden")
+        assert app.query_one(StatusBar).ollama == "up"
+
+
+async def test_missing_model_banner_says_pull(core, fake_ollama) -> None:  # type: ignore[no-untyped-def]
+    fake_ollama.remove_model("qwen3:4b")
+    app = make(core)
+    async with app.run_test(size=SIZE) as pilot:
+        banner = app.query_one(Banner)
+        await wait_until(pilot, lambda: banner.display)
+        assert "ollama pull qwen3:4b" in str(banner.render())
+        assert app.query_one(StatusBar).ollama == "no model"
+
+
+def index_notes(backend: CoreBackend, root: Path) -> Path:
+    notes = root / "notes"
+    (notes / "git").mkdir(parents=True)
+    (notes / "git" / "stash.md").write_text(
+        "# Git\n\n## Stash\n\nRun `git stash pop` to apply the latest stash and drop it.\n"
+    )
+    (notes / "tar.md").write_text("# Tar\n\nExtract an archive with tar -xzf file.tgz\n")
+    backend.knowledge.add_folder(notes)
+    backend.knowledge.sync(None, rebuild=False, progress=lambda p: None)
+    return notes
+
+
+async def test_ask_streams_answer_with_sources_and_feedback(core, fake_ollama, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from textual.widgets import DataTable
+
+    from assistant.retrieval.log import RetrievalLog
+    from tui.screens.source_preview import SourcePreview
+    from tui.widgets.message import AnswerMessage
+    from tui.widgets.sources_pane import SourcesPane
+
+    ctx, backend = core
+    index_notes(backend, tmp_path)
+    fake_ollama.script_chat("Run `git stash pop` to apply the stash [1].", chunk_delay=0.01,
+                            match=lambda body: "format" not in body)
+    app = make(core)
+    async with app.run_test(size=SIZE) as pilot:
+        app.chat_input.load_text("how do I apply a git stash?")
+        app.chat_input.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.query(AnswerMessage)
+                         and app.query_one(AnswerMessage).finished, timeout=60, what="answer")
+        answer = app.query_one(AnswerMessage)
+        assert answer.text == "Run `git stash pop` to apply the stash [1]."
+        status = str(answer.query_one(".answer-status").render())
+        assert "qwen3:4b" in status and "tokens" in status
+        table = app.query_one(SourcesPane).query_one(DataTable)
+        assert table.row_count >= 1
+        first = table.get_row_at(0)
+        assert first[1].plain.startswith("git/stash.md")
+        assert first[2].endswith("%") and first[5].startswith("✓")  # vector score, cited
+        table.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, SourcePreview))
+        assert "stash.md:" in str(app.screen.query_one("#preview-path").render())
+        await pilot.press("escape")
+        answer.focus()
+        await pilot.press("plus")
+        log_id = int(answer.log_id or 0)
+        await wait_until(pilot, lambda: RetrievalLog.open(ctx.paths.retrieval_log_db)
+                         .get(log_id).rating == 1, what="feedback stored")
+        assert app.session_id is not None
+        # The session is stored: listing sessions shows it with one turn.
+        sessions = backend.sessions.list()
+        assert [(s.id, s.turns) for s in sessions] == [(app.session_id, 1)]
+
+
+async def test_escape_cancels_real_stream(core, fake_ollama, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tui.widgets.message import AnswerMessage
+
+    _ctx, backend = core
+    index_notes(backend, tmp_path)
+    fake_ollama.script_chat(" ".join(f"word{i}" for i in range(200)), chunk_delay=0.05,
+                            match=lambda body: "format" not in body)
+    app = make(core)
+    async with app.run_test(size=SIZE) as pilot:
+        app.chat_input.load_text("tell me a long story")
+        app.chat_input.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.query(AnswerMessage)
+                         and "word2" in app.query_one(AnswerMessage).text, timeout=60)
+        await pilot.press("escape")
+        answer = app.query_one(AnswerMessage)
+        await wait_until(pilot, lambda: answer.finished, what="stopped")
+        assert "word199" not in answer.text
+        assert "interrupted" in str(answer.query_one(".answer-status").render())
