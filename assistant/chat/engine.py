@@ -304,7 +304,33 @@ class ChatEngine:
             self.store.set_model(self._session.id, name)
 
     def set_persona(self, prompt: str) -> None:
+        """Use this system prompt from the next turn on (see config [personas])."""
+        if not prompt.strip():
+            raise ChatError("protocol", "the system prompt is empty", retryable=False)
         self.settings = replace(self.settings, persona=prompt)
+
+    def configure(self, **changes: Any) -> EngineSettings:
+        """Change options for the following turns: temperature, num_ctx, keep_alive, tools,
+        history_turns… (any EngineSettings field). Unknown names and bad values are errors."""
+        current = {name: getattr(self.settings, name) for name in self.settings.__slots__}
+        changes = {
+            k: float(v) if isinstance(current.get(k), float) and type(v) is int else v
+            for k, v in changes.items()
+        }
+        for name, value in changes.items():
+            if name not in current or name in ("host",):
+                raise ChatError("protocol", f"unknown chat option {name!r}", retryable=False)
+            old = current[name]
+            if old is not None and not isinstance(value, type(old)):
+                raise ChatError(
+                    "protocol", f"{name} must be a {type(old).__name__}, got {value!r}",
+                    retryable=False,
+                )
+        if changes.get("temperature", 0) < 0 or changes.get("num_ctx", 0) < 0:
+            raise ChatError("protocol", "temperature and num_ctx cannot be negative",
+                            retryable=False)
+        self.settings = replace(self.settings, **changes)
+        return self.settings
 
     async def warm_up(self) -> None:
         """Do the slow first-turn work ahead of time (the TUI calls this at start): import the

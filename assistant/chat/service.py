@@ -179,6 +179,16 @@ class ChatService:
         self.store = store
         self.knowledge = knowledge
         self.memory = memory
+        self.personas: dict[str, str] = {}
+
+    def persona_prompt(self, name: str) -> str:
+        """The system prompt of a [personas] preset (UserError listing the names if unknown)."""
+        if name not in self.personas:
+            raise UserError(
+                f"no persona {name!r} (known: {', '.join(sorted(self.personas))})",
+                hint="add it under [personas] with `brain config edit`",
+            )
+        return self.personas[name]
 
     async def aclose(self) -> None:
         await self.engine.aclose()
@@ -240,7 +250,9 @@ def open_chat(
         catalog=OllamaCatalog(settings.host, settings.timeout),
         session_id=resolved,
     )
-    return ChatService(engine, store, knowledge_source, memory_source)
+    service = ChatService(engine, store, knowledge_source, memory_source)
+    service.personas = dict(ctx.config.personas)
+    return service
 
 
 

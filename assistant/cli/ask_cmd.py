@@ -38,6 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--retry", action="store_true",
                    help="send the session's last failed or interrupted question again")
     p.add_argument("--model", metavar="NAME", help="use this Ollama model (kept for the session)")
+    p.add_argument("--persona", metavar="NAME",
+                   help="system prompt preset from the config's [personas]")
     p.add_argument("--no-memory", action="store_true", help="do not use long-term memory")
     p.add_argument("--no-knowledge", action="store_true", help="do not search indexed files")
     p.add_argument("--json", action="store_true",
@@ -83,6 +85,12 @@ def run(args: argparse.Namespace) -> int:
             raise UserError("there is no session to continue yet", hint="ask without --continue")
         session_id = latest.id
 
+    if args.persona is not None and args.persona not in ctx.config.personas:
+        raise UserError(
+            f"no persona {args.persona!r} (known: {', '.join(sorted(ctx.config.personas))})",
+            hint="add it under [personas] with `brain config edit`",
+        )
+
     from assistant.chat.service import open_chat
 
     service = open_chat(
@@ -97,6 +105,8 @@ async def _ask(service: ChatService, question: str, args: argparse.Namespace) ->
 
     engine = service.engine
     try:
+        if args.persona is not None:
+            engine.set_persona(service.personas[args.persona])
         if args.model:
             # Unchecked: a missing model fails the turn, which saves the question for --retry.
             engine.set_model(args.model, check=False)

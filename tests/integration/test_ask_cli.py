@@ -307,3 +307,13 @@ def test_ctrl_c_keeps_the_partial_answer(ollama_home: Path, fake_ollama: FakeOll
     assert turn.status == "interrupted"
     assert turn.answer.startswith("w0 w1 w2 ")
     assert len(turn.answer.split()) < 400
+
+
+def test_persona_preset(brain: Run, fake_ollama: FakeOllama) -> None:
+    code, _, err = brain("ask", "hi", "--persona", "concise", "--no-knowledge")
+    assert code == 0, err
+    system = fake_ollama.last_chat()["messages"][0]["content"]
+    assert system.startswith("You are second-brain. Answer in as few words as possible")
+    code, out, err = brain("ask", "hi", "--persona", "pirate")
+    assert code == 1 and out == ""
+    assert "no persona 'pirate'" in err and "concise" in err

@@ -503,3 +503,22 @@ async def test_tool_results_are_kept_within_the_context(chat_rig: ChatRig) -> No
     assert tool_message["role"] == "tool"
     assert tool_message["content"].count(long.strip()) == 1
     assert tool_message["content"].startswith("[1] notes/doc1.md:10-15 (shown above)")
+
+
+async def test_options_and_persona_apply_to_the_next_turn(chat_rig: ChatRig) -> None:
+    from assistant.chat.errors import ChatError
+
+    engine = chat_rig.make()
+    engine.configure(temperature=1, num_ctx=2048, keep_alive="1h")
+    engine.set_persona("You are a pirate.")
+    await engine.ask("hi")
+    request = chat_rig.fake.last_chat()
+    assert request["options"] == {"temperature": 1.0, "num_ctx": 2048}
+    assert request["keep_alive"] == "1h"
+    assert request["messages"][0]["content"].startswith("You are a pirate.\n\n## How to answer")
+    with pytest.raises(ChatError, match="unknown chat option"):
+        engine.configure(colour="red")
+    with pytest.raises(ChatError, match="must be a int"):
+        engine.configure(num_ctx="big")
+    with pytest.raises(ChatError, match="cannot be negative"):
+        engine.configure(temperature=-1.0)
