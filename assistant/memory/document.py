@@ -46,6 +46,10 @@ def search_text(
 ) -> str:
     """One string for both the keyword index and the embedding."""
     parts = [text]
+    if context:
+        # Said twice, a memory's own words outweigh its neighbours' in both BM25 and the
+        # embedding, so the turn itself ranks above the turns around it.
+        parts.append(text)
     if key:
         parts.append(key.replace("_", " "))
     if type is MemoryType.EPISODE:

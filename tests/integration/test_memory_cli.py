@@ -1,0 +1,218 @@
+"""`brain memory …` end to end (in-process): output, exit codes, JSON contract, files."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from assistant.cli.main import main
+from assistant.context import AppContext
+from tests.fakes import HashEmbedder
+from tests.fixtures.memory import MemoryVectors
+
+CONTRACT_KEYS = {"id", "type", "key", "text", "created_at", "updated_at", "status", "source"}
+
+
+@pytest.fixture
+def cli(home, monkeypatch):  # type: ignore[no-untyped-def]
+    """`brain` in-process with HashEmbedder; one in-memory vector collection per home."""
+    embedder = HashEmbedder(dimension=128)
+    vectors = MemoryVectors()
+    monkeypatch.setattr(AppContext, "embedder", lambda self: embedder)
+    monkeypatch.setattr("assistant.memory.service.chroma_vectors", lambda ctx: vectors)
+
+    def run(*argv: str) -> int:
+        return main(["memory", *argv])
+
+    run.vectors = vectors  # type: ignore[attr-defined]
+    return run
+
+
+def _json(cli, capsys, *argv: str):  # type: ignore[no-untyped-def]
+    capsys.readouterr()
+    assert cli(*argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _add(cli, capsys, *argv: str) -> str:  # type: ignore[no-untyped-def]
+    capsys.readouterr()
+    assert cli("add", *argv) == 0
+    return capsys.readouterr().out.split()[0]
+
+
+def test_add_list_edit_rm_undo_pin_history(cli, capsys) -> None:
+    first = _add(cli, capsys, "I work at Acme", "--key", "employer")
+    second = _add(cli, capsys, "Prefers concise answers", "--type", "preference")
+    data = _json(cli, capsys, "list", "--json")
+    assert [m["id"] for m in data["memories"]] == [second, first]
+    for m in data["memories"]:
+        assert set(m) >= CONTRACT_KEYS and "score" not in m
+    assert data["memories"][1]["key"] == "employer"
+    assert data["memories"][1]["source"] == "cli"
+    assert cli("edit", first[:5], "I work at Globex") == 0
+    assert cli("pin", second) == 0
+    assert cli("rm", first) == 0
+    assert [m["id"] for m in _json(cli, capsys, "list", "--json")["memories"]] == [second]
+    all_ = _json(cli, capsys, "list", "--all", "--json")["memories"]
+    assert {m["status"] for m in all_} == {"active", "deleted"}
+    assert cli("undo", first) == 0
+    assert "I work at Globex" in capsys.readouterr().out
+    assert cli("history", first) == 0
+    history = capsys.readouterr().out
+    assert "edit-by-user" in history and "'I work at Acme' -> 'I work at Globex'" in history
+    assert "(undone)" in history
+    assert cli("list", "--type", "preference") == 0
+    out = capsys.readouterr().out
+    assert "Prefers concise answers" in out and "pinned" in out and "Globex" not in out
+
+
+def test_add_with_same_key_supersedes(cli, capsys) -> None:
+    old = _add(cli, capsys, "Lives in Porto", "--key", "home_city")
+    capsys.readouterr()
+    assert cli("add", "Lives in Lisbon", "--key", "home_city") == 0
+    assert f"replaces {old}" in capsys.readouterr().out
+    statuses = {m["text"]: m["status"] for m in _json(cli, capsys, "list", "--all", "--json")
+                ["memories"]}
+    assert statuses == {"Lives in Porto": "superseded", "Lives in Lisbon": "active"}
+
+
+def test_errors_are_clear_and_lose_nothing(cli, capsys) -> None:
+    assert cli("add", "my password is hunter2!!") == 1
+    assert "secret" in capsys.readouterr().err
+    assert cli("add", "x", "--type", "gossip") == 1
+    assert "unknown memory type" in capsys.readouterr().err
+    assert cli("add", "Went to Rome", "--at", "last tuesday") == 1
+    assert "ISO-8601" in capsys.readouterr().err
+    assert cli("rm", "deadbeef") == 1
+    assert "no memory with id" in capsys.readouterr().err
+    assert cli("undo", _add(cli, capsys, "Has a cat")) == 0
+    assert cli("forget-all") == 1
+    assert "--yes" in capsys.readouterr().err
+    assert cli("search", "--top-k", "0", "cat") == 1
+    assert _json(cli, capsys, "list", "--all", "--json")["memories"][0]["status"] == "deleted"
+
+
+def test_search_json_contract_and_queries_file(cli, capsys, tmp_path: Path) -> None:
+    _add(cli, capsys, "The user grows tomatoes on the balcony")
+    _add(cli, capsys, "The user is learning Japanese", "--at", "2024-03-01")
+    data = _json(cli, capsys, "search", "tomatoes balcony", "--json", "--top-k", "1")
+    [hit] = data["memories"]
+    assert CONTRACT_KEYS | {"score"} <= set(hit) and hit["text"].endswith("balcony")
+    assert isinstance(hit["score"], float)
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"query": "Japanese"}\n"tomatoes"\n{"nope": 1}\n{"query": "x", '
+                       '"top_k": 1}\n', encoding="utf-8")
+    capsys.readouterr()
+    assert cli("search", "--queries", str(queries), "--top-k", "2") == 1  # one bad line
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(lines) == 4
+    assert lines[0]["memories"][0]["text"] == "The user is learning Japanese"
+    assert lines[0]["memories"][0]["created_at"] == "2024-03-01T00:00:00Z"
+    assert lines[1]["query"] == "tomatoes" and len(lines[1]["memories"]) == 2
+    assert lines[2] == {"line": 3, "error": 'expected {"query": "…", "top_k"?: N}'}
+    assert len(lines[3]["memories"]) == 1
+
+
+def test_import_export_round_trip_with_bad_lines(cli, capsys, tmp_path: Path) -> None:
+    source = tmp_path / "in.jsonl"
+    good = [
+        {"text": "Caroline: I went to a support group yesterday", "type": "episode",
+         "created_at": "2023-05-08T13:56:00Z", "source": "D1:3"},
+        {"text": "Melanie: That sounds powerful", "type": "episode",
+         "created_at": "2023-05-08T13:56:00Z", "source": "D1:4"},
+        {"text": "Prefers tea over coffee", "type": "preference", "key": "drink"},
+        {"text": "Plain fact without extras"},
+    ]
+    bad = ['{"text": ""}', "not json", '{"text": "ok", "type": "gossip"}',
+           '{"text": "ok", "created_at": "yesterday"}', '{"text": "a", "colour": "red"}',
+           '{"text": "token ghp_16C7e42F292c6912E7710c838347Ae178B4a"}']
+    lines = [json.dumps(good[0]), bad[0], json.dumps(good[1]), bad[1], bad[2],
+             json.dumps(good[2]), bad[3], bad[4], json.dumps(good[3]), bad[5]]
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    assert cli("import", str(source)) == 1
+    captured = capsys.readouterr()
+    assert "imported 4 memories; 6 bad line(s) not imported" in captured.out
+    for number in (2, 4, 5, 7, 8, 10):
+        assert f"line {number}:" in captured.err
+    assert "unknown memory type" in captured.err and "colour" in captured.err
+    assert "ghp_" not in captured.err
+    # The episode's source round-trips in search results.
+    hit = _json(cli, capsys, "search", "support group", "--json")["memories"][0]
+    assert hit["source"] == "D1:3" and hit["created_at"] == "2023-05-08T13:56:00Z"
+    exported = tmp_path / "out.jsonl"
+    capsys.readouterr()
+    assert cli("export", str(exported)) == 0
+    rows = [json.loads(line) for line in exported.read_text().splitlines()]
+    assert [(r["text"], r["type"], r["key"], r["source"]) for r in rows] == [
+        (g["text"], g.get("type", "fact"), g.get("key"), g.get("source")) for g in good]
+    assert cli("forget-all", "--yes") == 0
+    assert _json(cli, capsys, "list", "--all", "--json") == {"memories": []}
+    assert cli("import", str(exported)) == 0
+    again = [json.loads(line) for line in _export_stdout(cli, capsys).splitlines()]
+    strip = ("id", "updated_at")
+    assert [{k: v for k, v in r.items() if k not in strip} for r in again] == [
+        {k: v for k, v in r.items() if k not in strip} for r in rows]
+    # --dedup skips what is already there.
+    capsys.readouterr()
+    assert cli("import", str(exported), "--dedup") == 0
+    assert "imported 0 memories, skipped 4 duplicates" in capsys.readouterr().out
+
+
+def _export_stdout(cli, capsys) -> str:  # type: ignore[no-untyped-def]
+    capsys.readouterr()
+    assert cli("export") == 0
+    return capsys.readouterr().out
+
+
+def test_import_thousands_of_lines_in_seconds(cli, capsys, tmp_path: Path) -> None:
+    source = tmp_path / "many.jsonl"
+    source.write_text("".join(
+        json.dumps({"text": f"Note {i}: the user logged {i} kilometres on trail {i % 37}",
+                    "type": "episode", "created_at": f"2024-01-{1 + i % 28:02d}"}) + "\n"
+        for i in range(3000)), encoding="utf-8")
+    start = time.perf_counter()
+    assert cli("import", str(source)) == 0
+    elapsed = time.perf_counter() - start
+    assert "imported 3000 memories" in capsys.readouterr().out
+    assert elapsed < 20, elapsed
+    assert cli.vectors.count() == 3000
+
+
+def test_forget_all_erases_the_files(cli, capsys, home: Path) -> None:
+    marker = "quokkaparadox"
+    for i in range(5):
+        _add(cli, capsys, f"The user's {marker} fact {i}")
+    assert cli("edit", "profile", f"Fan of {marker}") == 0
+    data_dir = home / "data"
+    assert any(marker.encode() in p.read_bytes() for p in data_dir.rglob("*") if p.is_file())
+    assert cli("forget-all", "--yes") == 0
+    assert "forgot 5 memories" in capsys.readouterr().out
+    leftovers = [p for p in data_dir.rglob("*")
+                 if p.is_file() and marker.encode() in p.read_bytes()]
+    assert leftovers == []
+
+
+def test_profile_edit_is_never_overwritten_silently(cli, capsys, monkeypatch) -> None:
+    replies = iter(['{"profile": "A data engineer at Acme who likes short answers."}',
+                    '{"profile": "A data engineer who likes short answers and tea."}'])
+    monkeypatch.setattr("assistant.memory.service.ollama_chat_fn",
+                        lambda *a, **k: lambda messages, schema: next(replies))
+    assert cli("profile", "--refresh") == 1
+    assert "no memories yet" in capsys.readouterr().err
+    _add(cli, capsys, "Works at Acme as a data engineer")
+    assert cli("profile", "--refresh") == 0
+    assert "A data engineer at Acme" in capsys.readouterr().out
+    assert cli("edit", "profile", "Mara, a data engineer. Short answers please.") == 0
+    capsys.readouterr()
+    assert cli("profile", "--refresh") == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Mara, a data engineer.")
+    assert "+A data engineer who likes short answers and tea." in out and "--accept" in out
+    assert cli("profile", "--accept") == 0
+    assert capsys.readouterr().out.startswith("A data engineer who likes short answers and tea.")
+    assert cli("history", "profile") == 0
+    assert capsys.readouterr().out.count("\n") == 3
