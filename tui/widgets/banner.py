@@ -17,12 +17,12 @@ class Banner(Static):
             self.display = False
             return
         lines = [f"⚠ Chat is offline: {status.message}"]
-        if status.hint:
-            lines.append(f"  {status.hint}")
-        lines.append(
-            "  Indexing, search and memory editing still work; chat reconnects by itself."
-            if not status.model_missing
-            else f"  Pull it with: ollama pull {model}  (or pick another model with F4)"
-        )
+        if status.model_missing:
+            lines.append(f"  Pull it with: ollama pull {model}   (or pick another model: F4)")
+        else:
+            lines.append(f"  {status.hint or 'Start Ollama: ollama serve'}")
+            lines.append(f"  Then make sure the model is there: ollama pull {model}")
+        lines.append("  Indexing, search (Ctrl+F) and memory editing still work; "
+                     "chat reconnects by itself.")
         self.update("\n".join(lines))
         self.display = True
