@@ -71,7 +71,8 @@ def _atomise(
     out: list[Atom],
     end_strength: int,
 ) -> None:
-    if end - start <= size and depth >= min_depth:
+    # Pieces under size/8 need no finer cuts: overlap and back-off never work in smaller steps.
+    if end - start <= size and (depth >= min_depth or end - start <= size // 8):
         out.append(Atom(start, end, end_strength))
         return
     if depth >= len(levels):
@@ -109,8 +110,25 @@ def _atomise(
                 strengths.append(strength + 1 if weak else strength)
     bounds.append(end)
     strengths.append(end_strength)
+    if pattern is LINE or pattern is SENTENCE:
+        bounds, strengths = _coalesce(bounds, strengths, size // 8)
     for (a, b), piece_strength in zip(itertools.pairwise(bounds), strengths, strict=True):
         _atomise(text, a, b, levels, depth + 1, min_depth, size, out, piece_strength)
+
+
+def _coalesce(
+    bounds: list[int], strengths: list[int], granularity: int
+) -> tuple[list[int], list[int]]:
+    """Join runs of tiny pieces (short lines of a table or a word list) into pieces of about
+    `granularity` characters: 3 MB of 20-character lines would otherwise be 150k atoms."""
+    kept, kept_strengths = [bounds[0]], []
+    for i in range(1, len(bounds)):
+        last = i == len(bounds) - 1
+        if not last and bounds[i + 1] - kept[-1] <= granularity:
+            continue  # the next piece still fits: drop this cut
+        kept.append(bounds[i])
+        kept_strengths.append(strengths[i - 1])
+    return kept, kept_strengths
 
 
 def _pack(atoms: list[Atom], size: int, overlap: int) -> list[tuple[int, int]]:
