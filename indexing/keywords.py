@@ -1,0 +1,251 @@
+"""A persistent, incremental BM25 keyword index on SQLite FTS5.
+
+Text is analysed by `indexing.tokenize` (stemming, code identifiers, jieba for Chinese) and
+stored as space-joined tokens. The FTS5 table uses the `ascii` tokenizer with `-`, `_` and `.`
+as token characters: it treats every non-ASCII character as part of a token and splits only on
+ASCII spaces, so each of our tokens (`git-stash`, `config.toml`, `文件`) stays exactly one FTS
+token and FTS5 never re-analyses what `tokenize` decided.
+
+The index lives in the caller's SQLite connection and does not commit by itself (unless made
+with `autocommit=True`), so the sync can update the manifest and the keyword index in one
+transaction: a crash leaves both old or both new.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Collection, Iterable, Sequence
+
+from indexing.tokenize import TOKENIZER_VERSION, query_tokens, tokenize
+
+_TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+# Query terms found in at least this share of items only refine the ranking of items that
+# match a rarer term; see `search`.
+_COMMON_SHARE = 0.05
+# Rows per executemany / ids per `IN (...)` lookup: well under SQLite's variable limit.
+_BATCH = 500
+
+
+class KeywordIndexError(Exception):
+    """The keyword index cannot be used (bad table name, corrupted database)."""
+
+
+def _fts_phrase(token: str) -> str:
+    # A double-quoted FTS5 string is always a plain term; embedded quotes are doubled.
+    return '"' + token.replace('"', '""') + '"'
+
+
+class KeywordIndex:
+    """BM25 search over `(id, text)` items; ids are the caller's string ids (chunk ids)."""
+
+    def __init__(
+        self, conn: sqlite3.Connection, table: str = "chunk_fts", *, autocommit: bool = False
+    ) -> None:
+        if not _TABLE_NAME.fullmatch(table):
+            raise KeywordIndexError(f"invalid keyword table name: {table!r}")
+        self._conn = conn
+        self._fts = table
+        self._map = f"{table}_ids"
+        self._meta = f"{table}_meta"
+        self._vocab = f"{table}_vocab"
+        self._autocommit = autocommit
+        self._create()
+
+    # -- schema -----------------------------------------------------------------------------
+
+    def _create(self) -> None:
+        try:
+            self._conn.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._fts} USING fts5("
+                "tokens, tokenize = \"ascii tokenchars '-_.'\")"
+            )
+            # FTS5 rowids are integers; this side table maps our string ids onto them.
+            self._conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {self._map} "
+                "(rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE)"
+            )
+            self._conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {self._meta} (key TEXT PRIMARY KEY, value TEXT)"
+            )
+            # Document frequencies per term, read by `search` to plan the query.
+            self._conn.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._vocab} "
+                f"USING fts5vocab({self._fts}, 'row')"
+            )
+            self._conn.execute(
+                f"INSERT OR IGNORE INTO {self._meta}(key, value) VALUES ('tokenizer', ?)",
+                (str(TOKENIZER_VERSION),),
+            )
+        except sqlite3.DatabaseError as exc:
+            raise KeywordIndexError(f"cannot open the keyword index ({exc})") from exc
+        self._maybe_commit()
+
+    def _maybe_commit(self) -> None:
+        if self._autocommit:
+            self._conn.commit()
+
+    @property
+    def stale(self) -> bool:
+        """True when the stored tokens came from another tokenizer version: rebuild needed."""
+        row = self._conn.execute(
+            f"SELECT value FROM {self._meta} WHERE key = 'tokenizer'"
+        ).fetchone()
+        return row is None or row[0] != str(TOKENIZER_VERSION)
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def add(self, items: Iterable[tuple[str, str]]) -> int:
+        """Index `(id, text)` pairs; an id already present has its text replaced.
+
+        Returns the number of items written.
+        """
+        written = 0
+        batch: list[tuple[str, str]] = []
+        for item in items:
+            batch.append(item)
+            if len(batch) >= _BATCH:
+                written += self._add_batch(batch)
+                batch = []
+        if batch:
+            written += self._add_batch(batch)
+        self._maybe_commit()
+        return written
+
+    def _add_batch(self, batch: Sequence[tuple[str, str]]) -> int:
+        # The last text wins when one batch names an id twice, like repeated single adds.
+        latest = {str(item_id): text for item_id, text in batch}
+        ids = list(latest)
+        self._delete_ids(ids)
+        cur = self._conn.cursor()
+        cur.executemany(f"INSERT INTO {self._map}(id) VALUES (?)", [(i,) for i in ids])
+        rowids = self._rowids(ids)
+        cur.executemany(
+            f"INSERT INTO {self._fts}(rowid, tokens) VALUES (?, ?)",
+            [(rowids[i], " ".join(tokenize(latest[i]))) for i in ids],
+        )
+        return len(ids)
+
+    def delete(self, ids: Iterable[str]) -> int:
+        """Remove items by id (unknown ids are ignored); returns how many were removed."""
+        removed = 0
+        batch: list[str] = []
+        for item_id in ids:
+            batch.append(str(item_id))
+            if len(batch) >= _BATCH:
+                removed += self._delete_ids(batch)
+                batch = []
+        if batch:
+            removed += self._delete_ids(batch)
+        self._maybe_commit()
+        return removed
+
+    def _delete_ids(self, ids: Sequence[str]) -> int:
+        rowids = list(self._rowids(ids).values())
+        if not rowids:
+            return 0
+        cur = self._conn.cursor()
+        cur.executemany(f"DELETE FROM {self._fts} WHERE rowid = ?", [(r,) for r in rowids])
+        cur.executemany(f"DELETE FROM {self._map} WHERE rowid = ?", [(r,) for r in rowids])
+        return len(rowids)
+
+    def clear(self) -> None:
+        """Remove everything (for a rebuild) and mark the index as current-tokenizer."""
+        self._conn.execute(f"DELETE FROM {self._fts}")
+        self._conn.execute(f"DELETE FROM {self._map}")
+        self._conn.execute(
+            f"INSERT OR REPLACE INTO {self._meta}(key, value) VALUES ('tokenizer', ?)",
+            (str(TOKENIZER_VERSION),),
+        )
+        self._maybe_commit()
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def _rowids(self, ids: Sequence[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for start in range(0, len(ids), _BATCH):
+            part = ids[start : start + _BATCH]
+            marks = ",".join("?" * len(part))
+            for rowid, item_id in self._conn.execute(
+                f"SELECT rowid, id FROM {self._map} WHERE id IN ({marks})", part
+            ):
+                found[item_id] = rowid
+        return found
+
+    def count(self) -> int:
+        return int(self._conn.execute(f"SELECT count(*) FROM {self._map}").fetchone()[0])
+
+    def ids(self) -> list[str]:
+        """All indexed ids (for consistency checks against the manifest)."""
+        return [row[0] for row in self._conn.execute(f"SELECT id FROM {self._map}")]
+
+    def search(
+        self, query: str, k: int, *, ids: Collection[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """The best `k` items for `query` as `(id, score)`, best first.
+
+        The score is FTS5's BM25 negated so that higher is better (k1=1.2, b=0.75). Any query
+        token matching counts (an OR query); quotes and FTS5 operators in the query are plain
+        text. `ids`, when given, restricts results to those ids (e.g. one folder's chunks).
+        """
+        tokens = query_tokens(query)
+        if not tokens or k <= 0 or (ids is not None and not ids):
+            return []
+        try:
+            return self._search(tokens, k, ids)
+        except sqlite3.OperationalError as exc:
+            raise KeywordIndexError(f"keyword search failed ({exc})") from exc
+
+    def _document_frequencies(self, tokens: Sequence[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for start in range(0, len(tokens), _BATCH):
+            part = tokens[start : start + _BATCH]
+            marks = ",".join("?" * len(part))
+            found.update(
+                self._conn.execute(
+                    f"SELECT term, doc FROM {self._vocab} WHERE term IN ({marks})", part
+                ).fetchall()
+            )
+        return found
+
+    def _search(
+        self, tokens: list[str], k: int, ids: Collection[str] | None
+    ) -> list[tuple[str, float]]:
+        df = self._document_frequencies(tokens)
+        tokens = [t for t in tokens if df.get(t, 0) > 0]
+        if not tokens:
+            return []
+        total = self.count()
+        # FTS5's BM25 clamps the IDF of a term found in half the items or more to ~0, so such
+        # terms change no score: leave them out (unless nothing else is left) to save work.
+        useful = [t for t in tokens if df[t] * 2 < total] or tokens
+        # Scoring cost grows with every item matching any term. When the query has rare terms,
+        # only items containing one of them are ranked (still by BM25 over *all* terms): an
+        # item that matches only words found in 5%+ of the index is not a keyword hit worth
+        # showing. On the tldr golden queries this left every top 10 unchanged and cut p95
+        # from ~30 ms to ~7 ms on 30k chunks.
+        rare = [t for t in useful if df[t] < _COMMON_SHARE * total]
+        match = " OR ".join(_fts_phrase(t) for t in useful)
+        where = [f"{self._fts} MATCH ?"]
+        params: list[object] = [match]
+        if rare and len(rare) < len(useful):
+            # The unary + keeps SQLite from driving FTS5 by rowid (one lookup per candidate,
+            # far slower); the candidate set is built once and probed per matching row.
+            where.append(
+                f"+{self._fts}.rowid IN (SELECT rowid FROM {self._fts} WHERE {self._fts} MATCH ?)"
+            )
+            params.append(" OR ".join(_fts_phrase(t) for t in rare))
+        if ids is not None:
+            # The allow-list travels as one JSON parameter: no temp table and no limit on the
+            # number of SQL variables, fast for thousands of ids.
+            where.append("m.id IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps([str(i) for i in ids]))
+        params.append(k)
+        sql = (
+            f"SELECT m.id, -bm25({self._fts}) FROM {self._fts} "
+            f"JOIN {self._map} AS m ON m.rowid = {self._fts}.rowid "
+            f"WHERE {' AND '.join(where)} ORDER BY bm25({self._fts}) LIMIT ?"
+        )
+        rows = self._conn.execute(sql, params).fetchall()
+        return [(item_id, float(score)) for item_id, score in rows]
