@@ -50,7 +50,7 @@ def split_span(
     overlap: int,
     code: bool = False,
 ) -> list[tuple[int, int]]:
-    """Spans covering text[start:end] (trimmed of whitespace), each at most `size` characters."""
+    """Spans covering text[start:end], each at most `size` characters (untrimmed)."""
     if end - start <= size:
         return [(start, end)]
     levels = CODE_LEVELS if code else PROSE_LEVELS
@@ -135,6 +135,7 @@ def _pack(atoms: list[Atom], size: int, overlap: int) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     n = len(atoms)
     i = 0
+    previous_end = -1
     while i < n:
         start = atoms[i].start
         j = i
@@ -142,15 +143,17 @@ def _pack(atoms: list[Atom], size: int, overlap: int) -> list[tuple[int, int]]:
             j += 1
         if j + 1 < n:
             # Full: end at the strongest boundary in the second half (a paragraph end beats a
-            # sentence end beats a line end …), the latest one among equals.
+            # line end beats a sentence end …), the latest one among equals; never so early
+            # that the chunk would sit inside the previous one's overlap.
             best = j
             for k in range(j - 1, i - 1, -1):
-                if atoms[k].end - start < size // 2:
+                if atoms[k].end - start < size // 2 or atoms[k].end <= previous_end:
                     break
                 if atoms[k].strength < atoms[best].strength:
                     best = k
             j = best
         spans.append((start, atoms[j].end))
+        previous_end = atoms[j].end
         if j + 1 >= n:
             break
         following = j + 1

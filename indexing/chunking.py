@@ -162,8 +162,20 @@ def _split_block(
         overlap=settings.chunk_overlap,
         code=code,
     )
-    trimmed = (trim(text, start, end) for start, end in spans)
-    return [(start, end) for start, end in trimmed if start < end]
+    kept: list[tuple[int, int]] = []
+    for span in spans:
+        start, end = trim(text, *span)
+        if start >= end:
+            continue
+        # Trimming whitespace-only atoms can leave an overlap chunk that starts where the
+        # previous one does, or ends inside it; keep only the larger of two nested spans.
+        if kept and end <= kept[-1][1]:
+            continue
+        if kept and start <= kept[-1][0]:
+            kept[-1] = (start, end)
+            continue
+        kept.append((start, end))
+    return kept
 
 
 def _sections(

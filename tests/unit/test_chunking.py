@@ -27,8 +27,9 @@ def check_invariants(text: str, chunks: list[Chunk], settings: ChunkSettings) ->
         assert chunk.end_line == chunk.start_line + chunk.text.count("\n")
         assert chunk.content_hash == content_hash(chunk.text)
         assert chunk.id == chunk_id(chunk.source, i, chunk.content_hash)
-    starts = [c.start_char for c in chunks]
-    assert starts == sorted(starts), "chunks out of order"
+    for a, b in itertools.pairwise(chunks):
+        # In order, and no chunk inside another (overlap only ever shares an edge).
+        assert a.start_char < b.start_char and a.end_char < b.end_char, (a.text, b.text)
     covered = bytearray(len(text))
     for chunk in chunks:
         covered[chunk.start_char : chunk.end_char] = b"\x01" * (chunk.end_char - chunk.start_char)

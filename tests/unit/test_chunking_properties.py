@@ -73,6 +73,8 @@ FRAGMENTS = st.sampled_from(
         "🎉",
         "é",
         "x" * 60,
+        " " * 120,  # whitespace-only atoms once broke the "no nested chunks" rule
+        "word. " * 5,
     ]
 )
 TEXTS = st.one_of(
