@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,7 +32,7 @@ from assistant.chat.errors import ChatError
 from assistant.chat.events import ChatEvent, Done, Failed, Retrieved, Token, ToolCalled
 from assistant.chat.models import ModelCatalog, ModelFacts, effective_window
 from assistant.chat.prompt import HistoryTurn, Prompt, PromptInputs, PromptMessage, assemble
-from assistant.chat.sessions import SessionStore
+from assistant.chat.sessions import SessionNotFound, SessionStore
 from assistant.chat.summary import SUMMARY_SYSTEM, clean_summary, summary_request, turns_to_fold
 from assistant.chat.tokens import count_message
 from assistant.chat.tools import MAX_TOOL_ROUNDS, TOOL_SPECS, run_tool
@@ -124,20 +125,25 @@ class TurnStream:
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._final: Done | Failed | None = None
         self._task = asyncio.get_running_loop().create_task(run(self._emit))
-        self._task.add_done_callback(lambda _t: self._finish(on_abort))
+        self._task.add_done_callback(lambda task: self._finish(task, on_abort))
 
     def _emit(self, event: ChatEvent) -> None:
         if isinstance(event, Done | Failed):
             self._final = event
         self._queue.put_nowait(event)
 
-    def _finish(self, on_abort: Callable[[Callable[[ChatEvent], None]], None]) -> None:
+    def _finish(
+        self, task: asyncio.Task[None], on_abort: Callable[[Callable[[ChatEvent], None]], None]
+    ) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.error("chat turn crashed", exc_info=task.exception())
         if self._final is None:
             # Cancelled before the turn could record itself (or crashed): record it now.
             try:
                 on_abort(self._emit)
-            except Exception:  # pragma: no cover - last resort, must not hang the reader
-                log.exception("could not record an aborted turn")
+            except Exception as exc:  # e.g. the sessions database is not writable
+                log.exception("could not record the turn")
+                self._emit(Failed(errors.not_saved(exc), "", None))
         self._queue.put_nowait(_END)
 
     def __aiter__(self) -> TurnStream:
@@ -260,9 +266,13 @@ class ChatEngine:
 
     @property
     def session(self) -> Session | None:
-        """The current session, or None before the first message of a new one."""
+        """The current session, or None before the first message of a new one (or after the
+        session was deleted elsewhere, e.g. from another window)."""
         if self._session is not None:
-            self._session = self.store.get(self._session.id)
+            try:
+                self._session = self.store.get(self._session.id)
+            except SessionNotFound:
+                self._session = None
         return self._session
 
     @property
@@ -408,6 +418,11 @@ class ChatEngine:
             self._record_interrupted(state, emit)
         except ChatError as exc:
             self._record_failed(state, emit, exc)
+        except (UserError, sqlite3.Error) as exc:
+            if state.recorded:  # storing the turn itself failed: it cannot be stored as failed
+                emit(Failed(errors.not_saved(exc), state.answer, None))
+            else:
+                self._record_failed(state, emit, errors.not_saved(exc))
         except ContextOverflow as exc:
             self._record_failed(state, emit, errors.context_overflow(str(exc)))
         except Exception as exc:
@@ -644,7 +659,7 @@ class ChatEngine:
         ]
 
     def _ensure_session(self) -> Session:
-        if self._session is None:
+        if self.session is None:  # new, or deleted meanwhile: the message starts a new one
             self._session = self.store.create(model=self.settings.model)
         return self._session
 

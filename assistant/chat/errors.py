@@ -71,6 +71,15 @@ def stage_failed(kind: ErrorKind, what: str, exc: BaseException) -> ChatError:
     )
 
 
+def not_saved(exc: BaseException) -> ChatError:
+    return ChatError(
+        "server",
+        f"could not save the conversation: {exc}",
+        getattr(exc, "hint", None) or "check the free disk space and the permissions of the "
+        "data folder (`brain config path` shows where it is)",
+    )
+
+
 def _is_overflow(text: str) -> bool:
     text = text.lower()
     return "context" in text and any(w in text for w in ("exceed", "too long", "length", "window"))

@@ -522,3 +522,32 @@ async def test_options_and_persona_apply_to_the_next_turn(chat_rig: ChatRig) -> 
         engine.configure(num_ctx="big")
     with pytest.raises(ChatError, match="cannot be negative"):
         engine.configure(temperature=-1.0)
+
+
+async def test_a_session_deleted_elsewhere_starts_a_new_one(chat_rig: ChatRig) -> None:
+    engine = chat_rig.make()
+    first = await engine.ask("one")
+    assert isinstance(first, Done)
+    chat_rig.store.delete(first.turn.session_id)
+    assert engine.session is None
+    second = await engine.ask("two")
+    assert isinstance(second, Done)
+    assert second.turn.session_id != first.turn.session_id and second.turn.seq == 1
+
+
+async def test_a_turn_that_cannot_be_saved_still_ends_with_a_clear_error(
+    chat_rig: ChatRig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    def locked(*args: object, **kwargs: object) -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    engine = chat_rig.make()
+    monkeypatch.setattr(chat_rig.store, "add_turn", locked)
+    chat_rig.fake.script_chat("An answer.")
+    events = await collect(engine.send("hello"))
+    final = events[-1]
+    assert isinstance(final, Failed) and final.turn is None
+    assert "could not save the conversation: database is locked" in str(final.error)
+    assert final.partial == "An answer."  # shown, even though it could not be stored
