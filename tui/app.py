@@ -40,7 +40,15 @@ from tui.screens.settings import SettingsScreen
 from tui.screens.source_preview import SourcePreview
 from tui.state import UiState, load_state, save_state
 from tui.themes import DEFAULT_THEME, load_themes
-from tui.views import Failed, Finished, MemoryView, Retrieved, SyncProgress, Token
+from tui.views import (
+    Failed,
+    Finished,
+    MemoryView,
+    OllamaStatus,
+    Retrieved,
+    SyncProgress,
+    Token,
+)
 from tui.widgets.banner import Banner
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_view import ChatView
@@ -116,6 +124,13 @@ class BrainApp(App[int]):
             if not ours:
                 raise
             # The widget a worker reported to is gone (screen closed, app quitting).
+
+    def notify(
+        self, message: str, *, title: str = "", severity: Any = "information",
+        timeout: float | None = None, markup: bool = True,
+    ) -> None:
+        # Messages quote paths, config keys ("[ollama] host") and errors: never Rich markup.
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     @property
     def main_screen(self) -> Screen[Any]:
@@ -235,7 +250,10 @@ class BrainApp(App[int]):
 
     @work(thread=True, exclusive=True, group="ollama")
     def check_ollama(self) -> None:
-        status = self.backend.ollama.status(self.model_name)
+        try:
+            status = self.backend.ollama.status(self.model_name)
+        except Exception as exc:  # a broken client install: report, keep the app running
+            status = OllamaStatus(False, message=f"cannot check Ollama: {exc}")
         self.post_message(msg.OllamaChecked(status))
 
     def on_ollama_checked(self, message: msg.OllamaChecked) -> None:
@@ -250,13 +268,11 @@ class BrainApp(App[int]):
 
     @work(thread=True, exclusive=True, group="stats")
     def refresh_stats(self) -> None:
-        try:
-            files, chunks = self.backend.knowledge.stats()
-            memories = self.backend.memory.count()
-        except UserError as exc:
-            self.post_message(msg.BackendError("Reading the index", str(exc)))
-            return
-        self.post_message(msg.StatsUpdated(files, chunks, memories))
+        counts = self._guarded("Reading the index", lambda: (
+            *self.backend.knowledge.stats(), self.backend.memory.count()
+        ))
+        if counts is not None:
+            self.post_message(msg.StatsUpdated(*counts))
 
     def on_stats_updated(self, message: msg.StatsUpdated) -> None:
         bar = self.status_bar

@@ -108,6 +108,7 @@ class KnowledgeAdapter:
         self.ctx = ctx
         self._lock = threading.RLock()
         self._kb: KnowledgeBase | None = None
+        self._light: KnowledgeBase | None = None  # without the model: folders, stats, remove
         self._retriever: HybridRetriever | None = None
 
     def warm_up(self) -> None:
@@ -136,13 +137,24 @@ class KnowledgeAdapter:
                 )
             return self._retriever
 
+    def light(self) -> KnowledgeBase:
+        """The index without the embedding model, so listing works even if it cannot load."""
+        from assistant.knowledge_service import open_knowledge
+
+        with self._lock:
+            if self._kb is not None:
+                return self._kb
+            if self._light is None:
+                self._light = open_knowledge(self.ctx, with_embedder=False)
+            return self._light
+
     def stats(self) -> tuple[int, int]:
-        return self.kb().stats()
+        return self.light().stats()
 
     def folders(self) -> list[FolderView]:
         return [
             FolderView(f.path, f.files, f.chunks, _iso(f.last_sync))
-            for f in self.kb().folders()
+            for f in self.light().folders()
         ]
 
     def add_folder(self, path: Path) -> FolderView:
@@ -160,7 +172,7 @@ class KnowledgeAdapter:
         from assistant.knowledge_service import indexing_errors
 
         with indexing_errors():
-            self.kb().remove_folder(path)
+            self.light().remove_folder(path)
 
     def sync(
         self,
@@ -228,6 +240,9 @@ class KnowledgeAdapter:
 
     def close(self) -> None:
         with self._lock:
+            if self._light is not None:
+                self._light.close()
+                self._light = None
             if self._retriever is not None:
                 from assistant.retrieval.open import close_retriever
 

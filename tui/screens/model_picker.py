@@ -12,7 +12,6 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from assistant.errors import UserError
 from tui.protocols import OllamaApi
 from tui.views import ModelView
 
@@ -43,8 +42,8 @@ class ModelPicker(ModalScreen[str | None]):
     def load(self) -> None:
         try:
             models = self.ollama.models()
-        except UserError as exc:
-            self.app.call_from_thread(self._failed, str(exc))
+        except Exception as exc:  # UserError (Ollama down…) or anything unexpected
+            self.app.call_from_thread(self._failed, str(exc) or type(exc).__name__)
             return
         self.app.call_from_thread(self._show, models)
 

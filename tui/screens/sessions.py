@@ -13,7 +13,6 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Static
 
-from assistant.errors import UserError
 from tui.protocols import SessionsApi
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.text_prompt import TextPrompt
@@ -59,8 +58,9 @@ class SessionsScreen(ModalScreen[str | None]):
     ) -> None:
         try:
             result = call()
-        except UserError as exc:
-            self.app.call_from_thread(self.notify, f"{label}: {exc}", severity="error")
+        except Exception as exc:  # UserError, or anything unexpected: shown, never a crash
+            self.app.call_from_thread(self.notify, f"{label}: {exc or type(exc).__name__}",
+                                      severity="error")
             return
         self.app.call_from_thread(after, result)
 
