@@ -50,14 +50,27 @@ def markdown_sections(text: str, lines: list[str], line_starts: list[int]) -> li
             continue
         atx = _ATX.match(line)
         if atx:
-            headings.append((i, len(atx.group(1)), (atx.group(2) or "").strip()))
+            headings.append((i, len(atx.group(1)), clean_title(atx.group(2) or "")))
             continue
         setext = _SETEXT.match(line)
         if setext and i > first_line and _is_setext_title(lines, i - 1, first_line, headings):
             level = 1 if setext.group(1)[0] == "=" else 2
-            headings.append((i - 1, level, lines[i - 1].strip()))
+            headings.append((i - 1, level, clean_title(lines[i - 1])))
     sections.extend(_tile(text, line_starts, headings, first_line))
     return sections
+
+
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_ANCHOR = re.compile(r"\s*\{#[^}]*\}\s*$")
+# Only at word edges, so `snake_case` and `2*3*4` keep their marks.
+_EMPHASIS = re.compile(r"(?<![\w*])(\*\*|__|\*|_|`)(?=\S)(.+?)(?<=\S)\1(?![\w*])")
+
+
+def clean_title(title: str) -> str:
+    """Heading text for display: links, `{#anchors}`, emphasis and code marks removed."""
+    title = _ANCHOR.sub("", _LINK.sub(r"\1", title))
+    title = _EMPHASIS.sub(r"\2", title)
+    return " ".join(title.split())
 
 
 def _is_setext_title(lines: list[str], i: int, first_line: int, headings: list[_Heading]) -> bool:
@@ -97,7 +110,7 @@ def org_sections(text: str, lines: list[str], line_starts: list[int]) -> list[Se
         elif not in_block:
             match = _ORG.match(line)
             if match:
-                headings.append((i, len(match.group(1)), match.group(2)))
+                headings.append((i, len(match.group(1)), clean_title(match.group(2))))
     return _tile(text, line_starts, headings, 0)
 
 

@@ -76,6 +76,23 @@ def test_heading_paths_atx_and_setext() -> None:
     assert chunks[3].text.startswith("### Debian ###")
 
 
+@pytest.mark.parametrize(
+    ("line", "heading"),
+    [
+        ("# `git stash` usage", "git stash usage"),
+        ("## [Install](https://example.com/install) on **Linux**", "Install on Linux"),
+        ("## Options {#options}", "Options"),
+        ("# snake_case_name and 2*3*4", "snake_case_name and 2*3*4"),
+        ("## *Why* _this_ matters", "Why this matters"),
+        ("#", "(untitled)"),
+    ],
+)
+def test_heading_text_is_cleaned(line: str, heading: str) -> None:
+    (chunk,) = md(f"{line}\n\nBody.\n")
+    assert chunk.heading == heading
+    assert chunk.text.startswith(line)  # the chunk text itself is untouched
+
+
 def test_hashes_in_code_fences_are_not_headings() -> None:
     text = (
         "# Shell\n\n"
