@@ -96,6 +96,11 @@ def run(quick: bool) -> Report:
 
     report = Report("chat", quick)
     questions = _questions(40 if quick else 200)
+    fake = FakeOllama().start()
+    try:
+        report.details["engine_only"] = asyncio.run(_engine_only(report, fake, questions))
+    finally:
+        fake.stop()
     home = _knowledge_home(quick)
     work = Path(tempfile.mkdtemp(prefix="bench-chat-"))
     fake = FakeOllama().start()
@@ -114,6 +119,43 @@ def run(quick: bool) -> Report:
         fake.stop()
         shutil.rmtree(work, ignore_errors=True)
     return report
+
+
+async def _engine_only(report: Report, fake: Any, questions: list[str]) -> dict[str, Any]:
+    """The engine's own share: instant knowledge (6 chunk-sized excerpts) and memory (5)."""
+    from assistant.chat.engine import ChatEngine, EngineSettings
+    from assistant.chat.models import OllamaCatalog
+    from assistant.chat.sessions import SessionStore
+    from tests.fixtures.chat import FakeKnowledge, FakeMemory, knowledge_item, memory_item
+
+    text = "tar -xvf archive.tar extracts files verbosely from an archive. " * 16  # ~1 kB
+    knowledge = FakeKnowledge(items=[knowledge_item(i, text) for i in range(1, 7)])
+    memory = FakeMemory(items=[memory_item(i) for i in range(1, 6)])
+    store = SessionStore.open(":memory:")
+    engine = ChatEngine(
+        EngineSettings(host=fake.url, model="qwen3:4b"), store, knowledge=knowledge,
+        memory=memory, catalog=OllamaCatalog(fake.url, 10.0),
+    )
+    overheads: list[float] = []
+    assembly: list[float] = []
+    try:
+        for question in questions[:3]:
+            await engine.ask(question)
+        for question in questions:
+            engine.new_session()
+            final = await engine.ask(question)
+            assert final.turn is not None and final.turn.status == "complete", final
+            overheads.append(float(final.turn.timings["overhead_ms"]))
+            assembly.append(float(final.turn.timings["assembly_ms"]))
+    finally:
+        await engine.aclose()
+        store.close()
+    p95 = percentile(overheads, 95)
+    report.add("engine_only_overhead_p95_ms", p95, unit="ms",
+               notes="instant fake knowledge/memory: session, assembly, hand-off")
+    return {"overhead_p50_ms": round(percentile(overheads, 50), 2),
+            "overhead_p95_ms": round(p95, 2),
+            "assembly_p95_ms": round(percentile(assembly, 95), 2)}
 
 
 async def _measure(

@@ -57,9 +57,11 @@ def _wordpiece() -> Callable[[str], int] | None:
     return count
 
 
+@lru_cache(maxsize=8192)
 def count_tokens(text: str) -> int:
     """Approximate number of tokens the chat model will see for `text` (never below the truth
-    by more than a few percent for English, code and Chinese)."""
+    by more than a few percent for English, code and Chinese). Cached: a conversation's
+    history and often-retrieved chunks are counted again at every turn."""
     if not text:
         return 0
     counter = _wordpiece()
