@@ -44,8 +44,8 @@ def backend() -> FakeBackend:
 @pytest.fixture
 def make_app(ctx: AppContext, backend: FakeBackend) -> Callable[..., BrainTestApp]:
     def make(**kwargs: Any) -> BrainTestApp:
-        kwargs.setdefault("ollama_poll_seconds", 0.1)
-        kwargs.setdefault("memory_poll_seconds", 0.1)
+        kwargs.setdefault("ollama_poll_seconds", 0.5)
+        kwargs.setdefault("memory_poll_seconds", 0.5)
         kwargs.setdefault("watch", False)
         return BrainTestApp(ctx, backend, **kwargs)
 

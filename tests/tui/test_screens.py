@@ -212,7 +212,7 @@ async def test_memory_pane_pin_history_new_forget(make_app, backend) -> None:  #
         # Forget everything: cancel keeps all, confirm removes all.
         await pilot.press("ctrl+p")
         await pilot.pause()
-        await pilot.press(*"forget everything")
+        await pilot.press(*"forget")
         await pilot.pause(0.2)
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
