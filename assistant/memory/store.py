@@ -240,9 +240,9 @@ class MemoryStore:
             self.db_path.chmod(0o600)
         self._migrate()
         if keywords is None:
-            from indexing.keywords import KeywordIndex
+            from assistant.memory.keywords import MemoryKeywords
 
-            keywords = KeywordIndex
+            keywords = MemoryKeywords
         self._keywords_factory = keywords
         self.keywords = keywords(self.conn, KEYWORD_TABLE)
 
@@ -908,9 +908,17 @@ class MemoryStore:
                 conn.execute("DELETE FROM memories")
                 conn.execute("DELETE FROM history")
                 conn.execute("DELETE FROM profile")
-                # Dropping (not emptying) the FTS tables leaves no tokens in old FTS segments.
-                for suffix in ("", "_ids", "_meta"):
-                    conn.execute(f'DROP TABLE IF EXISTS "{KEYWORD_TABLE}{suffix}"')
+                # Dropping (not emptying) the FTS tables leaves no tokens in old FTS segments;
+                # virtual tables first (that drops their shadow tables), then the side tables.
+                prefix = KEYWORD_TABLE.replace("_", "\\_") + "%"
+                for virtual in (True, False):
+                    names = [r[0] for r in conn.execute(
+                        "SELECT name FROM sqlite_master WHERE type='table' AND name LIKE ? "
+                        "ESCAPE '\\' AND (sql LIKE 'CREATE VIRTUAL%') = ? ORDER BY name DESC",
+                        (prefix, virtual),
+                    )]
+                    for name in names:
+                        conn.execute(f'DROP TABLE IF EXISTS "{name}"')
                 self.keywords = self._keywords_factory(conn, KEYWORD_TABLE)
             self.conn.execute("VACUUM")
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
