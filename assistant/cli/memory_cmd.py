@@ -83,6 +83,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--yes", action="store_true", help="confirm")
     p.set_defaults(func=_forget_all)
 
+    p = actions.add_parser("reindex", help="rebuild the memory vectors from the database "
+                           "(e.g. after changing the embedding model)")
+    p.set_defaults(func=_reindex)
+
     p = actions.add_parser("profile", help="show the user profile")
     p.add_argument("--refresh", action="store_true", help="rewrite it with the chat model")
     p.add_argument("--accept", action="store_true", help="accept a proposed rewrite")
@@ -367,6 +371,16 @@ def _forget_all(args: argparse.Namespace) -> int:
     finally:
         service.close()
     print(f"forgot {count} memories; nothing remains on disk")
+    return 0
+
+
+def _reindex(args: argparse.Namespace) -> int:
+    service = _service(args)
+    try:
+        count = service.store.rebuild_vectors()
+    finally:
+        service.close()
+    print(f"re-embedded {count} active memories")
     return 0
 
 

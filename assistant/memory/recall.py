@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 
 from assistant.memory.clock import days_between, parse_iso
-from assistant.memory.model import Memory, MemoryStatus, MemoryType, RecalledMemory
+from assistant.memory.model import Memory, MemoryStatus, MemoryType, Profile, RecalledMemory
 from assistant.memory.scoring import (
     DecaySettings,
     ScoreWeights,
@@ -21,7 +21,7 @@ from assistant.memory.scoring import (
     estimate_tokens,
     recall_score,
 )
-from assistant.memory.store import MemoryStore
+from assistant.memory.store import PROFILE_ID, MemoryStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +94,9 @@ def recall(
     settings: RecallSettings = RecallSettings(),
     top_k: int | None = None,
 ) -> list[RecalledMemory]:
-    """Memories for the chat prompt: pinned and sure profile facts first, then the most
-    relevant, all within `budget_tokens`. Marks what it returns as used."""
+    """Memories for the chat prompt, within `budget_tokens`: the user profile (id "profile",
+    reason "user-profile"), pinned memories, sure profile facts, then the most relevant.
+    Marks what it returns as used."""
     chosen: list[RecalledMemory] = []
     seen: set[str] = set()
     used = 0
@@ -111,7 +112,10 @@ def recall(
         return True
 
     now_iso = store.now()
-    always = [m for m in store.list(pinned=True)]
+    profile = store.profile()
+    if profile.text:
+        take(RecalledMemory(profile_memory(profile, now_iso), 1.0, 0.0, "user-profile"))
+    always = list(store.list(pinned=True))
     always += sorted(
         (
             m
@@ -128,5 +132,15 @@ def recall(
     k = settings.top_k if top_k is None else top_k
     for item in search(store, query, top_k=k, settings=settings):
         take(item)
-    store.mark_used([item.memory.id for item in chosen])
+    store.mark_used([item.memory.id for item in chosen if item.memory.id != PROFILE_ID])
     return chosen
+
+
+def profile_memory(profile: Profile, now_iso: str) -> Memory:
+    """The user profile in the shape of a memory, so the prompt and UI can show it alike."""
+    when = profile.updated_at or now_iso
+    return Memory(
+        id=PROFILE_ID, type=MemoryType.FACT, key="profile", text=profile.text, confidence=1.0,
+        importance=1.0, status=MemoryStatus.ACTIVE, pinned=True, created_at=when,
+        updated_at=when, last_used_at=None, use_count=0, source="profile",
+    )

@@ -833,6 +833,16 @@ class MemoryStore:
         with self._lock:
             return self.keywords.search(query, k)
 
+    def bump_counter(self, name: str) -> int:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO counters (name, value) VALUES (?, 1) "
+                "ON CONFLICT(name) DO UPDATE SET value = value + 1",
+                (name,),
+            )
+            return int(conn.execute("SELECT value FROM counters WHERE name=?",
+                                    (name,)).fetchone()[0])
+
     # --- profile ------------------------------------------------------------------------------
 
     def profile(self) -> Profile:
@@ -908,6 +918,7 @@ class MemoryStore:
                 conn.execute("DELETE FROM memories")
                 conn.execute("DELETE FROM history")
                 conn.execute("DELETE FROM profile")
+                conn.execute("DELETE FROM counters")
                 # Dropping (not emptying) the FTS tables leaves no tokens in old FTS segments;
                 # virtual tables first (that drops their shadow tables), then the side tables.
                 prefix = KEYWORD_TABLE.replace("_", "\\_") + "%"

@@ -129,3 +129,35 @@ def test_reconcile_duplicate_update_and_different_keys(memory_store: MemoryStore
     assert stored is not None and memory_store.get(base.id).superseded_by == stored.id
     assert [m.text for m in memory_store.list(key="employer")] == ["The user works at Globex"]
     assert memory_store.get(base.id).type is MemoryType.FACT
+
+
+def test_recall_puts_the_profile_first(memory_store: MemoryStore) -> None:
+    from assistant.memory.model import Actor
+
+    memory_store.add(NewMemory("The user's favourite pasta is carbonara"))
+    assert all(r.reason != "user-profile" for r in recall(memory_store, "pasta",
+                                                            budget_tokens=500))
+    memory_store.set_profile("Mara, a nurse in Leeds who likes short answers.",
+                             actor=Actor.USER)
+    items = recall(memory_store, "pasta", budget_tokens=500)
+    assert items[0].reason == "user-profile" and items[0].memory.id == "profile"
+    assert items[0].memory.text.startswith("Mara")
+    assert items[1].memory.text.endswith("carbonara")
+
+
+def test_profile_refresh_every_n_sessions(memory_store: MemoryStore) -> None:
+    from assistant.memory.service import MemoryService
+
+    calls = []
+
+    def model(messages, schema):  # type: ignore[no-untyped-def]
+        calls.append(messages)
+        return '{"profile": "A person who likes carbonara."}'
+
+    service = MemoryService(memory_store, chat_fn=model, profile_every_sessions=3)
+    assert service.session_ended() is None  # no memories yet, and only session 1
+    memory_store.add(NewMemory("The user's favourite pasta is carbonara"))
+    assert service.session_ended() is None
+    refreshed = service.session_ended()
+    assert refreshed is not None and refreshed.profile.text == "A person who likes carbonara."
+    assert len(calls) == 1 and "carbonara" in calls[0][0]["content"]
