@@ -17,7 +17,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 bench: $(STAMP)
-	$(BIN)/python -m bench $(if $(QUICK),--quick,)
+	$(BIN)/python -m bench $(if $(filter-out 0 no false,$(QUICK)),--quick,)
 
 $(STAMP): requirements/lock.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import traceback
 
@@ -16,7 +17,15 @@ BENCHMARKS: dict[str, str] = {
     "memory": "bench.memory",
     "chat": "bench.chat",
     "tui": "bench.tui",
+    "chunking": "bench.chunking_stats",
 }
+
+# `make bench QUICK=1` passes --quick; the variable also works with plain `python -m bench`.
+QUICK_ENV = "QUICK"
+
+
+def _quick_from_env() -> bool:
+    return os.environ.get(QUICK_ENV, "").strip().lower() not in ("", "0", "no", "false")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,10 +33,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="reduced data, a few minutes")
     parser.add_argument("names", nargs="*", metavar="NAME", help=", ".join(BENCHMARKS))
     args = parser.parse_args(argv)
+    args.quick = args.quick or _quick_from_env()
     unknown = [n for n in args.names if n not in BENCHMARKS]
     if unknown:
         parser.error(f"unknown benchmark(s): {', '.join(unknown)}")
-    failures = 0
+    failures: list[str] = []
+    skipped: list[str] = []
     for name in args.names or list(BENCHMARKS):
         print(f"== {name}{' (quick)' if args.quick else ''}", flush=True)
         try:
@@ -35,15 +46,23 @@ def main(argv: list[str] | None = None) -> int:
             report = module.run(quick=args.quick)
         except MissingData as exc:
             print(f"  skipped: {exc}")
+            skipped.append(name)
             continue
         except Exception:
             traceback.print_exc()
-            failures += 1
+            failures.append(name)
             continue
         print(f"  wrote {report.write()}")
     from bench.readme_table import update_readme
 
-    update_readme()
+    if update_readme():
+        print("README.md performance table regenerated from bench/results/")
+    else:
+        print("README.md has no <!-- bench:start -->/<!-- bench:end --> markers: no table written")
+    if skipped:
+        print(f"skipped (missing data): {', '.join(skipped)}")
+    if failures:
+        print(f"FAILED: {', '.join(failures)}")
     return 1 if failures else 0
 
 

@@ -18,7 +18,8 @@ def _fmt(value: float | None, unit: str = "") -> str:
     return f"{text} {unit}".strip()
 
 
-def render_table(results_dir: Path = RESULTS_DIR) -> str:
+def render_table(results_dir: Path | None = None) -> str:
+    results_dir = results_dir or RESULTS_DIR
     rows = [
         "| benchmark | metric | ours | baseline | ratio | target | met |",
         "|---|---|---|---|---|---|---|",
@@ -48,11 +49,14 @@ def render_table(results_dir: Path = RESULTS_DIR) -> str:
     return "\n".join(rows)
 
 
-def update_readme(readme: Path = ROOT / "README.md") -> bool:
+def update_readme(readme: Path | None = None, results_dir: Path | None = None) -> bool:
+    """Replace the text between the markers; False (README untouched) when they are missing."""
+    readme = readme or ROOT / "README.md"
     text = readme.read_text(encoding="utf-8")
     if START not in text or END not in text:
         return False
     head, rest = text.split(START, 1)
     _, tail = rest.split(END, 1)
-    readme.write_text(f"{head}{START}\n{render_table()}\n{END}{tail}", encoding="utf-8")
+    table = render_table(results_dir)
+    readme.write_text(f"{head}{START}\n{table}\n{END}{tail}", encoding="utf-8")
     return True
