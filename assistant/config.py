@@ -361,7 +361,8 @@ def _toml_value(value: Any) -> str:
     if isinstance(value, str):
         import json
 
-        return json.dumps(value, ensure_ascii=False)
+        # JSON escapes every control character TOML forbids except DEL.
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     if isinstance(value, dict):
