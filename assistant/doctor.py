@@ -121,10 +121,12 @@ def _guarded(name: str, fn: Callable[[], Check], *, essential: bool = True) -> C
     """A check that raised is a failed check, never a crashed doctor."""
     try:
         return fn()
-    except UserError as exc:
-        message = str(exc).split("\n", 1)[0]
-        return Check(name, False, message, exc.hint or "", essential)
     except Exception as exc:  # a broken dependency must still produce a report line
+        hint = getattr(exc, "hint", None)
+        # UserError, and indexing's user-facing errors (which cannot subclass it), carry a hint.
+        if isinstance(exc, UserError) or isinstance(hint, str):
+            message = str(exc.args[0]) if exc.args else str(exc)
+            return Check(name, False, message.split("\n", 1)[0], hint or "", essential)
         return Check(name, False, f"{type(exc).__name__}: {exc}",
                      "see `brain doctor --json` and report a bug if this persists", essential)
 

@@ -213,3 +213,40 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+# --- the real embedding code path (indexing.embedder) ------------------------------------------
+
+def test_bundled_model_loads_offline(ollama_home: Path, real_embedder,  # type: ignore[no-untyped-def]
+                                     monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    # The session's one real model load stands in for ctx.embedder()'s (same spec, same code).
+    monkeypatch.setattr(AppContext, "embedder", lambda self: real_embedder)
+    code, report = _doctor_json(capsys)
+    check = _by_name(report)["embedding"]
+    assert check["ok"], check
+    assert "all-MiniLM-L6-v2" in check["detail"] and "(384-d" in check["detail"]
+    assert code == 0
+
+
+def test_embedding_through_ollama(ollama_home: Path, fake_ollama: FakeOllama,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    _write_config(ollama_home, f'[ollama]\nhost = "{fake_ollama.url}"\n'
+                               '[embedding]\nmodel = "ollama:nomic-embed-text"\n')
+    code, report = _doctor_json(capsys)
+    check = _by_name(report)["embedding"]
+    assert check["ok"] and "768-d" in check["detail"], check
+    assert code == 0
+    assert fake_ollama.requests_to("/api/embed")  # really embedded through the server
+
+
+def test_missing_embedding_model_folder(ollama_home: Path, fake_ollama: FakeOllama,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    missing = ollama_home / "no-such-model"
+    _write_config(ollama_home, f'[ollama]\nhost = "{fake_ollama.url}"\n'
+                               f'[embedding]\nmodel = "{missing}"\n')
+    code, report = _doctor_json(capsys)
+    check = _by_name(report)["embedding"]
+    assert code == 1 and not check["ok"]
+    assert str(missing) in check["detail"] and "\n" not in check["detail"]
+    assert check["hint"]
