@@ -129,3 +129,43 @@ async def test_failure_keeps_question_in_input(make_app, backend) -> None:  # ty
         status = str(app.query_one(AnswerMessage).query_one(".answer-status").render())
         assert "ollama pull qwen3:4b" in status
         assert app.query_one(ChatInput).text == "my precious question"
+
+
+async def test_preview_opens_editor_at_the_line(make_app, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import contextlib
+    import dataclasses
+
+    from tests.tui.fake_backend import sample_sources
+
+    note = tmp_path / "stash.md"
+    note.write_text("line\n" * 20)
+    record = tmp_path / "args.txt"
+    editor = tmp_path / "fake-editor"
+    editor.write_text(f'#!/bin/sh\necho "$@" > {record}\n')
+    editor.chmod(0o755)
+    monkeypatch.setenv("EDITOR", str(editor))
+    monkeypatch.delenv("VISUAL", raising=False)
+    source = dataclasses.replace(sample_sources()[0], source=str(note))
+    app = make_app()
+    # Headless tests cannot hand the terminal over; the real app suspends itself here.
+    monkeypatch.setattr(app, "suspend", contextlib.nullcontext)
+    async with app.run_test(size=SIZE) as pilot:
+        app.push_screen(SourcePreview(source, "stash"))
+        await pilot.pause()
+        await pilot.press("e")
+        await wait_until(pilot, lambda: record.exists(), what="editor started")
+        assert record.read_text().split() == ["+12", str(note)]
+        # A file deleted since indexing: a clear message, no editor.
+        app.pop_screen()
+        gone = dataclasses.replace(source, source=str(tmp_path / "gone.md"))
+        app.push_screen(SourcePreview(gone, "stash"))
+        await pilot.pause()
+        await pilot.press("e")
+        await wait_until(pilot, lambda: any("no longer exists" in n.message
+                                            for n in app._notifications))
+
+
+async def test_watch_mode_shows_in_status_bar(make_app) -> None:  # type: ignore[no-untyped-def]
+    app = make_app(watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: "watching 0 folders" in app.status_bar.activity)
