@@ -291,7 +291,8 @@ class KnowledgeBase:
         """Bring the index in line with the registered folders (or the given ones).
 
         `rebuild` forgets everything indexed and re-reads all folders; embeddings come from the
-        cache, so a warm rebuild makes no model calls.
+        cache, so a warm rebuild makes no model calls, and vectors whose chunk id is derived
+        again are kept in place.
         """
         embedder = self._require_embedder()
         started = time.perf_counter()
@@ -306,7 +307,6 @@ class KnowledgeBase:
             if rebuild:
                 with self.manifest.transaction():
                     self.manifest.clear_index()
-                self._drop_collection(current, embedder.model_id, embedder.dimension)
             chunking = _chunking_fingerprint(settings)
             recorded_chunking = self.manifest.get_meta(META_CHUNKING)
             rechunk = recorded_chunking is not None and recorded_chunking != chunking
@@ -314,8 +314,23 @@ class KnowledgeBase:
                 selected = registered  # chunks of every folder must follow the new settings
             self._vectors = None
             store = self._open_store(current, embedder.model_id, embedder.dimension)
-            syncer = Syncer(self.manifest, store, embedder, settings, progress, rechunk=rechunk)
-            syncer.repair()
+            reusable: set[str] = set()
+            if rebuild:
+                # SQLite (manifest, chunks, FTS) is rebuilt from the files. A vector whose id
+                # is re-derived (same path, position and text hash, same model collection) is
+                # kept instead of being dropped and re-inserted, which costs Chroma more than
+                # embedding from the cache; the rest are deleted by the final repair.
+                try:
+                    reusable = set(store.ids())
+                except Exception:  # an unreadable collection: start it afresh
+                    self._drop_collection(current, embedder.model_id, embedder.dimension)
+                    store = self._open_store(current, embedder.model_id, embedder.dimension)
+            syncer = Syncer(
+                self.manifest, store, embedder, settings, progress,
+                rechunk=rechunk, reusable=reusable,
+            )
+            if not rebuild:
+                syncer.repair()
             if recorded != current:
                 # The new collection now holds every chunk: switch over, then forget the old.
                 if recorded is not None:
@@ -327,6 +342,8 @@ class KnowledgeBase:
                     self.manifest.set_model_for_all_files(embedder.model_id)
             self._vectors = store
             syncer.sync_folders(selected)
+            if rebuild:
+                syncer.repair()
             if recorded_chunking != chunking:
                 with self.manifest.transaction():
                     self.manifest.set_meta(META_CHUNKING, chunking)

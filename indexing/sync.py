@@ -180,11 +180,14 @@ class Syncer:
         progress: ProgressCallback | None = None,
         *,
         rechunk: bool = False,
+        reusable: set[str] | None = None,
     ) -> None:
         self.manifest = manifest
         # Chunk settings changed: every file is re-chunked even if its bytes did not change
         # (identical chunks keep their ids; new texts mostly hit the embedding cache).
         self.rechunk = rechunk
+        # Chunk ids whose vectors are known to be in the store already (a rebuild).
+        self.reusable = reusable or set()
         self.vectors = vectors
         self.embedder = embedder
         self.settings = settings
@@ -369,9 +372,10 @@ class Syncer:
         if not pending:
             return
         new_chunks = [c for u in pending for c in u.new_chunks]
+        to_upsert = [c for c in new_chunks if c.id not in self.reusable]
         # 1. vectors first: a crash after this leaves only extra vectors (reconcile deletes).
-        for start in range(0, len(new_chunks), self.settings.batch_chunks):
-            part = new_chunks[start : start + self.settings.batch_chunks]
+        for start in range(0, len(to_upsert), self.settings.batch_chunks):
+            part = to_upsert[start : start + self.settings.batch_chunks]
             embeddings = self.counters.embed([c.text for c in part])
             self.vectors.upsert(
                 [c.id for c in part], embeddings, [_metadata(c.source) for c in part]

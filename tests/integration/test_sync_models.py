@@ -71,7 +71,29 @@ def test_rebuild_with_a_warm_cache_makes_no_model_calls(knowledge) -> None:
     assert report.rebuilt
     assert len(report.added) == 5
     assert report.chunks_added == first.chunks_added
-    assert report.embedded == 0 and report.cache_hits == report.chunks_added
+    assert report.embedded == 0
+    assert inner_calls(knowledge.embedder) == calls
+    after = index_state(kb)
+    after.assert_consistent()
+    assert after.chunk_ids == before.chunk_ids
+
+
+def test_rebuild_restores_lost_vectors_from_the_cache_and_drops_strays(knowledge) -> None:
+    _fill(knowledge, 4)
+    kb = knowledge.open()
+    kb.add_folder(knowledge.notes)
+    kb.sync(knowledge.settings())
+    before = index_state(kb)
+    store = kb.vectors()
+    lost = sorted(before.chunk_ids)[:3]
+    store.delete(lost)
+    store.upsert(["stray"], knowledge.embedder.embed_documents(["stray"]), [{"source": "/x"}])
+    # The SQLite side is gone too: the rebuild must re-derive everything from the files.
+    with kb.manifest.transaction():
+        kb.manifest.conn.execute("DELETE FROM chunks WHERE id = ?", (lost[0],))
+    calls = inner_calls(knowledge.embedder)
+    report = kb.sync(knowledge.settings(), rebuild=True)
+    assert report.embedded == 0 and report.cache_hits == 3
     assert inner_calls(knowledge.embedder) == calls
     after = index_state(kb)
     after.assert_consistent()
