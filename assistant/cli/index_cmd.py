@@ -202,10 +202,10 @@ class _Progress:
             self.last_plain = now
             elapsed = now - self.started
             rate = event.files_done / elapsed if elapsed > 0 else 0.0
-            eta = (event.files_total - event.files_done) / rate if rate > 0 else 0.0
+            eta = f"{(event.files_total - event.files_done) / rate:.0f}s" if rate > 0 else "?"
             print(
                 f"indexing: {event.files_done}/{event.files_total} files, "
-                f"{event.chunks_done} chunks, {rate:.1f} files/s, ETA {eta:.0f}s",
+                f"{event.chunks_done} chunks, {rate:.1f} files/s, ETA {eta}",
                 file=self.out,
                 flush=True,
             )
