@@ -24,9 +24,9 @@ from assistant.errors import UserError
 from assistant.paths import DIR_MODE, AppPaths, resolve_paths
 
 LOW_DISK_BYTES = 1_000_000_000
-# Local checks (model load, store open) do not depend on Ollama; they get at least this long so a
-# cold start on a slow disk is not reported as a failure.
-LOCAL_CHECK_SECONDS = 120.0
+# Opening Chroma and reading the model's files take a moment even on an idle machine; a tiny
+# request timeout must not turn that into false failures.
+MIN_CHECK_SECONDS = 3.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +54,16 @@ class DoctorReport:
         return {"ok": self.ok, "checks": [c.as_dict() for c in self.checks]}
 
 
-def run_doctor(home: str | None = None) -> DoctorReport:
-    """Run every check for `--home` (or $BRAIN_HOME / the platform dirs)."""
+OnCheck = Callable[[Check], None]
+
+
+def run_doctor(home: str | None = None, *, on_check: OnCheck | None = None) -> DoctorReport:
+    """Run every check for `--home` (or $BRAIN_HOME / the platform dirs).
+
+    `on_check` sees each check as soon as it and all before it are known (stable order), so a
+    terminal can print the Ollama verdict at once while the embedding model is still loading.
+    """
+    emit = on_check or (lambda check: None)
     paths = resolve_paths(home)
     setup_error: str | None = None
     try:
@@ -70,45 +78,65 @@ def run_doctor(home: str | None = None) -> DoctorReport:
         config = Config()
         config_check = Check("config", False, str(exc),
                              "fix the file with `brain config edit` (defaults used below)")
+    emit(config_check)
     ctx = AppContext(paths=paths, config=config)
-    return DoctorReport((config_check, *run_checks(ctx, setup_error=setup_error)))
+    return DoctorReport((config_check, *run_checks(ctx, setup_error=setup_error, on_check=emit)))
 
 
-def run_checks(ctx: AppContext, *, setup_error: str | None = None) -> list[Check]:
-    """All checks except the config file's, concurrently, in a stable order."""
+class _Slot:
+    """Where a check group's thread leaves its result, or a partial one if it runs out of time."""
+
+    def __init__(self, fallback: list[Check]) -> None:
+        self.fallback = fallback
+        self.result: list[Check] | None = None
+        self.partial: list[Check] | None = None
+
+
+def run_checks(ctx: AppContext, *, setup_error: str | None = None,
+               on_check: OnCheck | None = None) -> list[Check]:
+    """All checks except the config file's, concurrently, in a stable order.
+
+    The whole report is bounded by the request timeout (at least MIN_CHECK_SECONDS): a group
+    still running then is reported from its partial result, or as not answering.
+    """
     timeout = ctx.config.ollama.timeout
-    groups: list[tuple[Callable[[], list[Check]], float, list[Check]]] = [
-        (lambda: _ollama_checks(ctx), timeout + 1.0,
-         [_unfinished("ollama", timeout), _unfinished("chat model", timeout)]),
-        (lambda: [_embedding_check(ctx)], max(timeout, LOCAL_CHECK_SECONDS),
-         [_unfinished("embedding", max(timeout, LOCAL_CHECK_SECONDS))]),
-        (lambda: [_vector_store_check(ctx)], max(timeout, LOCAL_CHECK_SECONDS),
-         [_unfinished("vector store", max(timeout, LOCAL_CHECK_SECONDS))]),
-        (lambda: [_data_dir_check(ctx.paths, setup_error), _disk_check(ctx.paths)], timeout,
-         [_unfinished("data dir", timeout), _unfinished("disk space", timeout, essential=False)]),
+    limit = max(timeout, MIN_CHECK_SECONDS)
+    groups: list[tuple[Callable[[_Slot], list[Check]], _Slot]] = [
+        (lambda slot: _ollama_checks(ctx),
+         _Slot([_unfinished("ollama", limit), _unfinished("chat model", limit)])),
+        (lambda slot: [_embedding_check(ctx, slot)], _Slot([_unfinished("embedding", limit)])),
+        (lambda slot: [_vector_store_check(ctx)], _Slot([_unfinished("vector store", limit)])),
+        (lambda slot: [_data_dir_check(ctx.paths, setup_error), _disk_check(ctx.paths)],
+         _Slot([_unfinished("data dir", limit),
+                _unfinished("disk space", limit, essential=False)])),
     ]
-    results: list[list[Check] | None] = [None] * len(groups)
 
-    def runner(i: int, fn: Callable[[], list[Check]]) -> None:
+    def runner(fn: Callable[[_Slot], list[Check]], slot: _Slot) -> None:
         try:
-            results[i] = fn()
+            slot.result = fn(slot)
         except Exception as exc:  # a crashed group still reports each of its lines
-            results[i] = [
+            slot.result = [
                 Check(c.name, False, f"{type(exc).__name__}: {exc}",
                       "see `brain doctor --json` and report a bug if this persists", c.essential)
-                for c in groups[i][2]
+                for c in slot.fallback
             ]
 
-    started = time.monotonic()
+    deadline = time.monotonic() + limit
     threads = []
-    for i, (fn, _, _) in enumerate(groups):
-        thread = threading.Thread(target=runner, args=(i, fn), daemon=True, name=f"doctor-{i}")
+    for i, (fn, slot) in enumerate(groups):
+        # Daemon threads: a hung check must not keep the process alive after the report.
+        thread = threading.Thread(target=runner, args=(fn, slot), daemon=True,
+                                  name=f"doctor-{i}")
         thread.start()
         threads.append(thread)
     checks: list[Check] = []
-    for i, (thread, (_, limit, fallback)) in enumerate(zip(threads, groups, strict=True)):
-        thread.join(max(0.0, started + limit - time.monotonic()))
-        checks.extend(results[i] if results[i] is not None else fallback)
+    for thread, (_, slot) in zip(threads, groups, strict=True):
+        thread.join(max(0.0, deadline - time.monotonic()))
+        group = slot.result or slot.partial or slot.fallback
+        for check in group:
+            if on_check is not None:
+                on_check(check)
+        checks.extend(group)
     return checks
 
 
@@ -167,7 +195,7 @@ def _model_check(client: Any, model: str) -> Check:
 
 # --- local checks -----------------------------------------------------------------------------
 
-def _embedding_check(ctx: AppContext) -> Check:
+def _embedding_check(ctx: AppContext, slot: _Slot) -> Check:
     def check() -> Check:
         started = time.monotonic()
         try:
@@ -177,6 +205,12 @@ def _embedding_check(ctx: AppContext) -> Check:
                 return Check("embedding", False, "embedding support is not installed",
                              "reinstall second-brain (`make run` or `pip install .`)")
             raise
+        # Found and sized from its files: what to report if loading outlasts the timeout.
+        slot.partial = [Check(
+            "embedding", True,
+            f"{embedder.model_id} ({embedder.dimension}-d; found offline, still loading "
+            f"after {max(ctx.config.ollama.timeout, MIN_CHECK_SECONDS):g} s)",
+        )]
         vector = embedder.embed_query("second-brain doctor")
         if len(vector) != embedder.dimension:
             return Check("embedding", False,

@@ -7,6 +7,8 @@ import sys
 
 from assistant.cli.common import print_json
 
+NAME_WIDTH = len("vector store")  # the longest check name, so details line up
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
@@ -32,20 +34,25 @@ def _symbols() -> tuple[str, str, str]:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from assistant.doctor import run_doctor
+    from assistant.doctor import Check, run_doctor
 
-    report = run_doctor(getattr(args, "home", None))
+    home = getattr(args, "home", None)
     if args.json:
+        report = run_doctor(home)
         print_json(report.as_dict())
         return 0 if report.ok else 1
     good, bad, warn = _symbols()
-    width = max(len(c.name) for c in report.checks)
-    for check in report.checks:
+    arrow = "→" if good == "✓" else "->"
+
+    def show(check: Check) -> None:
+        # Printed as each verdict is known: "Ollama is down" appears before the model loads.
         mark = good if check.ok else (bad if check.essential else warn)
-        line = f"{mark} {check.name:<{width}}  {check.detail}"
+        line = f"{mark} {check.name:<{NAME_WIDTH}}  {check.detail}"
         if not check.ok and check.hint:
-            line += f"  → {check.hint}" if good == "✓" else f"  -> {check.hint}"
-        print(line)
+            line += f"  {arrow} {check.hint}"
+        print(line, flush=True)
+
+    report = run_doctor(home, on_check=show)
     if not report.ok:
         failed = [c.name for c in report.checks if c.essential and not c.ok]
         print(f"\n{len(failed)} essential check(s) failed: {', '.join(failed)}", file=sys.stderr)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections import namedtuple
 from pathlib import Path
@@ -84,6 +85,37 @@ def test_ollama_down_is_fast_and_clear(ollama_home: Path, fake_ollama: FakeOllam
     assert "ollama serve" in ollama_line
     assert "✓ vector store" in captured.out and "✓ data dir" in captured.out
     assert "essential check(s) failed: ollama, chat model" in captured.err
+
+
+def test_slow_model_load_is_bounded_and_ollama_reported_first(
+        ollama_home: Path, fake_ollama: FakeOllama, monkeypatch: pytest.MonkeyPatch) -> None:
+    from assistant.doctor import MIN_CHECK_SECONDS, run_doctor
+
+    release = threading.Event()
+
+    class SlowEmbedder(HashEmbedder):
+        def embed_query(self, text: str):  # type: ignore[no-untyped-def]
+            release.wait(30)  # a model load that outlasts the timeout
+            return super().embed_query(text)
+
+    embedder = SlowEmbedder(dimension=384, model_id="test:slow")
+    monkeypatch.setattr(AppContext, "embedder", lambda self: embedder)
+    _write_config(ollama_home, f'[ollama]\nhost = "{fake_ollama.url}"\ntimeout = 1.0\n')
+    fake_ollama.stop()
+    seen: list[tuple[str, float]] = []
+    start = time.monotonic()
+    try:
+        report = run_doctor(on_check=lambda c: seen.append((c.name, time.monotonic() - start)))
+    finally:
+        release.set()
+    elapsed = time.monotonic() - start
+    assert elapsed < MIN_CHECK_SECONDS + 1.5
+    emitted = dict(seen)
+    assert [name for name, _ in seen] == CHECK_NAMES
+    assert emitted["ollama"] < 1.5  # the verdict that matters is shown at once
+    check = {c.name: c for c in report.checks}["embedding"]
+    assert check.ok and "still loading after 3 s" in check.detail
+    assert not report.ok  # Ollama is down
 
 
 def test_slow_ollama_answers_within_the_timeout(ollama_home: Path, fake_ollama: FakeOllama,
