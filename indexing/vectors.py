@@ -1,0 +1,383 @@
+"""Vectors in ChromaDB: embedded (a directory) or a Chroma server (`http://host:port`).
+
+Each collection records the embedding model id and dimension it was built with. Opening it
+with another model raises `EmbeddingModelMismatch` (what to run to re-embed) instead of letting
+Chroma fail later with a dimension error. Chroma is imported lazily (it takes ~1 s), and every
+Chroma failure surfaces as a `VectorStoreError` with a message meant for the user.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import numpy as np
+
+_COLLECTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]")
+_MAX_BATCH = 2000  # below Chroma's limit (5461 embedded); keeps server requests small
+_PAGE = 5000
+
+T = TypeVar("T")
+
+
+class VectorStoreError(Exception):
+    """The vector store cannot be used; the message (and hint) are meant for the user."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+    def __str__(self) -> str:
+        message = super().__str__()
+        return f"{message}\n  hint: {self.hint}" if self.hint else message
+
+
+class EmbeddingModelMismatch(VectorStoreError):
+    """The collection holds vectors of another embedding model (or dimension)."""
+
+    def __init__(
+        self,
+        collection: str,
+        *,
+        stored_model: str | None,
+        stored_dimension: int | None,
+        model_id: str,
+        dimension: int,
+    ) -> None:
+        stored = (
+            f"{stored_model} ({stored_dimension}-d)"
+            if stored_model
+            else "another program (no model recorded)"
+        )
+        super().__init__(
+            f"The {collection!r} vectors were built with {stored}, but the configured embedding "
+            f"model is {model_id} ({dimension}-d); they cannot be searched together.",
+            hint="run `brain index --sync` to re-embed everything into a fresh collection "
+            "(cached embeddings are reused), or switch embedding.model back",
+        )
+        self.collection = collection
+        self.stored_model = stored_model
+        self.stored_dimension = stored_dimension
+        self.model_id = model_id
+        self.dimension = dimension
+
+
+# -- clients: one per location per process -------------------------------------------------
+
+_clients: dict[tuple[str, ...], Any] = {}
+_clients_lock = threading.Lock()
+
+
+def _settings() -> Any:
+    from chromadb.config import Settings
+
+    return Settings(anonymized_telemetry=False, allow_reset=True)
+
+
+def _is_url(location: str | Path) -> bool:
+    return isinstance(location, str) and location.startswith(("http://", "https://"))
+
+
+def _client_key(location: str | Path) -> tuple[str, ...]:
+    if _is_url(location):
+        parts = urlsplit(str(location))
+        if not parts.hostname:
+            raise VectorStoreError(f"Invalid Chroma server URL {location!r}.")
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 8000)
+        except ValueError as exc:
+            raise VectorStoreError(f"Invalid port in Chroma server URL {location!r}.") from exc
+        return ("http", parts.scheme, parts.hostname, str(port))
+    return ("path", str(Path(location).expanduser().resolve()))
+
+
+def _connect(key: tuple[str, ...], location: str | Path) -> Any:
+    import chromadb
+
+    if key[0] == "http":
+        _, scheme, host, port = key
+        try:
+            return chromadb.HttpClient(
+                host=host, port=int(port), ssl=scheme == "https", settings=_settings()
+            )
+        except Exception as exc:
+            raise VectorStoreError(
+                f"Cannot reach the Chroma server at {location} ({exc}).",
+                hint="start it (`chroma run --path DIR --port N`), or set "
+                'store.vector_store = "" to use the embedded store',
+            ) from exc
+    path = Path(key[1])
+    if path.exists() and not path.is_dir():
+        raise VectorStoreError(
+            f"The vector store location {path} is a file, not a directory.",
+            hint="set store.vector_store to a directory, an http:// URL, or leave it empty",
+        )
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        return chromadb.PersistentClient(path=str(path), settings=_settings())
+    except Exception as exc:
+        raise VectorStoreError(
+            f"The vector store at {path} cannot be opened ({exc}).",
+            hint=f"if it is damaged, move {path} aside and run `brain index --rebuild`: your "
+            "files are untouched and embeddings come back from the cache",
+        ) from exc
+
+
+def _client(location: str | Path) -> Any:
+    key = _client_key(location)
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            client = _clients[key] = _connect(key, location)
+        return client
+
+
+# -- the store -------------------------------------------------------------------------------
+
+
+def _clean_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    # Chroma accepts str/int/float/bool values and rejects empty dicts.
+    if not metadata:
+        return None
+    clean = {str(k): v for k, v in metadata.items() if isinstance(v, str | int | float | bool)}
+    return clean or None
+
+
+def _batches(n: int, size: int) -> Iterator[slice]:
+    for start in range(0, n, size):
+        yield slice(start, min(n, start + size))
+
+
+class VectorStore:
+    """One Chroma collection of L2-normalised embeddings of one model, searched by cosine."""
+
+    def __init__(
+        self, client: Any, collection: Any, location: str, *, model_id: str, dimension: int
+    ) -> None:
+        self._client = client
+        self._collection = collection
+        self.location = location
+        self.name = str(collection.name)
+        self.model_id = model_id
+        self.dimension = dimension
+        self._dropped = False
+
+    @classmethod
+    def open(
+        cls,
+        location: str | Path,
+        collection: str,
+        *,
+        model_id: str,
+        dimension: int,
+        recreate: bool = False,
+    ) -> VectorStore:
+        """Open (creating if needed) `collection` at `location` for this model.
+
+        Raises `EmbeddingModelMismatch` when it holds another model's vectors; `recreate=True`
+        deletes it first (the way to re-embed with a new model).
+        """
+        if not _COLLECTION_NAME.fullmatch(collection):
+            raise VectorStoreError(
+                f"Invalid collection name {collection!r}: use 3-512 letters, digits, . _ -"
+            )
+        if dimension <= 0:
+            raise VectorStoreError(f"Invalid embedding dimension {dimension}.")
+        where = str(location)
+        client = _client(location)
+        metadata = {"hnsw:space": "cosine", "model_id": model_id, "dimension": int(dimension)}
+
+        def create() -> Any:
+            if recreate:
+                _delete_collection(client, collection)
+            return client.get_or_create_collection(
+                collection, metadata=metadata, embedding_function=None
+            )
+
+        handle = _guard(where, "open the collection", create)
+        stored = dict(handle.metadata or {})
+        stored_model = stored.get("model_id")
+        stored_dimension = stored.get("dimension")
+        if stored_model != model_id or stored_dimension != dimension:
+            if stored_model is None and _guard(where, "count vectors", handle.count) == 0:
+                # An empty collection someone else created: adopt it for this model.
+                _guard(where, "record the model", lambda: handle.modify(metadata=metadata))
+            else:
+                raise EmbeddingModelMismatch(
+                    collection,
+                    stored_model=stored_model,
+                    stored_dimension=stored_dimension,
+                    model_id=model_id,
+                    dimension=dimension,
+                )
+        return cls(client, handle, where, model_id=model_id, dimension=int(dimension))
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        if self._dropped:
+            raise VectorStoreError(f"The {self.name!r} collection was dropped; reopen it.")
+        return _guard(self.location, what, fn)
+
+    def _matrix(self, embeddings: Sequence[Sequence[float]] | np.ndarray, n: int) -> np.ndarray:
+        matrix = np.asarray(embeddings, dtype=np.float32)
+        if matrix.ndim == 1 and n == 1:
+            matrix = matrix.reshape(1, -1)
+        if matrix.ndim != 2 or matrix.shape[0] != n:
+            raise ValueError(f"expected {n} embeddings, got an array of shape {matrix.shape}")
+        if matrix.shape[1] != self.dimension:
+            raise EmbeddingModelMismatch(
+                self.name,
+                stored_model=self.model_id,
+                stored_dimension=self.dimension,
+                model_id=f"a model producing {matrix.shape[1]}-d vectors",
+                dimension=int(matrix.shape[1]),
+            )
+        return matrix
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def upsert(
+        self,
+        ids: Sequence[str],
+        embeddings: Sequence[Sequence[float]] | np.ndarray,
+        metadatas: Sequence[Mapping[str, Any] | None] | None = None,
+    ) -> None:
+        """Insert or replace vectors (in batches Chroma accepts)."""
+        ids = [str(i) for i in ids]
+        if not ids:
+            return
+        if len(set(ids)) != len(ids):
+            raise ValueError("upsert ids must be unique")
+        matrix = self._matrix(embeddings, len(ids))
+        if metadatas is not None and len(metadatas) != len(ids):
+            raise ValueError(f"expected {len(ids)} metadatas, got {len(metadatas)}")
+        for part in _batches(len(ids), _MAX_BATCH):
+            metas = None
+            if metadatas is not None:
+                cleaned = [_clean_metadata(m) for m in metadatas[part]]
+                metas = cleaned if any(m is not None for m in cleaned) else None
+            batch_ids = ids[part]
+            batch_vectors = matrix[part]
+            self._call(
+                "store vectors",
+                lambda b=batch_ids, v=batch_vectors, m=metas: self._collection.upsert(
+                    ids=b, embeddings=v, metadatas=m
+                ),
+            )
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove vectors by id; unknown ids are ignored."""
+        ids = [str(i) for i in ids]
+        for part in _batches(len(ids), _MAX_BATCH):
+            batch = ids[part]
+            self._call("delete vectors", lambda b=batch: self._collection.delete(ids=b))
+
+    def drop(self) -> None:
+        """Delete the whole collection; this object is unusable afterwards."""
+        _guard(self.location, "drop the collection", lambda: self._delete())
+        self._dropped = True
+
+    def _delete(self) -> None:
+        _delete_collection(self._client, self.name)
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def count(self) -> int:
+        return int(self._call("count vectors", self._collection.count))
+
+    def query(
+        self,
+        embedding: Sequence[float] | np.ndarray,
+        k: int,
+        *,
+        where: Mapping[str, Any] | None = None,
+    ) -> list[tuple[str, float]]:
+        """The `k` nearest ids with their cosine similarity (1 = same direction), best first.
+
+        `where` is a Chroma metadata filter (e.g. `{"root": "/notes"}`).
+        """
+        if k <= 0:
+            return []
+        vector = self._matrix(embedding, 1)
+        result = self._call(
+            "search vectors",
+            lambda: self._collection.query(
+                query_embeddings=vector,
+                n_results=int(k),
+                where=dict(where) if where else None,
+                include=["distances"],
+            ),
+        )
+        ids = (result.get("ids") or [[]])[0]
+        distances = (result.get("distances") or [[]])[0]
+        return [(str(i), 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
+
+    def ids(self) -> list[str]:
+        """Every stored id (paged, for consistency checks against the manifest)."""
+        out: list[str] = []
+        offset = 0
+        while True:
+            page = self._call(
+                "list vectors",
+                lambda o=offset: self._collection.get(include=[], limit=_PAGE, offset=o),
+            )
+            batch = [str(i) for i in page.get("ids") or []]
+            out.extend(batch)
+            if len(batch) < _PAGE:
+                return out
+            offset += _PAGE
+
+    def get_embeddings(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors by id (missing ids are absent), e.g. to re-use them for moved files."""
+        found: dict[str, np.ndarray] = {}
+        wanted = [str(i) for i in ids]
+        for part in _batches(len(wanted), _MAX_BATCH):
+            batch = wanted[part]
+            page = self._call(
+                "read vectors",
+                lambda b=batch: self._collection.get(ids=b, include=["embeddings"]),
+            )
+            vectors = page.get("embeddings")
+            if vectors is None:
+                continue
+            for item_id, vector in zip(page.get("ids") or [], vectors, strict=True):
+                found[str(item_id)] = np.asarray(vector, dtype=np.float32)
+        return found
+
+
+def _delete_collection(client: Any, name: str) -> None:
+    from chromadb.errors import NotFoundError
+
+    with contextlib.suppress(NotFoundError, ValueError):  # already gone
+        client.delete_collection(name)
+
+
+def _guard(location: str, what: str, fn: Callable[[], T]) -> T:
+    """Run a Chroma call, turning its failures into VectorStoreError with a useful hint."""
+    try:
+        return fn()
+    except VectorStoreError:
+        raise
+    except Exception as exc:
+        if _is_url(location):
+            raise VectorStoreError(
+                f"Could not {what} on the Chroma server at {location} ({exc}).",
+                hint="check that the server is running and reachable",
+            ) from exc
+        raise VectorStoreError(
+            f"Could not {what} in the vector store at {location} ({exc}).",
+            hint=f"if the store is damaged, move {location} aside and run `brain index "
+            "--rebuild`: your files are untouched and embeddings come back from the cache",
+        ) from exc
+
+
+def close_all() -> None:
+    """Forget every cached client (tests; a long-lived process switching stores)."""
+    with _clients_lock:
+        _clients.clear()
