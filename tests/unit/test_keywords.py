@@ -214,6 +214,35 @@ def test_common_terms_still_rank_documents_with_only_common_terms(
     assert top(kw, "rsync file", 1) == ["r"]
 
 
+def _rare_and_common(conn: sqlite3.Connection) -> KeywordIndex:
+    kw = KeywordIndex(conn)
+    kw.add((f"d{i}", f"filler{i} {'alpha' if i % 10 == 0 else 'beta'}") for i in range(100))
+    kw.add([("z", "zeta alpha")])
+    return kw
+
+
+def test_small_index_ranks_every_match(conn: sqlite3.Connection) -> None:
+    kw = _rare_and_common(conn)
+    hits = top(kw, "zeta alpha", 50)
+    assert hits[0] == "z"
+    assert len(hits) == 11  # "z" plus the ten items that only say "alpha"
+
+
+def test_large_index_ranks_only_items_with_a_rare_term(
+    conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from indexing import keywords
+
+    monkeypatch.setattr(keywords, "_PRUNE_MIN_ITEMS", 50)
+    kw = _rare_and_common(conn)
+    exact = kw.search("zeta", 5)
+    assert [i for i, _ in kw.search("zeta alpha", 50)] == ["z"]
+    # The score is still BM25 over all query terms, higher than for "zeta" alone.
+    assert kw.search("zeta alpha", 1)[0][1] > exact[0][1]
+    # A query of only common terms still finds the items that have them.
+    assert len(kw.search("alpha", 50)) == 11
+
+
 def test_clear(index: KeywordIndex) -> None:
     index.clear()
     assert index.count() == 0
