@@ -42,13 +42,23 @@ def recall_settings(ctx: AppContext) -> RecallSettings:
 
 def chroma_vectors(ctx: AppContext) -> VectorIndex:
     """The `memories` collection, beside the knowledge collection (or on the Chroma server)."""
-    from indexing.vectors import VectorStore
+    from indexing.vectors import EmbeddingModelMismatch, VectorStore
 
     embedder = ctx.embedder()
     location = ctx.config.store.vector_store or str(ctx.paths.vectors_dir)
-    return VectorStore.open(
-        location, MEMORY_COLLECTION, model_id=embedder.model_id, dimension=embedder.dimension
-    )
+    try:
+        return VectorStore.open(
+            location, MEMORY_COLLECTION, model_id=embedder.model_id,
+            dimension=embedder.dimension,
+        )
+    except EmbeddingModelMismatch:
+        # The embedding model changed. Memory vectors are derived from SQLite: start the
+        # collection afresh and the store re-embeds every active memory on first use.
+        log.info("memory vectors were made with another model; rebuilding them")
+        return VectorStore.open(
+            location, MEMORY_COLLECTION, model_id=embedder.model_id,
+            dimension=embedder.dimension, recreate=True,
+        )
 
 
 def open_memory(ctx: AppContext, *, clock: Clock = system_clock) -> MemoryStore:

@@ -316,7 +316,15 @@ class MemoryStore:
     def vectors(self) -> VectorIndex:
         with self._lock:
             if self._vectors is None:
-                self._vectors = self._vectors_factory()
+                vectors = self._vectors_factory()
+                if vectors.count() == 0:
+                    # A new or recreated collection (first run, model change, deleted folder):
+                    # every active memory needs its vector again.
+                    with self._write() as conn:
+                        conn.execute(
+                            "UPDATE memories SET vec_state='pending' WHERE status=? AND "
+                            "vec_state='ok'", (MemoryStatus.ACTIVE.value,))
+                self._vectors = vectors
             return self._vectors
 
     def close(self) -> None:
@@ -825,7 +833,9 @@ class MemoryStore:
     def dense_candidates(self, query_vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         if k <= 0:
             return []
-        return self.vectors().query(query_vector, k)
+        vectors = self.vectors()  # opening may find the collection empty and queue re-embedding
+        self.sync_vectors()
+        return vectors.query(query_vector, k)
 
     def keyword_candidates(self, query: str, k: int) -> list[tuple[str, float]]:
         if k <= 0 or not query.strip():
