@@ -7,6 +7,7 @@ heavy is imported here, so the first frame appears before torch or Chroma are ev
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -237,6 +238,10 @@ class BrainApp(App[int]):
             return
         self.post_message(msg.ModelLoaded())
         self.refresh_stats()
+        # The first answer should not pay for the LLM client import and store opening;
+        # a failure here is reported by that first turn instead.
+        with contextlib.suppress(Exception):
+            self.backend.chat.warm_up()
 
     def on_model_loaded(self, message: msg.ModelLoaded) -> None:
         status = self.status_bar

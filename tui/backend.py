@@ -487,6 +487,9 @@ class ChatAdapter:
                 self._chat = open_blocking_chat(self.ctx, origin="tui")
             return self._chat
 
+    def warm_up(self) -> None:
+        self.chat().warm_up()
+
     def ask(
         self, session_id: str | None, text: str, *, model: str, cancel: threading.Event
     ) -> Iterator[ChatEvent]:

@@ -67,6 +67,9 @@ class MemoryApi(Protocol):
 
 
 class ChatApi(Protocol):
+    def warm_up(self) -> None:
+        """Import the LLM client, ask Ollama about the model, open stores (slow)."""
+
     def ask(
         self, session_id: str | None, text: str, *, model: str, cancel: threading.Event
     ) -> Iterator[ChatEvent]: ...

@@ -244,6 +244,10 @@ class FakeChat:
         self.asked: list[tuple[str | None, str, str]] = []
         self.closed = False
         self.cancelled = threading.Event()
+        self.warmed = False
+
+    def warm_up(self) -> None:
+        self.warmed = True
 
     def ask(self, session_id: str | None, text: str, *, model: str,
             cancel: threading.Event) -> Iterator[ChatEvent]:
