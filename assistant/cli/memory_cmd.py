@@ -96,7 +96,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _service(args: argparse.Namespace) -> MemoryService:
     from assistant.memory.service import MemoryService
 
-    return MemoryService.open(context(args))
+    # Writes queue their vectors; a later search (or the app) embeds them.
+    return MemoryService.open(context(args), eager_vectors=False)
 
 
 def _type(value: str | None) -> Any:

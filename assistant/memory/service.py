@@ -61,7 +61,9 @@ def chroma_vectors(ctx: AppContext) -> VectorIndex:
         )
 
 
-def open_memory(ctx: AppContext, *, clock: Clock = system_clock) -> MemoryStore:
+def open_memory(
+    ctx: AppContext, *, clock: Clock = system_clock, eager_vectors: bool = True
+) -> MemoryStore:
     """The user's memory store (SQLite at paths.memory_db, Chroma collection `memories`)."""
     ctx.paths.ensure()
     return MemoryStore(
@@ -69,6 +71,7 @@ def open_memory(ctx: AppContext, *, clock: Clock = system_clock) -> MemoryStore:
         embedder=ctx.embedder,
         vectors=lambda: chroma_vectors(ctx),
         clock=clock,
+        eager_vectors=eager_vectors,
     )
 
 
@@ -101,10 +104,12 @@ class MemoryService:
         self._extract_lock = threading.Lock()
 
     @classmethod
-    def open(cls, ctx: AppContext, *, clock: Clock = system_clock) -> MemoryService:
+    def open(
+        cls, ctx: AppContext, *, clock: Clock = system_clock, eager_vectors: bool = True
+    ) -> MemoryService:
         cfg = ctx.config
         return cls(
-            open_memory(ctx, clock=clock),
+            open_memory(ctx, clock=clock, eager_vectors=eager_vectors),
             settings=recall_settings(ctx),
             context_window=cfg.ollama.context_window,
             budget_share=cfg.memory.budget_share,

@@ -217,8 +217,12 @@ class MemoryStore:
         vectors: Callable[[], VectorIndex],
         keywords: Callable[[sqlite3.Connection, str], KeywordSearch] | None = None,
         clock: Clock = system_clock,
+        eager_vectors: bool = True,
     ) -> None:
         self.db_path = Path(db_path)
+        # False (the CLI): writes only queue vector work, so `brain memory add` never waits for
+        # the embedding model; the next search catches up.
+        self.eager_vectors = eager_vectors
         self.clock = clock
         self._embedder_factory = embedder
         self._vectors_factory = vectors
@@ -569,7 +573,7 @@ class MemoryStore:
             memory = self._insert(conn, new, actor)
             self._index_keywords([(memory, new.context)])
         if sync:
-            self.sync_vectors()
+            self._after_write()
         return memory
 
     def add_many(
@@ -649,7 +653,7 @@ class MemoryStore:
             event = Event.EDIT_BY_USER if actor is Actor.USER else Event.UPDATE
             updated = self._apply(conn, memory, changes, event=event, actor=actor,
                                   expected_version=expected_version)
-        self.sync_vectors()
+        self._after_write()
         return updated
 
     def delete(self, id_or_prefix: str, *, actor: Actor = Actor.USER) -> Memory:
@@ -675,7 +679,7 @@ class MemoryStore:
                 changes["status"] = MemoryStatus.ACTIVE.value
             updated = self._apply(conn, memory, changes,
                                   event=Event.PIN if pinned else Event.UNPIN, actor=Actor.USER)
-        self.sync_vectors()
+        self._after_write()
         return updated
 
     def supersede(
@@ -701,7 +705,7 @@ class MemoryStore:
             self._apply(conn, old, {"status": MemoryStatus.SUPERSEDED.value,
                                     "superseded_by": created.id},
                         event=Event.SUPERSEDE, actor=actor)
-        self.sync_vectors()
+        self._after_write()
         return created
 
     def set_importance(self, updates: Sequence[tuple[str, float]]) -> None:
@@ -772,7 +776,7 @@ class MemoryStore:
                         self._apply(conn, successor, {"status": MemoryStatus.SUPERSEDED.value,
                                                       "superseded_by": memory_id},
                                     event=Event.SUPERSEDE, actor=Actor.USER, undone=True)
-        self.sync_vectors()
+        self._after_write()
         return restored
 
     # --- vectors ------------------------------------------------------------------------------
@@ -786,6 +790,10 @@ class MemoryStore:
                 "UPDATE memories SET vec_state='ok' WHERE id=? AND status=?",
                 [(m.id, MemoryStatus.ACTIVE.value) for m in memories],
             )
+
+    def _after_write(self) -> None:
+        if self.eager_vectors:
+            self.sync_vectors()
 
     def sync_vectors(self, batch_size: int = 256) -> int:
         """Write pending vectors and remove stale ones; returns how many rows were fixed."""

@@ -216,3 +216,17 @@ def test_profile_edit_is_never_overwritten_silently(cli, capsys, monkeypatch) ->
     assert capsys.readouterr().out.startswith("A data engineer who likes short answers and tea.")
     assert cli("history", "profile") == 0
     assert capsys.readouterr().out.count("\n") == 3
+
+
+def test_editing_commands_never_load_the_embedding_model(home, monkeypatch, capsys) -> None:
+    def no_model(self):  # type: ignore[no-untyped-def]
+        raise AssertionError("the embedding model was loaded")
+
+    monkeypatch.setattr(AppContext, "embedder", no_model)
+    assert main(["memory", "add", "The user sings in a choir"]) == 0
+    memory_id = capsys.readouterr().out.split()[0]
+    for argv in (["edit", memory_id, "The user sings tenor in a choir"], ["pin", memory_id],
+                 ["unpin", memory_id], ["rm", memory_id], ["undo", memory_id],
+                 ["history", memory_id], ["list", "--all"], ["export"]):
+        assert main(["memory", *argv]) == 0, argv
+    assert "sings tenor" in capsys.readouterr().out
