@@ -211,6 +211,10 @@ def _rm(args: argparse.Namespace) -> int:
 def _undo(args: argparse.Namespace) -> int:
     service = _service(args)
     try:
+        if args.id.strip().lower() == "profile":
+            profile = service.store.undo_profile()
+            print(f"profile restored: {profile.text or '(empty)'}")
+            return 0
         memory = service.store.undo(args.id)
         print(f"{memory.id}  restored: {memory.text} ({memory.status.value})")
     finally:

@@ -741,6 +741,9 @@ class MemoryStore:
 
     def undo(self, id_or_prefix: str) -> Memory:
         """Restore the state before the latest change not yet undone; repeatable."""
+        if id_or_prefix.strip().lower() == PROFILE_ID:
+            raise UserError("the profile is not a memory",
+                            hint="use `undo_profile()` / `brain memory undo profile`")
         memory_id = self.resolve_id(id_or_prefix)
         with self._write() as conn:
             row = conn.execute(
@@ -897,6 +900,28 @@ class MemoryStore:
                     (PROFILE_ID, (Event.EDIT_BY_USER if actor is Actor.USER else Event.UPDATE)
                      .value, current.text, text, actor.value, self.now()),
                 )
+        return self.profile()
+
+    def undo_profile(self) -> Profile:
+        """Put back the profile text from before its latest change."""
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT seq, old_text FROM history WHERE memory_id=? AND undone=0 "
+                "AND event != ? ORDER BY seq DESC LIMIT 1",
+                (PROFILE_ID, Event.RESTORE.value),
+            ).fetchone()
+            if row is None:
+                raise NothingToUndo("nothing to undo for the profile")
+            current = conn.execute("SELECT text FROM profile WHERE id=1").fetchone()
+            conn.execute("UPDATE history SET undone=1 WHERE seq=?", (row["seq"],))
+            conn.execute("UPDATE profile SET text=?, updated_at=?, pending_text=NULL WHERE id=1",
+                         (row["old_text"] or "", self.now()))
+            conn.execute(
+                "INSERT INTO history (memory_id, event, old_text, new_text, actor, at, undone) "
+                "VALUES (?,?,?,?,?,?,1)",
+                (PROFILE_ID, Event.RESTORE.value, current[0] if current else "",
+                 row["old_text"] or "", Actor.USER.value, self.now()),
+            )
         return self.profile()
 
     def accept_pending_profile(self) -> Profile:

@@ -216,6 +216,8 @@ def test_profile_edit_is_never_overwritten_silently(cli, capsys, monkeypatch) ->
     assert capsys.readouterr().out.startswith("A data engineer who likes short answers and tea.")
     assert cli("history", "profile") == 0
     assert capsys.readouterr().out.count("\n") == 3
+    assert cli("undo", "profile") == 0
+    assert "Mara, a data engineer." in capsys.readouterr().out
 
 
 def test_editing_commands_never_load_the_embedding_model(home, monkeypatch, capsys) -> None:
