@@ -292,7 +292,8 @@ class KnowledgeBase:
 
         `rebuild` forgets everything indexed and re-reads all folders; embeddings come from the
         cache, so a warm rebuild makes no model calls, and vectors whose chunk id is derived
-        again are kept in place.
+        again are kept in place. `progress` may raise (e.g. a cancel from the UI) to stop the
+        sync between batches; what was committed stays consistent and the next sync goes on.
         """
         embedder = self._require_embedder()
         started = time.perf_counter()

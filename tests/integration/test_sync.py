@@ -328,3 +328,25 @@ def test_changed_chunk_settings_rechunk_every_file(knowledge, kb) -> None:
     assert max(len(c.text) for c in kb.get_chunks(after.chunk_ids).values()) <= 200
     again = kb.sync(smaller)
     assert not again.changed and again.unchanged == 3
+
+
+def test_a_progress_callback_can_cancel_and_the_next_sync_completes(knowledge, kb) -> None:
+    for i in range(12):
+        knowledge.write(f"n{i}.md", note_text(f"n{i}", 3))
+
+    class Cancelled(Exception):
+        pass
+
+    def cancel_after_first_batch(event) -> None:  # type: ignore[no-untyped-def]
+        if event.files_done >= 3:
+            raise Cancelled
+
+    with pytest.raises(Cancelled):
+        kb.sync(knowledge.settings(), progress=cancel_after_first_batch)
+    partial = index_state(kb)
+    partial.assert_consistent()
+    assert 0 < len(partial.files) < 12
+    report = kb.sync(knowledge.settings())
+    assert len(report.added) == 12 - len(partial.files)
+    index_state(kb).assert_consistent()
+    assert kb.stats()[0] == 12
