@@ -216,3 +216,36 @@ def test_index_and_search_with_the_bundled_model(notes, home, real_embedder, mon
         assert 0.3 < score <= 1.0001
     finally:
         kb.close()
+
+
+def test_config_maps_onto_indexing_settings(home) -> None:
+    from assistant.config import config_from_dict
+    from assistant.errors import UserError
+    from assistant.knowledge_service import sync_settings, vector_location
+
+    config = config_from_dict(
+        {
+            "indexing": {
+                "chunk_size": 800, "chunk_overlap": 100, "max_file_mb": 0.5,
+                "include": ["*.md"], "exclude": ["drafts/"], "respect_gitignore": False,
+            },
+            "embedding": {"batch_size": 32},
+        }
+    )
+    settings = sync_settings(config)
+    assert (settings.chunking.chunk_size, settings.chunking.chunk_overlap) == (800, 100)
+    assert settings.sources.include == ("*.md",) and settings.sources.exclude == ("drafts/",)
+    assert settings.sources.max_file_bytes == 512 * 1024
+    assert settings.sources.respect_gitignore is False
+    assert settings.batch_chunks % 32 == 0
+    # An overlap the chunker refuses is a config error, not a traceback mid-sync.
+    with pytest.raises(UserError, match="chunk_overlap"):
+        sync_settings(config_from_dict({"indexing": {"chunk_size": 300, "chunk_overlap": 250}}))
+
+    ctx = AppContext.load(str(home))
+    assert vector_location(ctx) == ctx.paths.vectors_dir
+    ctx.config.store.vector_store = "http://127.0.0.1:8123/"
+    assert vector_location(ctx) == "http://127.0.0.1:8123"
+    ctx.config.store.vector_store = "127.0.0.1:8123"
+    with pytest.raises(UserError, match="http"):
+        vector_location(ctx)
