@@ -77,13 +77,21 @@ class KeywordIndex:
                 f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._vocab} "
                 f"USING fts5vocab({self._fts}, 'row')"
             )
-            self._conn.execute(
-                f"INSERT OR IGNORE INTO {self._meta}(key, value) VALUES ('tokenizer', ?)",
-                (str(TOKENIZER_VERSION),),
-            )
+            recorded = self._conn.execute(
+                f"SELECT 1 FROM {self._meta} WHERE key = 'tokenizer'"
+            ).fetchone()
+            if recorded is None:
+                outside = not self._conn.in_transaction
+                self._conn.execute(
+                    f"INSERT INTO {self._meta}(key, value) VALUES ('tokenizer', ?)",
+                    (str(TOKENIZER_VERSION),),
+                )
+                # Setting up a new index must not leave a transaction open that the caller
+                # did not start (a later BEGIN would fail); inside theirs, it stays theirs.
+                if outside:
+                    self._conn.commit()
         except sqlite3.DatabaseError as exc:
             raise KeywordIndexError(f"cannot open the keyword index ({exc})") from exc
-        self._maybe_commit()
 
     def _maybe_commit(self) -> None:
         if self._autocommit:

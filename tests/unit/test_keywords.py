@@ -169,6 +169,17 @@ def test_writes_stay_in_the_callers_transaction(conn: sqlite3.Connection) -> Non
     assert kw.search("apple", 5) == []
 
 
+def test_opening_leaves_no_transaction_open(conn: sqlite3.Connection) -> None:
+    KeywordIndex(conn)
+    assert not conn.in_transaction
+    KeywordIndex(conn)  # existing index: nothing written
+    assert not conn.in_transaction
+    conn.execute("BEGIN IMMEDIATE")
+    KeywordIndex(conn, "other_fts")
+    assert conn.in_transaction  # the caller's transaction is left to the caller
+    conn.rollback()
+
+
 def test_autocommit_flag_commits(tmp_path: Path) -> None:
     db = tmp_path / "auto.db"
     conn = sqlite3.connect(db)
