@@ -319,7 +319,29 @@ def config_from_dict(data: dict[str, Any]) -> Config:
             f"ollama.persona: expected one of {', '.join(sorted(config.personas))}, "
             f"got {config.ollama.persona!r}"
         )
+    store = config.store.vector_store.strip()
+    if store and not _is_http_url(store):
+        raise ConfigError(
+            "store.vector_store: expected empty (embedded store) or a Chroma server URL like "
+            f"http://127.0.0.1:8000, got {store!r}"
+        )
+    host = config.ollama.host.strip()
+    if not host or any(c.isspace() for c in host) or ("://" in host and not _is_http_url(host)):
+        raise ConfigError(
+            f"ollama.host: expected a URL like http://localhost:11434, got {config.ollama.host!r}"
+        )
     return config
+
+
+def _is_http_url(text: str) -> bool:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 def load_config(path: Path) -> Config:

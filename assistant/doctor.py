@@ -238,11 +238,16 @@ def _chroma_embedded_check(directory: Path) -> Check:
 
     # The same Settings as indexing/vectors.py: Chroma refuses a second client for one path
     # with different settings in the same process.
-    client = chromadb.PersistentClient(
-        path=str(directory), settings=Settings(anonymized_telemetry=False, allow_reset=True)
-    )
-    client.heartbeat()
-    count = len(client.list_collections())
+    try:
+        client = chromadb.PersistentClient(
+            path=str(directory), settings=Settings(anonymized_telemetry=False, allow_reset=True)
+        )
+        client.heartbeat()
+        count = len(client.list_collections())
+    except Exception as exc:  # chromadb raises many types for a damaged or blocked store
+        return Check("vector store", False, f"the store at {directory} cannot be opened ({exc})",
+                     f"if it is damaged, move {directory} aside and run `brain index --rebuild` "
+                     "(your files are untouched; embeddings come back from the cache)")
     return Check("vector store", True, f"embedded Chroma at {directory} ({count} collections)")
 
 

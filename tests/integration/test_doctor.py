@@ -217,6 +217,18 @@ def test_open_permissions_and_low_disk_are_warnings(ollama_home: Path,
     assert "! data dir" in out and "chmod 700" in out
 
 
+def test_damaged_embedded_store(ollama_home: Path, fast_embedder: HashEmbedder,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    store = ollama_home / "data" / "chroma"
+    store.mkdir(parents=True)
+    (store / "chroma.sqlite3").write_bytes(b"this is not a database" * 100)
+    code, report = _doctor_json(capsys)
+    check = _by_name(report)["vector store"]
+    assert code == 1 and not check["ok"]
+    assert f"the store at {store} cannot be opened" in check["detail"]
+    assert "brain index --rebuild" in check["hint"]
+
+
 def test_chroma_server_unreachable(ollama_home: Path, fake_ollama: FakeOllama,
                                    fast_embedder: HashEmbedder,
                                    capsys: pytest.CaptureFixture[str]) -> None:

@@ -136,6 +136,26 @@ def test_ranges(tmp_path: Path, text: str, expected: str) -> None:
     assert _error(tmp_path, text).startswith(expected)
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    ('[store]\nvector_store = "/srv/chroma"\n',
+     "store.vector_store: expected empty (embedded store) or a Chroma server URL"),
+    ('[store]\nvector_store = "http://:8000"\n', "store.vector_store: expected empty"),
+    ('[store]\nvector_store = "http://h:notaport"\n', "store.vector_store: expected empty"),
+    ('[ollama]\nhost = ""\n', "ollama.host: expected a URL like http://localhost:11434"),
+    ('[ollama]\nhost = "local host"\n', "ollama.host: expected a URL"),
+    ('[ollama]\nhost = "ftp://x:1"\n', "ollama.host: expected a URL"),
+])
+def test_urls_are_checked_when_loading(tmp_path: Path, text: str, expected: str) -> None:
+    assert _error(tmp_path, text).startswith(expected)
+
+
+def test_accepted_urls(tmp_path: Path) -> None:
+    config = load_config(_write(tmp_path, '[store]\nvector_store = "https://chroma.lan:8443"\n'
+                                          '[ollama]\nhost = "gpu-box:11434"\n'))
+    assert config.store.vector_store == "https://chroma.lan:8443"
+    assert config.ollama.host == "gpu-box:11434"  # the client adds http:// as Ollama does
+
+
 def test_personas_merge_and_select(tmp_path: Path) -> None:
     config = load_config(_write(tmp_path, """
 [ollama]
