@@ -176,10 +176,11 @@ def _ollama_checks(ctx: AppContext) -> list[Check]:
                       f"start Ollama, then `ollama pull {model}` if it is missing"),
             ]
         up = Check("ollama", True, f"Ollama {version} at {client.host}")
-        return [up, _guarded("chat model", lambda: _model_check(client, model))]
+        return [up, _guarded("chat model",
+                             lambda: _model_check(client, model, wants_tools=config.tools))]
 
 
-def _model_check(client: Any, model: str) -> Check:
+def _model_check(client: Any, model: str, *, wants_tools: bool = False) -> Check:
     if not client.has_model(model):
         installed = ", ".join(m.name for m in client.list_models()) or "none"
         return Check("chat model", False, f"{model} is not pulled (installed: {installed})",
@@ -190,7 +191,10 @@ def _model_check(client: Any, model: str) -> Check:
                      "set [ollama] model to a chat model in `brain config edit`")
     traits = [info.parameter_size, f"context {info.context_length}" if info.context_length
               else "", "tools" if info.supports_tools else ""]
-    return Check("chat model", True, f"{model} ({', '.join(t for t in traits if t)})")
+    detail = f"{model} ({', '.join(t for t in traits if t)})"
+    if wants_tools and not info.supports_tools:
+        detail += "; it cannot use tools, so [ollama] tools = true has no effect"
+    return Check("chat model", True, detail)
 
 
 # --- local checks -----------------------------------------------------------------------------

@@ -145,6 +145,20 @@ def test_model_missing_says_pull(ollama_home: Path, fake_ollama: FakeOllama,
     assert "nomic-embed-text:latest" in model["detail"]  # what is installed instead
 
 
+def test_tools_setting_on_a_model_without_tools(ollama_home: Path, fake_ollama: FakeOllama,
+                                                fast_embedder: HashEmbedder,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    fake_ollama.add_model("gemma3:1b", family="gemma3", parameter_size="1B",
+                          context_length=32768, capabilities=("completion",))
+    _write_config(ollama_home, f'[ollama]\nhost = "{fake_ollama.url}"\nmodel = "gemma3:1b"\n'
+                               "tools = true\n")
+    code, report = _doctor_json(capsys)
+    check = _by_name(report)["chat model"]
+    assert code == 0 and check["ok"]
+    assert check["detail"] == ("gemma3:1b (1B, context 32768); it cannot use tools, so "
+                               "[ollama] tools = true has no effect")
+
+
 def test_embedding_model_as_chat_model_is_refused(ollama_home: Path, fake_ollama: FakeOllama,
                                                   fast_embedder: HashEmbedder,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
