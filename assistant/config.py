@@ -434,7 +434,8 @@ def ensure_config_file(paths: AppPaths) -> Path:
     path = paths.config_file
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = path.with_suffix(".toml.tmp")
+        # A per-process temp name: the TUI and a CLI command may both be on their first run.
+        tmp = path.with_suffix(f".toml.{os.getpid()}.tmp")
         tmp.write_text(render_config(), encoding="utf-8")
         tmp.chmod(FILE_MODE)
         tmp.replace(path)
