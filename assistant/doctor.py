@@ -1,9 +1,9 @@
 """Health checks behind `brain doctor`: is everything the app needs present and working?
 
 Each check answers one question with a one-line detail and, when it fails, a fix the user can
-type. Checks run concurrently in daemon threads so that a dead Ollama (connection refused or a
-black-holed host) never makes the report wait longer than the configured request timeout, and
-a slow model load cannot hide the other results.
+type. Checks run concurrently in daemon threads and the whole report is bounded by the
+configured request timeout (at least MIN_CHECK_SECONDS): a dead Ollama (connection refused or a
+black-holed host) is reported at once, and a slow model load cannot hide the other results.
 """
 
 from __future__ import annotations
