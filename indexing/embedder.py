@@ -111,7 +111,13 @@ class CachedEmbedder:
         self._inner = inner
         self._batch_size = max(1, int(batch_size))
         directory = Path(cache_dir) / _safe_dir_name(inner.model_id)
-        directory.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            directory.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise EmbeddingModelError(
+                f"Cannot create the embedding cache at {directory.parent}: {exc}",
+                hint="check the permissions of the cache directory",
+            ) from exc
         self._cache = _open_cache(directory)
         self.cache_dir = directory
         self._model_lock = threading.Lock()

@@ -164,6 +164,13 @@ def test_broken_cache_directory_is_replaced(tmp_path: Path) -> None:
     assert any(p.name.startswith(cache_dir.name + ".broken-") for p in tmp_path.iterdir())
 
 
+def test_unusable_cache_location_is_a_clear_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory", encoding="utf-8")
+    with pytest.raises(EmbeddingModelError, match="Cannot create the embedding cache"):
+        CachedEmbedder(CountingModel(), blocker / "cache")
+
+
 def test_concurrent_callers_never_embed_the_same_text_twice(tmp_path: Path) -> None:
     model = CountingModel()
     emb = CachedEmbedder(model, tmp_path, batch_size=4)
