@@ -66,7 +66,7 @@ def run(quick: bool) -> Report:
         # document cache).
         embedder.embed_query("warm up the model")
         settings = SyncSettings(
-            sources=SourceSettings(), chunking=ChunkSettings(), batch_chunks=256
+            sources=SourceSettings(), chunking=ChunkSettings()
         )
         kb = KnowledgeBase.open(workdir / "knowledge.sqlite3", workdir / "chroma", embedder)
         kb.add_folder(corpus)

@@ -371,6 +371,17 @@ class Manifest:
                     out[str(cid)] = (str(text), str(source))
         return out
 
+    def chunk_lengths(self, ids: Sequence[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        with self.lock:
+            for part in _chunks(list(ids)):
+                marks = ",".join("?" * len(part))
+                for cid, n in self.conn.execute(
+                    f"SELECT id, length(text) FROM chunks WHERE id IN ({marks})", tuple(part)
+                ):
+                    out[str(cid)] = int(n)
+        return out
+
     def totals(self) -> tuple[int, int]:
         with self.lock:
             files = int(self.conn.execute("SELECT COUNT(*) FROM files").fetchone()[0])

@@ -32,9 +32,9 @@ if TYPE_CHECKING:
     from indexing.embedder import Embedder
     from indexing.vectors import VectorStore
 
-# Texts per embed → upsert → commit round: big enough for efficient model batches, small enough
-# that a crash loses little work and progress moves smoothly.
-DEFAULT_BATCH_CHUNKS = 256
+# Texts per embed → upsert → commit round: big enough for efficient model batches (sorted by
+# length, see `_by_length`), small enough that a crash loses little work and progress moves.
+DEFAULT_BATCH_CHUNKS = 512
 # Files per SQLite transaction when they need no embedding (e.g. a `touch` of many files).
 MAX_BATCH_FILES = 200
 
@@ -135,6 +135,8 @@ def reconcile(
     have = set(vectors.ids())
     extra = sorted(have - want)
     missing = sorted(want - have)
+    lengths = manifest.chunk_lengths(missing) if missing else {}
+    missing.sort(key=lambda i: lengths.get(i, 0))  # similar lengths per model batch
     if extra:
         vectors.delete(extra)
     done = 0
@@ -372,7 +374,7 @@ class Syncer:
         if not pending:
             return
         new_chunks = [c for u in pending for c in u.new_chunks]
-        to_upsert = [c for c in new_chunks if c.id not in self.reusable]
+        to_upsert = _by_length([c for c in new_chunks if c.id not in self.reusable])
         # 1. vectors first: a crash after this leaves only extra vectors (reconcile deletes).
         for start in range(0, len(to_upsert), self.settings.batch_chunks):
             part = to_upsert[start : start + self.settings.batch_chunks]
@@ -421,6 +423,12 @@ class Syncer:
                 self.unchanged += 1
         self.chunks_added += len(new_chunks)
         self.chunks_removed += len(stale)
+
+
+def _by_length(chunks: list[Chunk]) -> list[Chunk]:
+    # Model batches pad every text to the longest one in the batch: texts of similar length
+    # together waste far less compute (the order of upserts does not matter).
+    return sorted(chunks, key=lambda c: len(c.text))
 
 
 def _replace_stat(record: FileRecord, source: SourceFile) -> FileRecord:
