@@ -882,6 +882,11 @@ class BrainApp(App[int]):
         self.notify("Saving…", timeout=2)
         self._finish_and_exit()
 
+    def on_unmount(self) -> None:
+        # However the app ends, background threads must stop or the process cannot exit.
+        self._stop_watch.set()
+        self._cancel.set()
+
     @work(thread=True, group="quit")
     def _finish_and_exit(self) -> None:
         try:
