@@ -43,6 +43,7 @@ __all__ = [
 
 _CACHE_SIZE_LIMIT = 8 * 1024**3  # evicting only costs a re-embed, but let big corpora fit
 _DIMENSION_KEY = "meta:dimension"
+_WRITE_BATCH = 512  # vectors per cache transaction
 _QUERY_MEMO = 512  # recent query vectors kept in memory (chat follow-ups repeat queries)
 
 
@@ -75,11 +76,19 @@ def _safe_dir_name(model_id: str) -> str:
     return f"{readable}-{hashlib.sha256(model_id.encode()).hexdigest()[:8]}"
 
 
-def _open_cache(directory: Path) -> Any:
+def _new_cache(directory: Path) -> Any:
     import diskcache
 
+    # cull_limit=0: no eviction check on every write (it doubled the cost of a write); the
+    # size limit is enforced once per open instead.
+    cache = diskcache.Cache(str(directory), size_limit=_CACHE_SIZE_LIMIT, cull_limit=0)
+    cache.cull()
+    return cache
+
+
+def _open_cache(directory: Path) -> Any:
     try:
-        return diskcache.Cache(str(directory), size_limit=_CACHE_SIZE_LIMIT)
+        return _new_cache(directory)
     except (sqlite3.DatabaseError, OSError) as first:
         # The cache is derived data: a damaged one is moved aside (kept for inspection) and
         # replaced, costing re-embeds but never blocking indexing.
@@ -91,7 +100,7 @@ def _open_cache(directory: Path) -> Any:
         aside = directory.with_name(f"{directory.name}.broken-{int(time.time())}")
         try:
             directory.rename(aside)
-            return diskcache.Cache(str(directory), size_limit=_CACHE_SIZE_LIMIT)
+            return _new_cache(directory)
         except (sqlite3.DatabaseError, OSError) as exc:
             raise EmbeddingModelError(
                 f"The embedding cache at {directory} is unusable: {exc}",
@@ -124,6 +133,7 @@ class CachedEmbedder:
         self._count_lock = threading.Lock()
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._dimension: int | None = None
+        self._stores = 0  # cache writes so far: tells a waiting thread whether to look again
         self.hits = 0
         self.misses = 0
         self.model_calls = 0
@@ -187,6 +197,7 @@ class CachedEmbedder:
             self._dimension = self._peek_dimension()
         found: dict[str, np.ndarray] = {}
         wanted: dict[str, str] = {}  # key -> text, first occurrence, input order
+        stores_seen = self._stores
         keys = [text_key(t) for t in texts]
         for key, text in zip(keys, texts, strict=True):
             if key in found or key in wanted:
@@ -199,11 +210,12 @@ class CachedEmbedder:
         if wanted:
             with self._model_lock:
                 # Another thread may have embedded some of these while we looked them up.
-                for key in list(wanted):
-                    vector = self._lookup(key)
-                    if vector is not None:
-                        found[key] = vector
-                        del wanted[key]
+                if self._stores != stores_seen:
+                    for key in list(wanted):
+                        vector = self._lookup(key)
+                        if vector is not None:
+                            found[key] = vector
+                            del wanted[key]
                 found.update(self._embed_misses(wanted))
         with self._count_lock:
             self.misses += len(wanted)
@@ -216,23 +228,38 @@ class CachedEmbedder:
         # call, and without this our fixed-size batches would be ~1.5x slower than raw encode.
         items = sorted(wanted.items(), key=lambda item: len(item[1]))
         out: dict[str, np.ndarray] = {}
-        for start in range(0, len(items), self._batch_size):
-            batch = items[start : start + self._batch_size]
-            self.model_calls += 1
-            raw = self._inner.encode_documents([text for _, text in batch])
-            matrix = normalise_rows(raw)
-            if matrix.shape[0] != len(batch):
-                raise EmbeddingModelError(
-                    f"Embedding model {self.model_id} returned {matrix.shape[0]} vectors for "
-                    f"{len(batch)} texts."
-                )
-            self._remember_dimension(int(matrix.shape[1]))
-            # One transaction per batch: ~50x faster than one per vector.
-            with self._cache.transact():
+        pending: list[tuple[str, np.ndarray]] = []
+        try:
+            for start in range(0, len(items), self._batch_size):
+                batch = items[start : start + self._batch_size]
+                self.model_calls += 1
+                raw = self._inner.encode_documents([text for _, text in batch])
+                matrix = normalise_rows(raw)
+                if matrix.shape[0] != len(batch):
+                    raise EmbeddingModelError(
+                        f"Embedding model {self.model_id} returned {matrix.shape[0]} vectors "
+                        f"for {len(batch)} texts."
+                    )
+                self._remember_dimension(int(matrix.shape[1]))
                 for (key, _), vector in zip(batch, matrix, strict=True):
-                    self._cache.set(key, vector.tobytes())
                     out[key] = vector
+                    pending.append((key, vector))
+                if len(pending) >= _WRITE_BATCH:
+                    self._store(pending)
+                    pending = []
+        finally:
+            # What was embedded is kept even when a later batch fails (e.g. Ollama went away).
+            self._store(pending)
         return out
+
+    def _store(self, items: list[tuple[str, np.ndarray]]) -> None:
+        if not items:
+            return
+        # One transaction for many vectors: each commit costs ~5 ms.
+        with self._cache.transact():
+            for key, vector in items:
+                self._cache.set(key, vector.tobytes())
+        self._stores += 1
 
     def embed_query(self, text: str) -> np.ndarray:
         # Queries are not written to disk (they are the user's words, not their documents); a

@@ -121,6 +121,26 @@ def test_batches_respect_batch_size(tmp_path: Path) -> None:
     assert emb.model_calls == 4
 
 
+def test_batches_embedded_before_a_failure_stay_cached(tmp_path: Path) -> None:
+    class FailsSecondTime(CountingModel):
+        def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+            if self.calls == 1:
+                self.calls += 1
+                raise EmbeddingModelError("the model went away")
+            return super().encode_documents(texts)
+
+    model = FailsSecondTime()
+    emb = CachedEmbedder(model, tmp_path, batch_size=2)
+    texts = ["aa", "bb", "cccc", "dddd"]  # sorted by length: the short pair goes first
+    with pytest.raises(EmbeddingModelError):
+        emb.embed_documents(texts)
+    assert emb.cached("aa") and emb.cached("bb")
+    assert not emb.cached("cccc")
+    retry = CountingModel()
+    CachedEmbedder(retry, tmp_path, batch_size=2).embed_documents(texts)
+    assert sorted(retry.embedded) == ["cccc", "dddd"]
+
+
 def test_queries_are_memoised_in_memory_not_on_disk(tmp_path: Path) -> None:
     model = CountingModel()
     emb = CachedEmbedder(model, tmp_path)
