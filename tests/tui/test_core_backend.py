@@ -159,6 +159,29 @@ async def test_missing_model_banner_says_pull(core, fake_ollama) -> None:  # typ
         await wait_until(pilot, lambda: banner.display)
         assert "ollama pull qwen3:4b" in str(banner.render())
         assert app.query_one(StatusBar).ollama == "no model"
+    _ctx, backend = core
+    assert [m.name for m in backend.ollama.models()] == ["nomic-embed-text:latest"]
+
+
+async def test_watch_mode_syncs_changes_live(ollama_home: Path, tmp_path: Path) -> None:
+    config = ollama_home / "config" / "config.toml"
+    config.write_text(config.read_text() + "\n[indexing]\nwatch_debounce_ms = 50\n")
+    ctx = AppContext.load(str(ollama_home))
+    ctx._embedder = HashEmbedder()
+    backend = CoreBackend(ctx)
+    notes = index_notes(backend, tmp_path)
+    app = BrainTestApp(ctx, backend, ollama_poll_seconds=0.5, memory_poll_seconds=0.5,
+                       watch=True)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: "watching 1 folder" in app.status_bar.activity,
+                             timeout=60, what="watcher running")
+            (notes / "new.md").write_text("# New\n\nFresh note about rsync flags.\n")
+            await wait_until(pilot, lambda: "live sync: 1 file updated" in
+                             app.status_bar.activity, timeout=30, what="live sync")
+            await wait_until(pilot, lambda: "3 files" in app.status_bar.index)
+    finally:
+        backend.close()
 
 
 def index_notes(backend: CoreBackend, root: Path) -> Path:
@@ -215,6 +238,17 @@ async def test_ask_streams_answer_with_sources_and_feedback(core, fake_ollama, t
         # The session is stored: listing sessions shows it with one turn.
         sessions = backend.sessions.list()
         assert [(s.id, s.turns) for s in sessions] == [(app.session_id, 1)]
+    # Sessions over the real store: turns come back with their sources; rename, export, delete.
+    session_id = sessions[0].id
+    turns = backend.sessions.turns(session_id)
+    assert turns[0].question == "how do I apply a git stash?"
+    assert turns[0].sources[0].relpath == "git/stash.md" and turns[0].sources[0].cited
+    backend.sessions.rename(session_id, "Stash help")
+    out = backend.sessions.export_markdown(session_id, tmp_path / "stash.md")
+    text = out.read_text()
+    assert text.startswith("# Stash help") and "git stash pop" in text
+    backend.sessions.delete(session_id)
+    assert backend.sessions.list() == []
 
 
 async def test_escape_cancels_real_stream(core, fake_ollama, tmp_path) -> None:  # type: ignore[no-untyped-def]
