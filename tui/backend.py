@@ -113,6 +113,9 @@ class KnowledgeAdapter:
 
     def warm_up(self) -> None:
         self.retriever()
+        # Models load lazily on the first uncached text; queries are never disk-cached, so
+        # this loads the model now, not when the user asks the first question.
+        self.ctx.embedder().embed_query("warm up")
 
     def kb(self) -> KnowledgeBase:
         from assistant.knowledge_service import open_knowledge
