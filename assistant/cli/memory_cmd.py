@@ -73,7 +73,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--all", action="store_true", help="include inactive memories")
     p.set_defaults(func=_export)
 
-    p = actions.add_parser("import", help="read memories from JSONL, stored verbatim")
+    p = actions.add_parser("import", help="read memories from JSONL, stored verbatim "
+                           "(lines already stored are skipped: a re-run resumes)")
     p.add_argument("file")
     p.add_argument("--dedup", action="store_true",
                    help="skip lines 90%% similar to a stored memory or an earlier line")

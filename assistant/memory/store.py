@@ -20,6 +20,7 @@ import logging
 import secrets
 import sqlite3
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
@@ -531,6 +532,32 @@ class MemoryStore:
 
     # --- writes -------------------------------------------------------------------------------
 
+    def _not_yet_stored(self, items: list[NewMemory]) -> tuple[list[NewMemory], int]:
+        """Drop items an earlier run of the same import already stored, so an import that was
+        killed halfway and run again resumes instead of storing its first batches twice.
+        Counted as a multiset: a line the file repeats k times is kept until k copies exist."""
+        with self._lock:
+            rows = self.conn.execute(
+                "SELECT type, key, text, source, created_at FROM memories WHERE status=?",
+                (MemoryStatus.ACTIVE.value,),
+            ).fetchall()
+        loose = Counter((r[0], r[1], r[2], r[3]) for r in rows)
+        timed = Counter((r[0], r[1], r[2], r[3], r[4]) for r in rows)
+        kept: list[NewMemory] = []
+        for item in items:
+            ident = (item.type.value, item.key, item.text, item.source)
+            if item.created_at is not None:
+                full = (*ident, item.created_at)
+                if timed[full] > 0:
+                    timed[full] -= 1
+                    loose[ident] -= 1
+                    continue
+            elif loose[ident] > 0:
+                loose[ident] -= 1
+                continue
+            kept.append(item)
+        return kept, len(items) - len(kept)
+
     def _check_new(self, new: NewMemory) -> NewMemory:
         text = " ".join(new.text.split()) if "\n" not in new.text else new.text.strip()
         if not text:
@@ -584,14 +611,18 @@ class MemoryStore:
         batch_size: int = 512,
         dedup_threshold: float | None = None,
         progress: Callable[[int, int], None] | None = None,
+        skip_stored: bool = False,
     ) -> ImportReport:
         """Bulk insert (import): one transaction and one embedding batch per `batch_size`.
 
         Items must already be validated (see `_check_new`). With `dedup_threshold`, an item
-        whose similarity to an active memory (or an earlier item) reaches it is skipped.
+        whose similarity to an active memory (or an earlier item) reaches it is skipped. With
+        `skip_stored`, items identical to active memories are skipped (see `_not_yet_stored`).
         """
         checked = [self._check_new(item) for item in items]
         added = skipped = 0
+        if skip_stored:
+            checked, skipped = self._not_yet_stored(checked)
         done = 0
         for start in range(0, len(checked), batch_size):
             batch = checked[start : start + batch_size]

@@ -134,9 +134,10 @@ def import_memories(
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[ImportReport, list[LineError]]:
     parsed = parse_lines(lines)
+    # skip_stored: running an interrupted import again resumes it rather than doubling it.
     report = store.add_many(
         parsed.items, batch_size=batch_size, dedup_threshold=0.9 if dedup else None,
-        progress=progress,
+        progress=progress, skip_stored=True,
     )
     return report, parsed.errors
 
