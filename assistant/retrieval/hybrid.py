@@ -28,6 +28,7 @@ from assistant.retrieval.query import build_search_query, is_follow_up, rewrite_
 from assistant.retrieval.recency import recency_boost
 from assistant.retrieval.rerank import Reranker
 from assistant.retrieval.scores import fused_display, keyword_score, term_coverage
+from assistant.retrieval.weights import dense_trusted, dense_weight
 from indexing.types import Chunk
 
 STAGES: tuple[str, ...] = ("embed", "dense", "keyword", "fuse", "rerank", "total")
@@ -178,7 +179,8 @@ class HybridRetriever(BaseRetriever):
                 )
 
         t = time.perf_counter()
-        ranked = self._fuse(dense, keyword)
+        weight = dense_weight(search_query, self.embedder.model_id)
+        ranked = self._fuse(dense, keyword, weight)
         timings["fuse"] = (time.perf_counter() - t) * 1000
 
         t = time.perf_counter()
@@ -208,7 +210,7 @@ class HybridRetriever(BaseRetriever):
             if top_kw is not None:
                 best_keyword = keyword_score(best_raw, best_raw, cover(top_kw))
         best_cosine = dense[0][1] if dense else None
-        best_possible = max_rrf(2, self.settings.rrf_k)
+        best_possible = (weight + 1.0) * max_rrf(1, self.settings.rrf_k)
         hits = [
             SearchHit(
                 chunk=c.chunk,
@@ -233,7 +235,7 @@ class HybridRetriever(BaseRetriever):
             for position, c in enumerate(chosen, start=1)
         ]
         low = not hits or is_low_confidence(
-            best_cosine,
+            best_cosine if dense_trusted(weight) else None,
             best_keyword,
             cosine_threshold=self.settings.score_threshold,
             keyword_threshold=self.settings.keyword_threshold,
@@ -284,9 +286,16 @@ class HybridRetriever(BaseRetriever):
         return list(dense_hits), list(keyword)
 
     def _fuse(
-        self, dense: list[tuple[str, float]], keyword: list[tuple[str, float]]
+        self,
+        dense: list[tuple[str, float]],
+        keyword: list[tuple[str, float]],
+        dense_weight: float = 1.0,
     ) -> list[_Candidate]:
-        fused = rrf([[i for i, _ in dense], [i for i, _ in keyword]], k=self.settings.rrf_k)
+        fused = rrf(
+            [[i for i, _ in dense], [i for i, _ in keyword]],
+            k=self.settings.rrf_k,
+            weights=[dense_weight, 1.0],
+        )
         chunks = self.kb.get_chunks([f.id for f in fused])
         cosine = dict(dense)
         bm25 = dict(keyword)

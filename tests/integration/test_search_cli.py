@@ -218,3 +218,91 @@ def test_log_lists_searches_and_exports_disliked(
     entry = json.loads(out)
     assert entry["query"] == "tar" and entry["hits"][0]["chunk_id"]
     assert "text" not in entry["hits"][0]
+
+
+# --- a real index (SQLite manifest + FTS5 + embedded Chroma) -----------------------------------
+
+@pytest.fixture
+def real_cli(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> Iterator[tuple[Callable[..., tuple[int, str, str]], dict[str, object]]]:
+    """`brain …` over a real index; `model["embedder"]` is what AppContext.embedder returns
+    (a HashEmbedder unless a test swaps in the real model)."""
+    from assistant.context import AppContext
+
+    model: dict[str, object] = {"embedder": HashEmbedder(model_id="test:hash-a")}
+    monkeypatch.setattr(AppContext, "embedder", lambda self: model["embedder"])
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        code = main(["--home", str(home), *argv])
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    yield run, model
+
+
+def _write_corpus(root: Path) -> None:
+    for rel, (heading, text) in CORPUS.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"# {heading}\n\n{text}\n", encoding="utf-8")
+
+
+def test_empty_index_is_a_clear_message(real_cli) -> None:  # type: ignore[no-untyped-def]
+    run, _ = real_cli
+    code, out, err = run("search", "anything at all")
+    assert code == 1 and out == ""
+    assert "index is empty" in err and "brain index PATH" in err and "Traceback" not in err
+
+
+def test_real_index_search_and_changed_model(real_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    run, model = real_cli
+    notes = tmp_path / "notes"
+    _write_corpus(notes)
+    code, _, err = run("index", str(notes))
+    assert code == 0, err
+    code, out, err = run("search", "ABC-001", "--json", "--top-k", "3")
+    assert code == 0, err
+    obj = json.loads(out)
+    jsonschema.validate(obj, SEARCH_RESULT_SCHEMA)
+    assert obj["hits"][0]["source"] == str((notes / "tickets/ABC-001.md").resolve())
+    assert obj["hits"][0]["scores"]["vector"] is not None
+    code, out, _ = run("search", "tar", "--json", "--in", str(notes / "zh"))
+    assert {Path(h["source"]).parent.name for h in json.loads(out)["hits"]} == {"zh"}
+
+    model["embedder"] = HashEmbedder(dimension=32, model_id="test:hash-b")
+    code, out, err = run("search", "ABC-001")
+    assert code == 1 and out == ""
+    assert "test:hash-a" in err and "test:hash-b" in err and "brain index --sync" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_real_model_eval_on_a_tiny_corpus(  # type: ignore[no-untyped-def]
+    real_cli, real_embedder, tmp_path: Path,
+) -> None:
+    """The bundled model end to end: paraphrases, identifiers and Chinese find their files."""
+    run, model = real_cli
+    model["embedder"] = real_embedder
+    notes = tmp_path / "notes"
+    _write_corpus(notes)
+    assert run("index", str(notes))[0] == 0
+    cases = tmp_path / "golden.jsonl"
+    cases.write_text("\n".join(json.dumps(c, ensure_ascii=False) for c in [
+        {"query": "put my unfinished work aside temporarily", "expected": ["git-stash"],
+         "lang": "en"},
+        {"query": "how much room is left on my drives", "expected": ["linux/df.md"],
+         "lang": "en"},
+        {"query": "ABC-001", "expected": ["ABC-001"], "lang": "en"},
+        {"query": "save my changes to the repository", "expected": ["git-commit"],
+         "lang": "en"},
+        {"query": "磁盘还剩多少空间", "expected": ["zh/df.md"], "lang": "zh"},
+        {"query": "解压缩存档", "expected": ["zh/tar.md"], "lang": "zh"},
+    ]) + "\n")
+    code, out, err = run("eval", str(cases), "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["metrics"]["hit@3"] == 1.0, report["queries"]
+    assert report["by_lang"]["zh"]["hit@1"] == 1.0
+    code, out, _ = run("search", "banana bread recipe with walnuts", "--json")
+    assert json.loads(out)["low_confidence"] is True

