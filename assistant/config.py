@@ -404,6 +404,22 @@ def settings_table(config: Config | None = None) -> list[tuple[str, str, Any, st
     return rows
 
 
+def render_markdown(config: Config | None = None) -> str:
+    """A Markdown table of every setting (value and meaning), for the README."""
+    config = config or Config()
+    rows = ["| setting | value | meaning |", "| --- | --- | --- |"]
+    for section, key, value, help_text in settings_table(config):
+        shown = _toml_value(value)
+        if (section, key) == ("ollama", "host") and value == _default_ollama_host():
+            shown = f"$OLLAMA_HOST, else {shown}"
+        cells = [f"`{section}.{key}`", f"`{shown}`", help_text]
+        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    names = ", ".join(f"`{name}`" for name in config.personas)
+    rows.append(f"| `personas.<name>` | {names} | System prompt presets; pick one with "
+                "`ollama.persona`. |")
+    return "\n".join(rows) + "\n"
+
+
 def render_config(config: Config | None = None, *, commented: bool = True) -> str:
     """TOML text for `config`; with `commented`, every setting is a commented-out default."""
     config = config or Config()

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from assistant.cli.common import context
-from assistant.config import ensure_config_file, load_config, render_config
+from assistant.config import ensure_config_file, load_config, render_config, render_markdown
 from assistant.errors import UserError
 from assistant.paths import resolve_paths
 
@@ -18,7 +18,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("config", help="show or edit the configuration file")
     actions = parser.add_subparsers(dest="config_action", metavar="ACTION")
     actions.add_parser("path", help="print the config file's path").set_defaults(func=_path)
-    actions.add_parser("show", help="print the settings in effect").set_defaults(func=_show)
+    show = actions.add_parser("show", help="print the settings in effect")
+    show.add_argument("--markdown", action="store_true",
+                      help="as a Markdown table with each setting's meaning")
+    show.set_defaults(func=_show)
     actions.add_parser("edit", help="open the config file in $EDITOR").set_defaults(func=_edit)
 
 
@@ -36,6 +39,9 @@ def _path(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     ctx = context(args)
+    if getattr(args, "markdown", False):
+        print(render_markdown(ctx.config), end="")
+        return 0
     print(f"# {ctx.paths.config_file}")
     print(render_config(ctx.config, commented=False), end="")
     return 0

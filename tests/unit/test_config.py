@@ -267,6 +267,19 @@ def test_config_path_and_show(home: Path, capsys: pytest.CaptureFixture[str]) ->
     assert shown["ollama"]["model"] == "qwen3:4b"  # effective values, not just the file's
 
 
+def test_config_show_markdown(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["config", "show", "--markdown"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "| setting | value | meaning |"
+    rows = {line.split(" | ")[0].strip("| `"): line for line in lines[2:]}
+    assert set(rows) == {f"{s}.{k}" for s, k, *_ in settings_table()} | {"personas.<name>"}
+    assert rows["ollama.model"] == (
+        '| `ollama.model` | `"qwen3:4b"` | Chat model, as listed by `ollama list`. |'
+    )
+    assert "$OLLAMA_HOST, else" in rows["ollama.host"]
+    assert all(line.count(" | ") == 2 for line in lines)  # no stray column separators
+
+
 def test_bad_config_is_one_line_and_exit_1(home: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     path = home / "config" / "config.toml"
