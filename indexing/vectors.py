@@ -205,8 +205,10 @@ class VectorStore:
         stored_dimension = stored.get("dimension")
         if stored_model != model_id or stored_dimension != dimension:
             if stored_model is None and _guard(where, "count vectors", handle.count) == 0:
-                # An empty collection someone else created: adopt it for this model.
-                _guard(where, "record the model", lambda: handle.modify(metadata=metadata))
+                # An empty collection someone else created: replace it, since its distance
+                # function cannot be changed in place.
+                recreate = True
+                handle = _guard(where, "recreate the collection", create)
             else:
                 raise EmbeddingModelMismatch(
                     collection,

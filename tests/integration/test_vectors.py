@@ -209,6 +209,21 @@ def test_one_client_per_location(tmp_path: Path) -> None:
     assert vectors._client_key(tmp_path / "v") in vectors._clients
 
 
+def test_foreign_collections(tmp_path: Path) -> None:
+    from indexing import vectors
+
+    raw = vectors._client(tmp_path / "v")
+    raw.create_collection("empty-foreign", embedding_function=None)
+    used = raw.create_collection("used-foreign", embedding_function=None)
+    used.add(ids=["x"], embeddings=[[1.0, 0.0, 0.0, 0.0]])
+
+    adopted = VectorStore.open(tmp_path / "v", "empty-foreign", model_id="m", dimension=4)
+    adopted.upsert(["a", "b"], np.stack([unit(0, dim=4), unit(1, dim=4)]))
+    assert adopted.query(unit(0, dim=4), 2)[1][1] == pytest.approx(0.0, abs=1e-5)  # cosine
+    with pytest.raises(EmbeddingModelMismatch, match="another program"):
+        VectorStore.open(tmp_path / "v", "used-foreign", model_id="m", dimension=4)
+
+
 def test_corrupted_store_is_a_clear_error(tmp_path: Path) -> None:
     broken = tmp_path / "broken"
     broken.mkdir()
