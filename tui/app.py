@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
@@ -30,15 +30,6 @@ from tui import messages as msg
 from tui.actions import app_bindings, validate_keymap
 from tui.commands import ActionsProvider
 from tui.protocols import Backend
-from tui.screens.confirm import ConfirmScreen
-from tui.screens.help import HelpScreen
-from tui.screens.index_manager import IndexManager
-from tui.screens.memory_editor import MemoryDraft, MemoryEditor
-from tui.screens.memory_history import MemoryHistory
-from tui.screens.model_picker import ModelPicker
-from tui.screens.sessions import SessionsScreen
-from tui.screens.settings import SettingsScreen
-from tui.screens.source_preview import SourcePreview
 from tui.state import UiState, load_state, save_state
 from tui.themes import DEFAULT_THEME, load_themes
 from tui.views import (
@@ -57,6 +48,12 @@ from tui.widgets.memory_pane import MemoryPane
 from tui.widgets.message import AnswerMessage
 from tui.widgets.sources_pane import SourcesPane
 from tui.widgets.status_bar import StatusBar
+
+if TYPE_CHECKING:
+    from tui.screens.index_manager import IndexManager
+    from tui.screens.memory_editor import MemoryDraft
+
+# Screens are imported where they open: they are not needed for the first frame.
 
 OLLAMA_POLL_SECONDS = 5.0
 MEMORY_POLL_SECONDS = 3.0
@@ -417,6 +414,8 @@ class BrainApp(App[int]):
     async def on_answer_message_citation_selected(
         self, event: AnswerMessage.CitationSelected
     ) -> None:
+        from tui.screens.source_preview import SourcePreview
+
         await self.show_answer_context(event.answer)
         source = self.sources_pane.select(event.number)
         if source is None:
@@ -425,6 +424,8 @@ class BrainApp(App[int]):
         self.push_screen(SourcePreview(source, event.answer.question))
 
     def on_source_chosen(self, event: msg.SourceChosen) -> None:
+        from tui.screens.source_preview import SourcePreview
+
         query = self._search_query
         focused = [a for a in self.chat_view.answers if event.source in a.sources]
         if focused:
@@ -547,6 +548,10 @@ class BrainApp(App[int]):
         self.on_memory_pane_requested(MemoryPane.Requested("forget_all", None))
 
     def on_memory_pane_requested(self, event: MemoryPane.Requested) -> None:
+        from tui.screens.confirm import ConfirmScreen
+        from tui.screens.memory_editor import MemoryEditor
+        from tui.screens.memory_history import MemoryHistory
+
         memory = event.memory
         api = self.backend.memory
         changed = self._memory_changed
@@ -633,6 +638,8 @@ class BrainApp(App[int]):
                          lambda folders: self.post_message(msg.FoldersLoaded(folders)))
 
     def _index_manager(self) -> IndexManager | None:
+        from tui.screens.index_manager import IndexManager
+
         for screen in self.screen_stack:
             if isinstance(screen, IndexManager):
                 return screen
@@ -787,10 +794,14 @@ class BrainApp(App[int]):
         return isinstance(self.screen, ModalScreen)
 
     def action_help(self) -> None:
+        from tui.screens.help import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
     def action_sessions(self) -> None:
+        from tui.screens.sessions import SessionsScreen
+
         if self._modal_open():
             return
 
@@ -803,10 +814,14 @@ class BrainApp(App[int]):
         )
 
     def action_index_manager(self) -> None:
+        from tui.screens.index_manager import IndexManager
+
         if not self._modal_open():
             self.push_screen(IndexManager())
 
     def action_models(self) -> None:
+        from tui.screens.model_picker import ModelPicker
+
         if self._modal_open():
             return
 
@@ -820,6 +835,8 @@ class BrainApp(App[int]):
         self.push_screen(ModelPicker(self.backend.ollama, self.model_name), chosen)
 
     def action_settings(self) -> None:
+        from tui.screens.settings import SettingsScreen
+
         if not self._modal_open():
             self.push_screen(SettingsScreen(self.ctx.config, str(self.ctx.paths.config_file)))
 
