@@ -205,7 +205,7 @@ class KeywordIndex:
             return []
         try:
             return self._search(tokens, k, ids)
-        except sqlite3.OperationalError as exc:
+        except sqlite3.DatabaseError as exc:  # includes "disk image is malformed"
             raise KeywordIndexError(f"keyword search failed ({exc})") from exc
 
     def _document_frequencies(self, tokens: Sequence[str]) -> dict[str, int]:

@@ -294,6 +294,12 @@ def test_corrupt_database_gives_a_clear_error(tmp_path: Path) -> None:
     conn.close()
 
 
+def test_damaged_fts_data_gives_a_clear_search_error(index: KeywordIndex) -> None:
+    index._conn.execute("UPDATE chunk_fts_data SET block = x'deadbeefdeadbeef' WHERE id > 1")
+    with pytest.raises(KeywordIndexError, match="keyword search failed"):
+        index.search("archive directory files", 5)
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.text(max_size=80))
 def test_arbitrary_queries_never_raise(query: str) -> None:
