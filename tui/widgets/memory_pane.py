@@ -74,16 +74,24 @@ class MemoryPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("Used for this answer", classes="pane-caption", markup=False)
-        with Horizontal(id="memory-filters"):
-            yield Input(placeholder="filter…", id="memory-filter")
-            yield Select(
-                [(t, t) for t in MEMORY_TYPES], prompt="any type", id="memory-type",
-                allow_blank=True,
-            )
         yield ListView(id="memory-list")
 
-    def on_mount(self) -> None:
-        self.query_one("#memory-filters").display = False
+    def _filters(self) -> Horizontal | None:
+        found = self.query("#memory-filters")
+        return found.first(Horizontal) if found else None
+
+    def _ensure_filters(self) -> Horizontal:
+        """The filter row is built on first use: its widgets' CSS is not needed at startup."""
+        filters = self._filters()
+        if filters is None:
+            filters = Horizontal(
+                Input(placeholder="filter…", id="memory-filter"),
+                Select([(t, t) for t in MEMORY_TYPES], prompt="any type", id="memory-type",
+                       allow_blank=True),
+                id="memory-filters",
+            )
+            self.mount(filters, before=self.list_view)
+        return filters
 
     @property
     def list_view(self) -> ListView:
@@ -91,12 +99,14 @@ class MemoryPane(Vertical):
 
     @property
     def type_filter(self) -> str | None:
-        value = self.query_one(Select).value
+        found = self.query(Select)  # empty until the filter row is first mounted
+        value = found.first().value if found else None
         return value if isinstance(value, str) else None
 
     @property
     def filter_text(self) -> str:
-        return self.query_one(Input).value.strip()
+        found = self.query(Input)
+        return found.first(Input).value.strip() if found else ""
 
     @property
     def items(self) -> list[MemoryItem]:
@@ -160,7 +170,7 @@ class MemoryPane(Vertical):
 
     def action_toggle_all(self) -> None:
         self.all_active = not self.all_active
-        self.query_one("#memory-filters").display = self.all_active
+        self._ensure_filters().display = self.all_active
         self._mode_changed()
         if not self.all_active:
             self.run_worker(self._fill(list(self.used)), exclusive=True, group="memfill")
@@ -181,7 +191,7 @@ class MemoryPane(Vertical):
     def action_focus_filter(self) -> None:
         if not self.all_active:
             self.action_toggle_all()
-        self.query_one(Input).focus()
+        self.call_after_refresh(lambda: self.query_one(Input).focus())
 
     def action_request(self, verb: str) -> None:
         memory = self.selected()
