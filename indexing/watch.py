@@ -87,7 +87,7 @@ class FolderWatcher:
                 stop_event=stop_event,
                 rust_timeout=FOLDER_RECHECK_MS,
                 yield_on_timeout=True,
-                raise_interrupt=False,
+                raise_interrupt=True,  # Ctrl+C in `brain index --watch` must stop it
             ):
                 for _change, path in changes:
                     pending.update(f for f in folders if _inside(path, f))
