@@ -10,13 +10,13 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
-from textual.app import App, ComposeResult, SystemCommand
+from textual.app import App, ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
@@ -882,10 +882,6 @@ class BrainApp(App[int]):
         if not self.ui_state.show_memories:
             self.action_toggle_memories()
         self.memory_pane.list_view.focus()
-
-    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        # Textual's own entries (theme picker, screenshot…); ours come from ActionsProvider.
-        yield from super().get_system_commands(screen)
 
     # --- quitting -----------------------------------------------------------------------------
 
