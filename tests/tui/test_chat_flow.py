@@ -74,6 +74,13 @@ async def test_citation_key_jumps_to_source(make_app) -> None:  # type: ignore[n
         assert app.screen.source.relpath == "git/branch.md"  # type: ignore[attr-defined]
         await pilot.press("escape")
         assert app.query_one(SourcesPane).query_one(DataTable).cursor_row == 1
+        # Clicking the rendered [1] link does the same.
+        from textual.widgets import Markdown
+
+        assert "(cite:1)" in answer.body.source
+        answer.body.post_message(Markdown.LinkClicked(answer.body, "cite:1"))
+        await wait_until(pilot, lambda: isinstance(app.screen, SourcePreview))
+        assert app.screen.source.relpath == "git/stash.md"  # type: ignore[attr-defined]
 
 
 async def test_escape_cancels_stream_and_keeps_partial(make_app, backend) -> None:  # type: ignore[no-untyped-def]
