@@ -33,6 +33,11 @@ async def test_ask_streams_answer_and_lists_sources(make_app, backend) -> None: 
         assert answer.text.endswith("```\n")
         assert "qwen3:4b" in str(answer.query_one(".answer-status").render())
         assert backend.chat.asked == [(None, "how do I apply a stash?", "qwen3:4b")]
+        # The memory pane shows the memories this answer used.
+        from tui.widgets.memory_pane import MemoryPane
+
+        used = [i.memory.id for i in app.query_one(MemoryPane).items]
+        assert used == ["m1", "m2"]
         assert app.session_id == "s1"
         # The sources pane lists the retrieved files with their scores, cited marked.
         table = app.query_one(SourcesPane).table
@@ -176,3 +181,17 @@ async def test_watch_mode_shows_in_status_bar(make_app) -> None:  # type: ignore
     app = make_app(watch=True)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: "watching 0 folders" in app.status_bar.activity)
+
+
+async def test_low_confidence_is_flagged(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+    backend.chat.script.low_confidence = True
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ask(pilot, "what is the airspeed of a swallow?")
+        await wait_until(pilot, lambda: app.query(AnswerMessage) and
+                         app.query_one(AnswerMessage).finished)
+        status = app.query_one(AnswerMessage).query_one(".answer-status")
+        assert "low confidence" in str(status.render()) and status.has_class("-warn")
+        pane = app.query_one(SourcesPane)
+        assert pane.has_class("-low")
+        assert "low confidence" in str(pane.query_one(".pane-caption").render())
