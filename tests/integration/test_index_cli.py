@@ -249,3 +249,70 @@ def test_config_maps_onto_indexing_settings(home) -> None:
     ctx.config.store.vector_store = "127.0.0.1:8123"
     with pytest.raises(UserError, match="http"):
         vector_location(ctx)
+
+
+WATCH_SCRIPT = r"""
+import sys
+from pathlib import Path
+from assistant.context import AppContext
+from tests.fixtures.knowledge import make_embedder
+embedder = make_embedder(Path(sys.argv[1]))
+AppContext.embedder = lambda self: embedder
+from assistant.cli.main import main
+sys.exit(main(["index", sys.argv[2], "--watch"]))
+"""
+
+
+def test_index_watch_follows_changes_and_stops_on_ctrl_c(notes, home, tmp_path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parents[2]
+    (home / "config").mkdir(parents=True)
+    (home / "config" / "config.toml").write_text("[indexing]\nwatch_debounce_ms = 100\n")
+    env = {**os.environ, "BRAIN_HOME": str(home), "PYTHONPATH": str(root)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WATCH_SCRIPT, str(tmp_path / "cache"), str(notes)],
+        cwd=root, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    lines: list[str] = []
+
+    def read_until(fragment: str, timeout: float = 60) -> None:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                raise AssertionError(f"brain exited early: {lines} {proc.stderr.read()}")
+            lines.append(line)
+            if fragment in line:
+                return
+        raise AssertionError(f"no {fragment!r} in {lines}")
+
+    try:
+        read_until("Watching for changes")
+        # The watch starts a moment after the message: write until a sync reports it.
+        assert proc.stdout is not None
+        import threading
+
+        found = threading.Event()
+
+        def reader() -> None:
+            read_until("1 added", timeout=60)
+            found.set()
+
+        thread = threading.Thread(target=reader, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 60
+        while not found.is_set() and time.monotonic() < deadline:
+            (notes / "live.md").write_text("# Live\n\nwatched text\n")
+            found.wait(0.5)
+        assert found.is_set(), lines
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
