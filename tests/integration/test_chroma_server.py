@@ -22,6 +22,7 @@ from tests.integration.test_vectors import (  # noqa: F401
     test_collections_are_independent,
     test_drop,
     test_get_embeddings_for_reuse,
+    test_ids_filter,
     test_k_larger_than_count_and_empty_collection,
     test_many_vectors_in_batches_and_paged_ids,
     test_metadata_is_optional_and_cleaned,

@@ -64,6 +64,20 @@ def test_where_filter(store: VectorStore) -> None:
     assert store.query(unit(0), 5, where={"root": "/elsewhere"}) == []
 
 
+def test_ids_filter(store: VectorStore) -> None:
+    store.upsert(
+        ["a", "b", "c", "d"],
+        np.stack([unit(0), unit(0, 1), unit(5), unit(0, 2)]),
+        [{"root": "/notes"}, {"root": "/code"}, {"root": "/notes"}, {"root": "/code"}],
+    )
+    assert [h[0] for h in store.query(unit(0), 5, ids={"b", "c", "missing"})] == ["b", "c"]
+    assert [h[0] for h in store.query(unit(0), 1, ids=["c", "d"])] == ["d"]
+    assert [h[0] for h in store.query(unit(0), 5, ids={"b", "c"}, where={"root": "/notes"})] == [
+        "c"
+    ]
+    assert store.query(unit(0), 5, ids=set()) == []
+
+
 def test_k_larger_than_count_and_empty_collection(store: VectorStore) -> None:
     assert store.query(unit(1), 10) == []
     assert store.count() == 0
