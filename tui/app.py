@@ -20,6 +20,7 @@ from textual.app import App, ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
+from textual.css.stylesheet import StylesheetError
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
 OLLAMA_POLL_SECONDS = 5.0
 MEMORY_POLL_SECONDS = 3.0
 PROGRESS_EVERY_SECONDS = 0.1  # at most ~10 progress repaints a second while indexing
+THEME_CSS_KEY = ("theme-css", "")  # where the active theme's extra CSS sits in the stylesheet
 SIDE_STEP = 4
 SHARE_STEP = 5
 
@@ -102,6 +104,7 @@ class BrainApp(App[int]):
         loaded = load_themes(ctx.paths.themes_dir)
         self._startup_notes += loaded.errors
         self.theme_names = loaded.names()
+        self.theme_css = dict(loaded.css)
         for theme in loaded.themes:
             self.register_theme(theme)
         keymap, problems = validate_keymap(ctx.config.ui.keybindings)
@@ -218,8 +221,27 @@ class BrainApp(App[int]):
             self.notify(f"Cannot save the layout: {exc}", severity="warning")
 
     def watch_theme(self, theme: str) -> None:
+        self._apply_theme_css(theme)
         if self.is_mounted and theme != self.ui_state.theme:
             self.update_state(theme=theme)
+
+    def _apply_theme_css(self, theme: str) -> None:
+        """Swap in the active theme's extra CSS (the `css` key of its TOML file)."""
+        sheet = self.stylesheet
+        had = sheet.source.pop(THEME_CSS_KEY, None) is not None
+        css = self.theme_css.get(theme, "")
+        if not css and not had:
+            return
+        if css:
+            sheet.add_source(css, read_from=THEME_CSS_KEY, is_default_css=False)
+        try:
+            self.refresh_css(animate=False)
+        except StylesheetError as exc:
+            sheet.source.pop(THEME_CSS_KEY, None)
+            self.theme_css.pop(theme, None)
+            self.refresh_css(animate=False)
+            self.notify(f"Theme {theme}: its css is invalid and was ignored: {exc}",
+                        severity="warning", timeout=10)
 
     # --- startup and background checks ------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Themes are data: TOML files mapping to Textual `Theme` fields.
+"""Themes are data: TOML files mapping to Textual `Theme` fields, plus optional extra CSS.
 
 Bundled themes live in `themes/`; user themes in the config dir's `themes/` are loaded after
 them (a user file with a bundled name replaces that theme). A broken user theme is reported
@@ -22,7 +22,7 @@ _COLOR_FIELDS = (
     "foreground", "background", "surface", "panel", "boost",
 )
 _FLOAT_FIELDS = ("luminosity_spread", "text_alpha")
-_KNOWN = {f.name for f in fields(Theme)}
+_KNOWN = {f.name for f in fields(Theme)} | {"css"}
 
 
 class ThemeError(Exception):
@@ -33,12 +33,18 @@ class ThemeError(Exception):
 class LoadedThemes:
     themes: tuple[Theme, ...]
     errors: tuple[str, ...]  # one line per skipped user theme file
+    css: dict[str, str]  # theme name -> extra TCSS applied while that theme is active
 
     def names(self) -> list[str]:
         return [t.name for t in self.themes]
 
 
 def theme_from_toml(path: Path) -> Theme:
+    return read_theme(path)[0]
+
+
+def read_theme(path: Path) -> tuple[Theme, str]:
+    """The theme in `path` and its extra CSS ("" if none)."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
@@ -77,22 +83,29 @@ def theme_from_toml(path: Path) -> Theme:
     ):
         raise ThemeError(f"{path}: [variables]: expected a table of strings")
     kwargs["variables"] = dict(variables)
-    return Theme(**kwargs)  # type: ignore[arg-type]
+    css = data.get("css", "")
+    if not isinstance(css, str):
+        raise ThemeError(f"{path}: css: expected a string of Textual CSS")
+    return Theme(**kwargs), css  # type: ignore[arg-type]
 
 
 def load_themes(user_dir: Path | None = None, bundled_dir: Path = THEMES_DIR) -> LoadedThemes:
     """Bundled themes (must be valid) then user themes (errors collected, file skipped)."""
     by_name: dict[str, Theme] = {}
+    css: dict[str, str] = {}
     for path in sorted(bundled_dir.glob("*.toml")):
-        theme = theme_from_toml(path)
+        theme, extra = read_theme(path)
         by_name[theme.name] = theme
+        css[theme.name] = extra
     errors: list[str] = []
     if user_dir is not None and user_dir.is_dir():
         for path in sorted(user_dir.glob("*.toml")):
             try:
-                theme = theme_from_toml(path)
+                theme, extra = read_theme(path)
             except ThemeError as exc:
                 errors.append(str(exc))
                 continue
             by_name[theme.name] = theme
-    return LoadedThemes(tuple(by_name.values()), tuple(errors))
+            css[theme.name] = extra
+    return LoadedThemes(tuple(by_name.values()), tuple(errors),
+                        {name: text for name, text in css.items() if text.strip()})

@@ -314,3 +314,32 @@ async def test_quit_finishes_pending_writes(make_app, backend) -> None:  # type:
         await pilot.press("ctrl+q")
         await wait_until(pilot, lambda: backend.chat.closed, what="chat closed")
     assert app.return_value == 0
+
+
+async def test_theme_extra_css_applies_and_bad_css_is_ignored(
+    home: Path, backend: FakeBackend
+) -> None:
+    from tests.tui.conftest import BrainTestApp
+
+    themes = home / "config" / "themes"
+    themes.mkdir(parents=True)
+    (themes / "ledger.toml").write_text(
+        'name = "ledger"\nprimary = "#884400"\ncss = "#status { text-style: bold; }"\n'
+    )
+    (themes / "broken.toml").write_text(
+        'name = "broken"\nprimary = "#000000"\ncss = "#status { colour: nope; }"\n'
+    )
+    app = BrainTestApp(AppContext.load(str(home)), backend, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        status = app.status_bar
+        assert not status.styles.text_style.bold
+        app.theme = "ledger"
+        await pilot.pause()
+        assert status.styles.text_style.bold
+        app.theme = "brain-dark"  # the extra CSS goes with its theme
+        await pilot.pause()
+        assert not status.styles.text_style.bold
+        app.theme = "broken"
+        await wait_until(pilot, lambda: any("css is invalid" in n.message
+                                            for n in app._notifications))
+        assert app.theme == "broken"  # colours still apply; only the CSS was dropped

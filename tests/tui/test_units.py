@@ -98,3 +98,15 @@ def test_keymap_validation() -> None:
 def test_format_rate() -> None:
     assert format_rate(0, 10, 0.0) == "0/10 files"
     assert format_rate(5, 10, 2.0) == "5/10 files · 2.5 files/s · ETA 2 s"
+
+
+def test_theme_css_is_loaded(tmp_path: Path) -> None:
+    (tmp_path / "ledger.toml").write_text(
+        'name = "ledger"\nprimary = "#884400"\ncss = "#status { text-style: bold; }"\n'
+    )
+    (tmp_path / "bad.toml").write_text('name = "bad"\nprimary = "#000"\ncss = 3\n')
+    loaded = load_themes(tmp_path)
+    assert loaded.css["ledger"] == "#status { text-style: bold; }"
+    assert "library-amber" in loaded.css  # a bundled theme with extra CSS
+    assert "brain-dark" not in loaded.css
+    assert any("bad.toml: css: expected a string" in e for e in loaded.errors)
