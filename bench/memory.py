@@ -105,13 +105,12 @@ class Baselines:
 
 
 def run(quick: bool) -> Report:
-    from indexing.embedder import make_embedder
-
     from assistant.config import Config
     from assistant.context import AppContext
     from assistant.memory.service import MemoryService
     from assistant.memory.transfer import import_memories
     from assistant.paths import AppPaths
+    from indexing.embedder import make_embedder
 
     data = json.loads(locomo_file().read_text(encoding="utf-8"))
     conversations = data[:2] if quick else data
@@ -161,7 +160,9 @@ def run(quick: bool) -> Report:
         assert store.count() == len(lines)
         service.close()
         print(f"  conversation {n + 1}/{len(conversations)}: {len(lines)} turns, "
-              f"{len(asked)} questions", flush=True)
+              f"{len(asked)} questions; so far memory recall@5 "
+              f"{np.mean(scores['memory'][5]):.3f} @10 {np.mean(scores['memory'][10]):.3f}",
+              flush=True)
 
     def mean(name: str, k: int) -> float:
         return float(np.mean(scores[name][k]))
