@@ -8,6 +8,8 @@ heavy is imported here, so the first frame appears before torch or Chroma are ev
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -98,6 +100,8 @@ class BrainApp(App[int]):
         self.generating: AnswerMessage | None = None
         self._cancel = threading.Event()
         self._stop_watch = threading.Event()
+        self.warming = threading.Event()  # set while models load (cannot be interrupted)
+        self._asked = False  # a question was sent in this run (memory extraction at exit)
         self._memory_stamp = ""
         self._search_query = ""
         self._startup_notes: list[str] = []
@@ -245,8 +249,19 @@ class BrainApp(App[int]):
 
     # --- startup and background checks ------------------------------------------------------
 
-    @work(thread=True, exclusive=True, group="warmup")
     def warm_up(self) -> None:
+        # A daemon thread, not a Textual worker: those run on the event loop's executor,
+        # which asyncio joins at exit, so quitting would wait for the model to finish loading.
+        self.warming.set()
+        threading.Thread(target=self._warm_up_thread, name="brain-warm-up", daemon=True).start()
+
+    def _warm_up_thread(self) -> None:
+        try:
+            self._warm_up()
+        finally:
+            self.warming.clear()
+
+    def _warm_up(self) -> None:
         try:
             self.backend.knowledge.warm_up()
         except UserError as exc:
@@ -256,7 +271,6 @@ class BrainApp(App[int]):
             self.post_message(msg.ModelLoaded(error=f"{type(exc).__name__}: {exc}"))
             return
         self.post_message(msg.ModelLoaded())
-        self.refresh_stats()
         # The first answer should not pay for the LLM client import and store opening;
         # a failure here is reported by that first turn instead.
         with contextlib.suppress(Exception):
@@ -269,6 +283,7 @@ class BrainApp(App[int]):
             self.notify(f"Cannot load the index: {message.error}", severity="error", timeout=15)
             return
         self.model_ready = True
+        self.refresh_stats()
         if self.watch_enabled:
             self.watch_folders()
 
@@ -332,6 +347,7 @@ class BrainApp(App[int]):
         chat_input.clear()
         answer = await self.chat_view.add_exchange(event.text)
         answer.question = event.text
+        self._asked = True
         self.generating = answer
         self._cancel = threading.Event()
         self.stream_answer(answer.id or "", event.text, self._cancel)
@@ -924,6 +940,10 @@ class BrainApp(App[int]):
 
     @work(thread=True, group="quit")
     def _finish_and_exit(self) -> None:
+        if self.warming.is_set() and not self._asked:
+            # Nothing was said yet, so nothing to extract; do not wait for the model load.
+            self.call_from_thread(self.exit, 0)
+            return
         try:
             self.backend.chat.close()  # memory extraction and session writes finish first
         except Exception as exc:
@@ -938,8 +958,14 @@ def run_app(home: str | None = None) -> int:
 
     ctx = AppContext.load(home)
     backend = CoreBackend(ctx)
-    try:
-        result = BrainApp(ctx, backend).run()
-    finally:
-        backend.close()
+    app = BrainApp(ctx, backend)
+    result = app.run()
+    if app.warming.is_set():
+        # Quit while the embedding model was still loading: a model load cannot be
+        # interrupted, and closing the stores or exiting normally would wait for it. The
+        # session and memories are saved by now; SQLite needs no close to stay consistent.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(result or 0)
+    backend.close()
     return result or 0
