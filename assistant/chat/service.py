@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any, cast
 
 from assistant.chat.engine import ChatEngine, EngineSettings
 from assistant.chat.models import OllamaCatalog
@@ -165,6 +166,65 @@ class ServiceMemory:
                 self._service = None
 
 
+class SingleFlightEmbedder:
+    """The app's embedder, with concurrent `embed_query` calls for the same text merged.
+
+    Knowledge retrieval and memory recall run at the same time and usually embed the same
+    question: without this, both miss the embedder's query memo and the model runs twice, one
+    after the other (it is not re-entrant) — a second embedding on every turn's critical path.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self._lock = threading.Lock()
+        self._inflight: dict[str, Future[Any]] = {}
+        self.merged = 0  # calls served by another caller's embedding
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)  # model_id, dimension, embed_documents, close…
+
+    def embed_query(self, text: str) -> Any:
+        with self._lock:
+            pending = self._inflight.get(text)
+            if pending is None:
+                pending = self._inflight[text] = Future()
+                owner = True
+            else:
+                owner = False
+                self.merged += 1
+        if not owner:
+            return pending.result()
+        try:
+            vector = self._inner.embed_query(text)
+        except BaseException as exc:
+            pending.set_exception(exc)
+            raise
+        finally:
+            with self._lock:
+                self._inflight.pop(text, None)
+        pending.set_result(vector)
+        return vector
+
+
+class _ChatContext:
+    """The AppContext as the chat's retriever and memory see it: the same paths, config and
+    embedding model, the latter behind a SingleFlightEmbedder (loaded on first use)."""
+
+    def __init__(self, ctx: AppContext) -> None:
+        self._ctx = ctx
+        self._shared: SingleFlightEmbedder | None = None
+        self._embedder_lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ctx, name)
+
+    def embedder(self) -> Any:
+        with self._embedder_lock:
+            if self._shared is None:
+                self._shared = SingleFlightEmbedder(self._ctx.embedder())
+            return self._shared
+
+
 class ChatService:
     """An engine plus the stores it opened; close it when done."""
 
@@ -220,6 +280,7 @@ def open_chat(
     new one. `memory=None` follows memory.enabled.
     """
     store = open_sessions(ctx)
+    shared = cast(AppContext, _ChatContext(ctx))
     try:
         resolved = store.resolve(session_id).id if session_id else None
     except UserError:
@@ -230,7 +291,7 @@ def open_chat(
         def make_retriever() -> HybridRetriever:
             from assistant.retrieval.open import open_retriever
 
-            return open_retriever(ctx, origin=origin)
+            return open_retriever(shared, origin=origin)
 
         knowledge_source = RetrieverKnowledge(make_retriever)
     memory_source: ServiceMemory | None = None
@@ -238,7 +299,7 @@ def open_chat(
         def make_memory() -> MemoryService:
             from assistant.memory.service import MemoryService
 
-            return MemoryService.open(ctx)
+            return MemoryService.open(shared)
 
         memory_source = ServiceMemory(make_memory)
     settings = EngineSettings.from_config(ctx.config)
