@@ -270,3 +270,27 @@ async def test_escape_cancels_real_stream(core, fake_ollama, tmp_path) -> None: 
         await wait_until(pilot, lambda: answer.finished, what="stopped")
         assert "word199" not in answer.text
         assert "interrupted" in str(answer.query_one(".answer-status").render())
+
+
+def test_memory_adapter_filters_and_forget_all(core) -> None:  # type: ignore[no-untyped-def]
+    from assistant.errors import UserError
+
+    _ctx, backend = core
+    api = backend.memory
+    tea = api.add("Prefers green tea", "preference")
+    api.add("Works at a bakery", "fact")
+    assert [m.text for m in api.list(all_active=True, type_="fact", query="")] == [
+        "Works at a bakery"
+    ]
+    assert [m.id for m in api.list(all_active=True, type_=None, query="TEA")] == [tea.id]
+    with pytest.raises(UserError, match="unknown memory type"):
+        api.list(all_active=True, type_="gossip", query="")
+    pinned = api.pin(tea.id, True)
+    assert pinned.pinned and api.list(all_active=True, type_=None, query="")[0].id == tea.id
+    assert [e.event for e in api.history(tea.id)] == ["add", "pin"]
+    # Changes by the user are not "learned": only the assistant's show up live.
+    _fresh, stamp = api.changes_since("")
+    api.edit(tea.id, "Prefers oolong tea")
+    assert api.changes_since(stamp)[0] == []
+    assert api.forget_all() == 2
+    assert api.count() == 0 and api.list(all_active=True, type_=None, query="") == []
