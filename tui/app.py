@@ -419,6 +419,10 @@ class BrainApp(App[int]):
                 answer.text = event.partial
             error = event.message + (f" — {event.hint}" if event.hint else "")
             await self.chat_view.finish(answer, None, error=error)
+            if event.session_id and event.session_id != self.session_id:
+                # The failed turn is stored: the next question continues that session.
+                self.session_id = event.session_id
+                self.update_state(last_session=event.session_id)
             chat_input = self.chat_input
             if not chat_input.text.strip():
                 chat_input.load_text(answer.question)  # nothing the user typed is lost

@@ -530,7 +530,8 @@ class ChatAdapter:
                     interrupted=event.interrupted, session_id=turn.session_id,
                 )
             elif isinstance(event, core.Failed):
-                yield Failed(event.error.message, event.error.hint or "", event.partial)
+                yield Failed(event.error.message, event.error.hint or "", event.partial,
+                             event.turn.session_id if event.turn is not None else None)
 
     def feedback(self, log_id: str, rating: int) -> None:
         from assistant.retrieval.log import RetrievalLog

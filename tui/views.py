@@ -141,6 +141,7 @@ class Failed:
     message: str
     hint: str = ""
     partial: str = ""  # text streamed before the failure, kept
+    session_id: str | None = None  # the session the failed turn was stored in
 
 
 ChatEvent = Retrieved | Token | Finished | Failed

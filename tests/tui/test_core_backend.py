@@ -146,9 +146,28 @@ async def test_ollama_down_banner_then_recovery(core, fake_ollama) -> None:  # t
         await pilot.press("f3")
         await wait_until(pilot, lambda: isinstance(app.screen, IndexManager))
         await pilot.press("escape")
+        # Asking now fails clearly; the question goes back into the box, the turn is stored.
+        from tui.widgets.message import AnswerMessage
+
+        app.chat_input.load_text("what is in my notes?")
+        app.chat_input.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.query(AnswerMessage)
+                         and app.query_one(AnswerMessage).finished, timeout=60)
+        assert "not running" in str(app.query_one(AnswerMessage)
+                                    .query_one(".answer-status").render())
+        assert app.chat_input.text == "what is in my notes?"
+        failed_session = app.session_id
+        assert failed_session is not None
         fake_ollama.start()
         await wait_until(pilot, lambda: not banner.display, what="banner hidden")
         assert app.query_one(StatusBar).ollama == "up"
+        # Chat works again by itself, in the same session (the fake echoes the question).
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(app.query(AnswerMessage)) == 2
+                         and app.query(AnswerMessage)[-1].finished, timeout=30)
+        assert "what is in my notes?" in app.query(AnswerMessage)[-1].text
+        assert app.session_id == failed_session
 
 
 async def test_missing_model_banner_says_pull(core, fake_ollama) -> None:  # type: ignore[no-untyped-def]
