@@ -121,6 +121,10 @@ def run_checks(ctx: AppContext, *, setup_error: str | None = None,
                 for c in slot.fallback
             ]
 
+    # The embedding and vector store checks both import numpy first thing; two threads doing
+    # that first import at once can see a partially initialised numpy (ImportError 1 run in 3).
+    import numpy  # noqa: F401
+
     deadline = time.monotonic() + limit
     threads = []
     for i, (fn, slot) in enumerate(groups):
@@ -250,8 +254,9 @@ def _chroma_embedded_check(directory: Path) -> Check:
         count = len(client.list_collections())
     except Exception as exc:  # chromadb raises many types for a damaged or blocked store
         return Check("vector store", False, f"the store at {directory} cannot be opened ({exc})",
-                     f"if it is damaged, move {directory} aside and run `brain index --rebuild` "
-                     "(your files are untouched; embeddings come back from the cache)")
+                     f"if it is damaged, move {directory} aside, then run `brain index "
+                     "--rebuild` and `brain memory reindex` (your files and memories are "
+                     "untouched; embeddings come back from the cache)")
     return Check("vector store", True, f"embedded Chroma at {directory} ({count} collections)")
 
 
