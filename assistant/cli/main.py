@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import os
+import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 
@@ -82,7 +84,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command is not None:  # a group without its subcommand
                 parser.parse_args([*(argv or sys.argv[1:]), "--help"])
             return _run_tui(args)
-        return handler(args)
+        from assistant.knowledge_service import indexing_errors
+
+        # Any command may reach the vector store (memory too): its errors are user errors.
+        with indexing_errors():
+            return handler(args)
     except (UserError, ConfigError) as exc:
         print(f"brain: error: {exc}", file=sys.stderr)
         return 1
@@ -98,6 +104,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f" ({exc.filename})" if exc.filename else ""
         print(f"brain: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return 1
+    except sqlite3.Error as exc:
+        # SQLite says "unable to open database file" for a read-only or vanished data dir.
+        print(f"brain: error: {_database_problem(exc, args)}", file=sys.stderr)
+        return 1
+
+
+def _database_problem(exc: sqlite3.Error, args: argparse.Namespace) -> str:
+    from assistant.paths import resolve_paths
+
+    data = resolve_paths(getattr(args, "home", None)).data_dir
+    if data.is_dir() and not os.access(data, os.W_OK):
+        return (f"cannot write to {data}: the data directory is read-only ({exc}); nothing "
+                "was changed\n  hint: make it writable again (check the disk or mount), then "
+                "run the command again")
+    return (f"a database in {data} cannot be used ({exc})\n  hint: check free disk space and "
+            "permissions; `brain doctor` checks the data dir")
 
 
 def _run_tui(args: argparse.Namespace) -> int:
