@@ -26,12 +26,27 @@ def _rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
         conn.close()
 
 
+def _forget_clients() -> None:
+    """Drop cached Chroma clients: a `brain` process may have replaced the store on disk
+    (--rebuild, a moved-aside directory) since this process last opened it."""
+    from chromadb.api.client import SharedSystemClient
+
+    from indexing.vectors import close_all
+
+    close_all()
+    SharedSystemClient.clear_system_cache()
+
+
 def _collection_ids(home: Path, collection: str, model: str, dimension: int) -> list[str]:
     from indexing.vectors import VectorStore
 
-    store = VectorStore.open(str(resolve_paths(home).vectors_dir), collection, model_id=model,
-                             dimension=dimension)
-    return sorted(store.ids())
+    _forget_clients()
+    try:
+        store = VectorStore.open(str(resolve_paths(home).vectors_dir), collection,
+                                 model_id=model, dimension=dimension)
+        return sorted(store.ids())
+    finally:
+        _forget_clients()
 
 
 def knowledge_state(home: Path) -> dict[str, Any]:
