@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import tempfile
 import time
@@ -95,6 +96,9 @@ def run(quick: bool) -> Report:
     from tests.fake_ollama import FakeOllama
 
     report = Report("chat", quick)
+    # Latency on a shared machine depends on what else runs: keep the load with the numbers.
+    report.details["load_average_at_start"] = list(os.getloadavg())
+    report.details["cpus"] = os.cpu_count()
     questions = _questions(40 if quick else 200)
     fake = FakeOllama().start()
     try:
@@ -119,6 +123,7 @@ def run(quick: bool) -> Report:
         details = asyncio.run(_measure(report, ctx, memory_ctx, fake, questions))
         report.details.update(details)
         report.details["knowledge_home"] = str(home)
+        report.details["load_average_at_end"] = list(os.getloadavg())
     finally:
         fake.stop()
         shutil.rmtree(work, ignore_errors=True)
