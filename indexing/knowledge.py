@@ -264,6 +264,7 @@ class KnowledgeBase:
             # reconcile deletes.
             for store in self._stores_to_clean():
                 store.delete(ids)
+            self.manifest.purge()  # the removed text must not stay readable in the file
         return FolderRemoved(match, len(files), len(ids))
 
     def _stores_to_clean(self) -> list[VectorStore]:

@@ -209,6 +209,15 @@ class Manifest:
                 raise
             self.conn.execute("COMMIT")
 
+    def purge(self) -> None:
+        """Leave no trace of deleted text on disk: merge the keyword index's segments (deleted
+        entries linger in old ones until a merge), rewrite the file without its free pages,
+        and empty the WAL. For removals the user expects to be final (`brain folders rm`)."""
+        with self.lock:
+            self.conn.execute(f"INSERT INTO {KEYWORD_TABLE}({KEYWORD_TABLE}) VALUES ('optimize')")
+            self.conn.execute("VACUUM")
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def close(self) -> None:
         with self.lock:
             self.conn.close()
