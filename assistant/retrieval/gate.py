@@ -10,7 +10,7 @@ cosine of answerable golden questions versus off-corpus questions (see bench/ret
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -29,57 +29,75 @@ def is_low_confidence(
 
 @dataclass(frozen=True, slots=True)
 class GateCalibration:
-    threshold: float
-    balanced_accuracy: float
-    true_positive_rate: float  # answerable questions that pass the gate
-    true_negative_rate: float  # off-corpus questions the gate flags
+    threshold: float  # cosine
+    keyword_threshold: float
+    balanced_accuracy: float  # mean over groups of (answered rate + refused rate) / 2
+    true_positive_rate: float  # answerable questions that pass the gate (all groups)
+    true_negative_rate: float  # off-corpus questions the gate flags (all groups)
     answerable: int
     unanswerable: int
 
 
-def choose_threshold(
-    answerable: Sequence[tuple[float | None, float | None]],
-    unanswerable: Sequence[tuple[float | None, float | None]],
-    *,
-    keyword_threshold: float,
-) -> GateCalibration:
-    """The cosine threshold that best separates answerable from off-corpus questions.
+Evidence = tuple[float | None, float | None]  # (best trusted cosine, best keyword score)
 
-    Each item is one question's (best cosine, best keyword score). Every distinct midpoint
-    between observed cosines is tried with the keyword rule held fixed; the winner maximises
-    balanced accuracy (mean of both recall rates, so unequal set sizes do not bias it).
+
+def choose_threshold(
+    answerable: Sequence[Evidence] | Mapping[str, Sequence[Evidence]],
+    unanswerable: Sequence[Evidence] | Mapping[str, Sequence[Evidence]],
+    *,
+    keyword_threshold: float | Sequence[float],
+) -> GateCalibration:
+    """The thresholds that best separate answerable from off-corpus questions.
+
+    Each item is one question's (best cosine, best keyword score). Items may be grouped (e.g.
+    by language, same keys on both sides): balanced accuracy — the mean of the answered and
+    refused rates, so unequal set sizes do not bias it — is then averaged over the groups, so
+    a small Chinese set counts as much as a large English one. Every midpoint between observed
+    cosines is tried, with each given keyword threshold.
     """
-    if not answerable or not unanswerable:
-        raise ValueError("need both answerable and unanswerable questions to calibrate")
-    cosines = sorted({c for c, _ in (*answerable, *unanswerable) if c is not None})
+    pos = answerable if isinstance(answerable, Mapping) else {"": answerable}
+    neg = unanswerable if isinstance(unanswerable, Mapping) else {"": unanswerable}
+    if set(pos) != set(neg) or not all(pos.values()) or not all(neg.values()):
+        raise ValueError("need answerable and unanswerable questions in every group")
+    kts = [keyword_threshold] if isinstance(keyword_threshold, (int, float)) else list(
+        keyword_threshold
+    )
+    everything = [e for group in (*pos.values(), *neg.values()) for e in group]
+    cosines = sorted({c for c, _ in everything if c is not None})
     candidates = [cosines[0] - 1e-3] if cosines else [0.0]
     candidates += [(a + b) / 2 for a, b in pairwise(cosines)]
     candidates += [cosines[-1] + 1e-3] if cosines else []
 
-    def rates(t: float) -> tuple[float, float]:
-        tp = sum(
-            not is_low_confidence(c, k, cosine_threshold=t, keyword_threshold=keyword_threshold)
-            for c, k in answerable
+    def passed(items: Sequence[Evidence], t: float, kt: float) -> int:
+        return sum(
+            not is_low_confidence(c, k, cosine_threshold=t, keyword_threshold=kt)
+            for c, k in items
         )
-        tn = sum(
-            is_low_confidence(c, k, cosine_threshold=t, keyword_threshold=keyword_threshold)
-            for c, k in unanswerable
-        )
-        return tp / len(answerable), tn / len(unanswerable)
 
-    scored = [(t, *rates(t)) for t in candidates]
-    best = max((tpr + tnr) / 2 for _, tpr, tnr in scored)
-    winners = [row for row in scored if abs((row[1] + row[2]) / 2 - best) < 1e-12]
+    rows = []
+    for kt in kts:
+        for t in candidates:
+            per_group = [
+                (passed(pos[g], t, kt) / len(pos[g]) + 1 - passed(neg[g], t, kt) / len(neg[g]))
+                / 2
+                for g in pos
+            ]
+            tpr = sum(passed(p, t, kt) for p in pos.values()) / sum(map(len, pos.values()))
+            tnr = 1 - sum(passed(n, t, kt) for n in neg.values()) / sum(map(len, neg.values()))
+            rows.append((sum(per_group) / len(per_group), tpr, tnr, t, kt))
+    best = max(r[0] for r in rows)
+    winners = [r for r in rows if abs(r[0] - best) < 1e-12]
     # Equal balanced accuracy: prefer answering (a wrong "I don't know" on a question the notes
     # do answer is the more annoying error), then the middle of that range for margin.
-    top_tpr = max(row[1] for row in winners)
-    winners = [row for row in winners if row[1] == top_tpr]
-    t, tpr, tnr = winners[len(winners) // 2]
+    top_tpr = max(r[1] for r in winners)
+    winners = [r for r in winners if r[1] == top_tpr]
+    bal, tpr, tnr, t, kt = winners[len(winners) // 2]
     return GateCalibration(
         threshold=round(t, 4),
-        balanced_accuracy=best,
+        keyword_threshold=kt,
+        balanced_accuracy=bal,
         true_positive_rate=tpr,
         true_negative_rate=tnr,
-        answerable=len(answerable),
-        unanswerable=len(unanswerable),
+        answerable=sum(map(len, pos.values())),
+        unanswerable=sum(map(len, neg.values())),
     )

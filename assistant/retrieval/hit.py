@@ -47,6 +47,7 @@ class RetrievalResult:
     low_confidence: bool  # the gate's verdict: the chat should say it does not know
     timings: dict[str, float] = field(default_factory=dict)  # stage -> milliseconds
     search_query: str = ""  # the query actually searched (after conversation-aware building)
-    best_cosine: float | None = None  # the evidence the gate decided on
+    best_cosine: float | None = None  # the evidence the gate decided on (None: dense not
+    # trusted for this query, e.g. Chinese on an English-only model)
     best_keyword: float | None = None
     log_id: int | None = None  # retrieval-log entry, for feedback (👍/👎)

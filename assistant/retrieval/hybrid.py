@@ -209,7 +209,8 @@ class HybridRetriever(BaseRetriever):
             top_kw = self.kb.get_chunks([keyword[0][0]]).get(keyword[0][0])
             if top_kw is not None:
                 best_keyword = keyword_score(best_raw, best_raw, cover(top_kw))
-        best_cosine = dense[0][1] if dense else None
+        # An English-only model's cosine on a Chinese query says nothing: it must not vouch.
+        best_cosine = dense[0][1] if dense and dense_trusted(weight) else None
         best_possible = (weight + 1.0) * max_rrf(1, self.settings.rrf_k)
         hits = [
             SearchHit(
@@ -235,7 +236,7 @@ class HybridRetriever(BaseRetriever):
             for position, c in enumerate(chosen, start=1)
         ]
         low = not hits or is_low_confidence(
-            best_cosine if dense_trusted(weight) else None,
+            best_cosine,
             best_keyword,
             cosine_threshold=self.settings.score_threshold,
             keyword_threshold=self.settings.keyword_threshold,

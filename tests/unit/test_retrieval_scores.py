@@ -75,6 +75,17 @@ def test_choose_threshold_separates_answerable_from_off_corpus() -> None:
     assert (cal.answerable, cal.unanswerable) == (4, 4)
 
 
+def test_choose_threshold_over_groups_and_keyword_thresholds() -> None:
+    # English: cosine separates. Chinese: cosines are noise (None), keywords separate at 0.6.
+    pos = {"en": [(0.6, 0.2), (0.5, 0.9)], "zh": [(None, 0.7), (None, 0.65)]}
+    neg = {"en": [(0.3, 0.55), (0.2, 0.0)], "zh": [(None, 0.55), (None, 0.1)]}
+    cal = choose_threshold(pos, neg, keyword_threshold=[0.5, 0.6, 0.8])
+    assert cal.keyword_threshold == 0.6 and 0.3 < cal.threshold < 0.6
+    assert cal.balanced_accuracy == 1.0 and (cal.answerable, cal.unanswerable) == (4, 4)
+    with pytest.raises(ValueError):
+        choose_threshold(pos, {"en": neg["en"]}, keyword_threshold=0.5)
+
+
 def test_choose_threshold_needs_both_sets() -> None:
     with pytest.raises(ValueError):
         choose_threshold([], [(0.1, 0.0)], keyword_threshold=0.5)

@@ -58,5 +58,6 @@ def test_chinese_query_on_english_model_trusts_keywords() -> None:
     # Any cosine passes a threshold of -1, but an English model's cosine on Chinese text does
     # not count: only the keyword evidence can lift the gate.
     assert not result.low_confidence and result.best_keyword == 1.0
+    assert result.best_cosine is None and top.cosine is not None
     off = r.search("红烧肉的做法", top_k=2)
     assert off.low_confidence
