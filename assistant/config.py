@@ -93,13 +93,14 @@ class RetrievalConfig:
     top_k: int = _opt(6, "Chunks given to the model per question.")
     candidates: int = _opt(50, "Candidates taken from each retriever before fusion.")
     rrf_k: int = _opt(60, "Reciprocal Rank Fusion constant.")
+    # Gate defaults calibrated on the tldr benchmark (bench/retrieval.py, bundled model).
     score_threshold: float = _opt(
-        0.35,
+        0.44,
         "Confidence gate: below this best cosine similarity, with no strong keyword match, "
         "the answer says it does not know.",
     )
     keyword_threshold: float = _opt(
-        0.5, "Normalized BM25 score (0-1) that counts as a strong keyword match for the gate."
+        0.55, "Normalized BM25 score (0-1) that counts as a strong keyword match for the gate."
     )
     recency_days: float = _opt(7.0, "Files modified within this many days get a recency boost.")
     recency_boost: float = _opt(0.2, "Largest recency boost (0.2 = +20%); 0 turns it off.")
