@@ -28,7 +28,7 @@ from assistant.retrieval.query import build_search_query, is_follow_up, rewrite_
 from assistant.retrieval.recency import recency_boost
 from assistant.retrieval.rerank import Reranker
 from assistant.retrieval.scores import fused_display, keyword_score, term_coverage
-from assistant.retrieval.weights import dense_trusted, dense_weight
+from assistant.retrieval.weights import dense_trusted, dense_weight, keyword_weight
 from indexing.types import Chunk
 
 STAGES: tuple[str, ...] = ("embed", "dense", "keyword", "fuse", "rerank", "total")
@@ -180,7 +180,8 @@ class HybridRetriever(BaseRetriever):
 
         t = time.perf_counter()
         weight = dense_weight(search_query, self.embedder.model_id)
-        ranked = self._fuse(dense, keyword, weight)
+        kw_weight = keyword_weight(search_query, self.embedder.model_id)
+        ranked = self._fuse(dense, keyword, weight, kw_weight)
         timings["fuse"] = (time.perf_counter() - t) * 1000
 
         t = time.perf_counter()
@@ -211,7 +212,7 @@ class HybridRetriever(BaseRetriever):
                 best_keyword = keyword_score(best_raw, best_raw, cover(top_kw))
         # An English-only model's cosine on a Chinese query says nothing: it must not vouch.
         best_cosine = dense[0][1] if dense and dense_trusted(weight) else None
-        best_possible = (weight + 1.0) * max_rrf(1, self.settings.rrf_k)
+        best_possible = (weight + kw_weight) * max_rrf(1, self.settings.rrf_k)
         hits = [
             SearchHit(
                 chunk=c.chunk,
@@ -291,11 +292,12 @@ class HybridRetriever(BaseRetriever):
         dense: list[tuple[str, float]],
         keyword: list[tuple[str, float]],
         dense_weight: float = 1.0,
+        keyword_weight: float = 1.0,
     ) -> list[_Candidate]:
         fused = rrf(
             [[i for i, _ in dense], [i for i, _ in keyword]],
             k=self.settings.rrf_k,
-            weights=[dense_weight, 1.0],
+            weights=[dense_weight, keyword_weight],
         )
         chunks = self.kb.get_chunks([f.id for f in fused])
         cosine = dict(dense)

