@@ -145,6 +145,25 @@ def _source_turn(text: str, user_turns: Sequence[str]) -> int | None:
     return best
 
 
+# Words a memory uses to refer to the user (or assistant) rather than to what was said.
+_SELF_WORDS = frozenset({"user", "assist", "assistant", "用户", "助手"})
+
+
+def _grounded(text: str, user_turns: Sequence[str]) -> bool:
+    """Some content word of the memory occurs in what the user said. A memory whose words all
+    come from elsewhere — a retrieved document obeyed as an instruction (prompt injection), or
+    the model's own answer — is not something the user told us, so it is never stored."""
+    from indexing.tokenize import tokenize
+
+    words = set(tokenize(text)) - _SELF_WORDS
+    if not words:
+        return True  # nothing to check against (e.g. only stop words): the other filters decide
+    said: set[str] = set()
+    for turn in user_turns:
+        said.update(tokenize(turn))
+    return bool(words & said)
+
+
 def validate(
     items: Sequence[dict[str, Any]], user_turns: Sequence[str]
 ) -> tuple[list[ExtractedMemory], list[tuple[str, str]]]:
@@ -174,6 +193,9 @@ def validate(
             continue
         if confidence < MIN_CONFIDENCE:
             rejected.append((text, f"low confidence ({confidence:.2f})"))
+            continue
+        if not _grounded(text, user_turns):
+            rejected.append((text, "not in the user's messages"))
             continue
         turn = _source_turn(text, user_turns)
         kept.append(
