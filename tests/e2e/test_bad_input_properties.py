@@ -81,24 +81,21 @@ persona_names = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), mi
 
 @PROPS
 @given(personas=st.dictionaries(persona_names, user_text, min_size=1, max_size=4),
-       theme=user_text, host=user_text,
-       keys=st.dictionaries(persona_names, user_text, max_size=3))
+       theme=user_text, keys=st.dictionaries(persona_names, user_text, max_size=3))
 def test_string_settings_survive_render_and_load(
-    tmp_path: Path, personas: dict[str, str], theme: str, host: str, keys: dict[str, str]
+    tmp_path: Path, personas: dict[str, str], theme: str, keys: dict[str, str]
 ) -> None:
     """What the app writes back (render_config) reads back exactly: no text lost or mangled."""
     config = Config()
     config.personas.update(personas)
     config.ui.theme = theme
     config.ui.keybindings = keys
-    config.store.vector_store = host
     path = tmp_path / "config.toml"
     path.write_text(render_config(config, commented=False), encoding="utf-8")
     loaded = load_config(path)
     assert loaded.personas == config.personas
     assert loaded.ui.theme == theme
     assert loaded.ui.keybindings == keys
-    assert loaded.store.vector_store == host
 
 
 # --- memory extraction: the model's JSON -----------------------------------------------------
