@@ -10,9 +10,11 @@ serves the embeddings (`ollama:` model) so each run starts in about a second.
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,9 @@ from tests.fake_ollama import FakeOllama
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 SEED = 20261129
+# Kill runs per scenario; BRAIN_FAULT_RUNS=N scales them for a longer soak (default: 14 kills,
+# about a minute on an idle 2-core machine).
+SCALE = max(1, int(os.environ.get("BRAIN_FAULT_RUNS", "1")))
 EMBEDDING = "ollama:nomic-embed-text"
 DIMENSION = 768  # the fake's nomic-embed-text
 WORDS = ["restic", "backup", "tar", "archive", "kernel", "python", "garden", "bread", "coffee",
@@ -81,8 +86,6 @@ def _kill_after(args: list[str], home: Path, delay: float, *, wait_for: str | No
 
 
 def _timed(home: Path, *args: str) -> float:
-    import time
-
     start = time.perf_counter()
     run_brain(home, *args).ok()
     return time.perf_counter() - start
@@ -99,7 +102,7 @@ def test_sigkill_during_index_converges(tmp_path: Path, fake_ollama: FakeOllama)
     assert len(clean["files"]) == 120
 
     outcomes = []
-    for n in range(6):
+    for n in range(5 * SCALE):  # + a second kill during recovery in every other run
         home = _home(tmp_path, f"crash{n}", fake_ollama)
         delay = rng.uniform(0.2, duration)
         outcomes.append(_kill_after(["index", str(notes)], home, delay))
@@ -120,6 +123,11 @@ def _memory_lines(n: int, rng: random.Random) -> list[str]:
     lines.append(json.dumps({"text": "The user repeats this line.", "type": "fact"}))
     lines.append(json.dumps({"text": "The user repeats this line.", "type": "fact"}))
     return lines
+
+
+def _user_memory(home: Path) -> str:
+    run_brain(home, "memory", "add", "I drink green tea every morning").ok()
+    return "I drink green tea every morning"
 
 
 def _settled_memory(home: Path) -> dict:
@@ -151,7 +159,7 @@ def test_sigkill_during_memory_import_converges(tmp_path: Path, fake_ollama: Fak
     assert not clean["vectors_missing"] and not clean["vectors_orphaned"]
 
     outcomes = []
-    for n in range(4):
+    for n in range(3 * SCALE):
         home = _home(tmp_path, f"crash{n}", fake_ollama)
         assert _user_edit(home) == edited
         delay = rng.uniform(0.3, duration)
@@ -195,7 +203,7 @@ def test_sigkill_during_memory_extraction_converges(tmp_path: Path, fake_ollama:
         run_brain(home, "ask", *extra, "My NAS is vaultbox and I back up with restic.").ok()
 
     clean_home = _home(tmp_path, "clean", fake_ollama, EXTRACT_CONFIG)
-    edited = _user_edit(clean_home)
+    edited = _user_memory(clean_home)
     script()
     ask(clean_home)
     script()
@@ -206,9 +214,9 @@ def test_sigkill_during_memory_extraction_converges(tmp_path: Path, fake_ollama:
     assert not clean["duplicates"]
 
     outcomes = []
-    for n in range(6):
+    for n in range(4 * SCALE):
         home = _home(tmp_path, f"crash{n}", fake_ollama, EXTRACT_CONFIG)
-        _user_edit(home)
+        _user_memory(home)
         fake_ollama.clear_requests()
         # The extraction reply is held back ~1 s; the kill lands before, during or after
         # the model's answer is stored.
