@@ -208,10 +208,15 @@ class _ThinkFilter:
 
     def __init__(self) -> None:
         self._buffer = ""
-        self._state = "start"  # start → (thinking →) answer
+        self._state = "start"  # start → (thinking → after →) answer
 
     def feed(self, text: str) -> str:
         if self._state == "answer":
+            return text
+        if self._state == "after":  # drop the blank lines between the reasoning and the answer
+            text = text.lstrip()
+            if text:
+                self._state = "answer"
             return text
         self._buffer += text
         if self._state == "start":
@@ -228,8 +233,14 @@ class _ThinkFilter:
         end = self._buffer.find("</think>")
         if end == -1:
             return ""
-        self._state = "answer"
-        out = self._buffer[end + len("</think>"):].lstrip()
+        rest = self._buffer[end + len("</think>"):]
+        self._buffer = ""
+        self._state = "after"
+        return self.feed(rest)
+
+    def flush(self) -> str:
+        """At the end of the reply: text held back because it might have begun "<think>"."""
+        out = self._buffer if self._state == "start" else ""
         self._buffer = ""
         return out
 
@@ -564,6 +575,10 @@ class ChatEngine:
                         state.ms("first_token_ms")
                     state.parts.append(text)
                     emit(Token(text))
+        tail = think.flush()
+        if tail:
+            state.parts.append(tail)
+            emit(Token(tail))
         state.streaming = False
         if last is None:
             raise errors.protocol("the reply stream was empty", self.settings.host)

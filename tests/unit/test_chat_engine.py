@@ -551,3 +551,23 @@ async def test_a_turn_that_cannot_be_saved_still_ends_with_a_clear_error(
     assert isinstance(final, Failed) and final.turn is None
     assert "could not save the conversation: database is locked" in str(final.error)
     assert final.partial == "An answer."  # shown, even though it could not be stored
+
+
+async def test_inline_thinking_is_hidden_from_the_answer(chat_rig: ChatRig) -> None:
+    chat_rig.fake.script_chat(["<th", "ink>\nLet me ", "think.</think>", "\n\nThe answer", "."])
+    events = await collect(chat_rig.make().send("q"))
+    assert "".join(e.text for e in events if isinstance(e, Token)) == "The answer."
+    done = events[-1]
+    assert isinstance(done, Done) and done.turn.answer == "The answer."
+
+
+async def test_an_answer_that_mentions_think_tags_later_is_kept(chat_rig: ChatRig) -> None:
+    chat_rig.fake.script_chat(["Use ", "<think>", " tags."])
+    done = await chat_rig.make().ask("q")
+    assert isinstance(done, Done) and done.turn.answer == "Use <think> tags."
+
+
+async def test_a_reply_that_only_looks_like_a_think_tag_is_not_lost(chat_rig: ChatRig) -> None:
+    chat_rig.fake.script_chat(["<th"])
+    done = await chat_rig.make().ask("q")
+    assert isinstance(done, Done) and done.turn.answer == "<th"
