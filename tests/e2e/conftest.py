@@ -58,6 +58,8 @@ def run_brain(home: Path, *args: str, stdin: str | None = None, timeout: float =
     done = subprocess.run(
         [*prefix, str(BRAIN), "--home", str(home), *args], input=stdin, capture_output=True,
         text=True, timeout=timeout, env=env or brain_env(), cwd=home.parent,
+        # Human output prints non-UTF-8 file names byte for byte, as `ls` does.
+        errors="surrogateescape",
     )
     return Ran(done.returncode, done.stdout, done.stderr)
 
