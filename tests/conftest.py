@@ -29,6 +29,10 @@ os.environ.pop("OLLAMA_HOST", None)
 
 def pytest_configure(config: pytest.Config) -> None:
     netguard.install()
+    # Python subprocesses (the `brain` CLI, workers, servers) load the same guard.
+    site = str(Path(__file__).parent / "netguard_site")
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (site, os.environ.get("PYTHONPATH")) if p)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
