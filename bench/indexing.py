@@ -77,10 +77,16 @@ def run(quick: bool) -> Report:
         # bracketing cancels most of the drift in its load.
         texts = _chunk_texts(corpus, settings)
         raw_model = _raw_model()
+        loads = {"start": os.getloadavg()[0]}
         raw_before = _raw_encode_seconds(raw_model, texts)
         with timer() as cold:
             first = kb.sync(settings)
+        loads["after_cold"] = os.getloadavg()[0]
+        # The naive pipeline runs right after ours, then the second raw run closes the bracket.
+        naive_seconds, naive_nodes = _naive_llamaindex_seconds(corpus)
+        loads["after_naive"] = os.getloadavg()[0]
         raw_after = _raw_encode_seconds(raw_model, texts)
+        loads["end"] = os.getloadavg()[0]
         raw_seconds = (raw_before + raw_after) / 2
         files, chunks = kb.stats()
         print(f"  cold: {first.summary()}", flush=True)
@@ -97,8 +103,6 @@ def run(quick: bool) -> Report:
         assert indexed == sorted(texts), "the baseline must encode exactly our chunk texts"
         kb.close()
 
-        naive_seconds, naive_nodes = _naive_llamaindex_seconds(corpus)
-
         report.details.update(
             {
                 "files": files,
@@ -109,6 +113,7 @@ def run(quick: bool) -> Report:
                 "naive_nodes": naive_nodes,
                 "raw_encode_before_s": round(raw_before, 2),
                 "raw_encode_after_s": round(raw_after, 2),
+                "load_average_1min": {k: round(v, 2) for k, v in loads.items()},
                 "rebuild_embedded": rebuilt.embedded,
                 "rebuild_cache_hits": rebuilt.cache_hits,
             }
@@ -138,7 +143,7 @@ def run(quick: bool) -> Report:
         )
         report.add(
             "peak_rss_mb", ours_rss, unit="MB",
-            notes="our pipeline plus the raw baseline's copy of the model",
+            notes="whole bench process: our pipeline plus the baselines' model copies",
         )
         report.add(
             "throughput_chunks_per_s", chunks / cold["seconds"] if cold["seconds"] else 0.0,
