@@ -209,11 +209,10 @@ MISBEHAVIOURS = {
 @pytest.mark.parametrize("kind", list(MISBEHAVIOURS))
 def test_ask_survives_a_misbehaving_ollama(tmp_path: Path, fake_ollama: FakeOllama,
                                            kind: str) -> None:
-    home, notes = _setup(tmp_path, fake_ollama)
+    home = tmp_path / "home"
     write_config(home, fake_ollama, embedding=EMBEDDING)
     (home / "config" / "config.toml").write_text(
         (home / "config" / "config.toml").read_text().replace("timeout = 10.0", "timeout = 3.0"))
-    run_brain(home, "index", str(notes)).ok()
     options, expected = MISBEHAVIOURS[kind]
     fake_ollama.script_chat("Backups run at night. More text follows here.",
                             match=lambda body: not body.get("format"), **options)
