@@ -212,7 +212,12 @@ class HybridRetriever(BaseRetriever):
                 best_keyword = keyword_score(best_raw, best_raw, cover(top_kw))
         # An English-only model's cosine on a Chinese query says nothing: it must not vouch.
         best_cosine = dense[0][1] if dense and dense_trusted(weight) else None
-        best_possible = (weight + kw_weight) * max_rrf(1, self.settings.rrf_k)
+        # The best possible fused score: first in both lists, from a file modified just now.
+        best_possible = (
+            (weight + kw_weight)
+            * max_rrf(1, self.settings.rrf_k)
+            * (1.0 + max(0.0, self.settings.recency_boost))
+        )
         hits = [
             SearchHit(
                 chunk=c.chunk,

@@ -8,9 +8,10 @@ query length. So:
   occurs in it scores 1.0; a chunk that only matched one common word of five scores low even
   when it is the best keyword hit. That makes the value usable by the confidence gate.
 - score (the JSON "score" and the TUI's relevance bar): the fused score divided by the best
-  possible fused score (first in every list), so 1.0 means "both retrievers ranked it first";
-  the recency boost may add to it and the result is capped at 1.0. With a reranker, its
-  relevance (0–1) is the score.
+  possible fused score (first in every list, with the full recency boost), so it follows the
+  ranking and 1.0 means "both retrievers ranked it first and the file was just modified"; an
+  old file ranked first by both scores 1/(1 + retrieval.recency_boost) ≈ 0.83. With a
+  reranker, its relevance (0–1) is the score.
 """
 
 from __future__ import annotations
