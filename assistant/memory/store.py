@@ -68,6 +68,7 @@ class VectorIndex(Protocol):
     def ids(self) -> list[str]: ...
     def count(self) -> int: ...
     def drop(self) -> None: ...
+    def get_embeddings(self, ids: Sequence[str]) -> dict[str, np.ndarray]: ...
 
 
 class KeywordSearch(Protocol):
@@ -878,6 +879,13 @@ class MemoryStore:
         vectors = self.vectors()  # opening may find the collection empty and queue re-embedding
         self.sync_vectors()
         return vectors.query(query_vector, k)
+
+    def cosines(self, query_vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+        """Exact cosine of stored memory vectors to the query (ids without a vector are absent)."""
+        if not ids:
+            return {}
+        stored = self.vectors().get_embeddings(list(ids))
+        return {i: float(np.asarray(v, dtype=np.float32) @ query_vector) for i, v in stored.items()}
 
     def keyword_candidates(self, query: str, k: int) -> list[tuple[str, float]]:
         if k <= 0 or not query.strip():

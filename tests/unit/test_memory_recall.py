@@ -79,6 +79,22 @@ def test_keyword_candidates_are_found_even_if_dense_misses(memory_store: MemoryS
     assert results[0].memory.id == target.id
 
 
+def test_keyword_only_candidates_get_their_exact_cosine(memory_store: MemoryStore,
+                                                         memory_vectors) -> None:
+    target = memory_store.add(NewMemory("Dr. Okonkwo is the user's dentist"))
+    for i in range(30):
+        memory_store.add(NewMemory(f"The user visited city number {i} last year"))
+    query = "Okonkwo visited city number last year"
+    query_vector = memory_store.embedder().embed_query(query)
+    assert target.id not in [i for i, _ in memory_store.dense_candidates(query_vector, 5)]
+    keyword = dict(memory_store.keyword_candidates(query, 50))
+    results = search(memory_store, query, top_k=40, settings=RecallSettings(candidates=5))
+    [hit] = [r for r in results if r.memory.id == target.id]
+    exact = max(0.0, float(memory_vectors.data[target.id] @ query_vector))
+    expected = 0.5 * exact + 0.5 * keyword[target.id] / max(keyword.values())
+    assert hit.similarity == pytest.approx(expected)
+
+
 def test_recall_includes_pinned_and_profile_facts_within_budget(
         memory_store: MemoryStore) -> None:
     pinned = memory_store.add(NewMemory("The user is allergic to penicillin", pinned=True))
