@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
@@ -85,6 +85,7 @@ class BrainApp(App[int]):
         ollama_poll_seconds: float = OLLAMA_POLL_SECONDS,
         memory_poll_seconds: float = MEMORY_POLL_SECONDS,
         watch: bool | None = None,
+        extract_idle_seconds: float | None = None,
     ) -> None:
         super().__init__()
         self.ctx = ctx
@@ -102,6 +103,13 @@ class BrainApp(App[int]):
         self._stop_watch = threading.Event()
         self.warming = threading.Event()  # set while models load (cannot be interrupted)
         self._asked = False  # a question was sent in this run (memory extraction at exit)
+        self.extract_idle_seconds = float(
+            ctx.config.memory.extract_idle_seconds
+            if extract_idle_seconds is None else extract_idle_seconds
+        )
+        self._last_activity = time.monotonic()  # last user input or finished answer
+        self._unextracted = 0  # answers in this run not through memory extraction yet
+        self._extracting = False
         self._memory_stamp = ""
         self._search_query = ""
         self._startup_notes: list[str] = []
@@ -199,6 +207,9 @@ class BrainApp(App[int]):
         self.check_ollama()
         self.set_interval(self.ollama_poll_seconds, self.check_ollama)
         self.set_interval(self.memory_poll_seconds, self.poll_memories)
+        if self.extract_idle_seconds > 0:
+            self.set_interval(max(0.05, min(self.extract_idle_seconds / 4, 5.0)),
+                              self._check_idle)
         if self.session_id:
             self.resume_session(self.session_id)
 
@@ -246,6 +257,36 @@ class BrainApp(App[int]):
             self.refresh_css(animate=False)
             self.notify(f"Theme {theme}: its css is invalid and was ignored: {exc}",
                         severity="warning", timeout=10)
+
+    # --- idle-time memory extraction ---------------------------------------------------------
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key | events.Paste | events.MouseDown):
+            self._last_activity = time.monotonic()
+        await super().on_event(event)
+
+    def _check_idle(self) -> None:
+        """After memory.extract_idle_seconds without input, extract memories from the answers
+        not extracted yet, so facts are not held back until the next cadence or exit."""
+        if (not self._unextracted or self._extracting or self.generating is not None
+                or time.monotonic() - self._last_activity < self.extract_idle_seconds):
+            return
+        self._extracting = True
+        self._idle_extract(self._unextracted)
+
+    @work(thread=True, group="extract")
+    def _idle_extract(self, pending: int) -> None:
+        extracted = self._guarded("Extracting memories", self.backend.chat.extract_pending)
+        self.post_message(msg.IdleExtracted(pending, extracted or 0))
+
+    def on_idle_extracted(self, message: msg.IdleExtracted) -> None:
+        self._extracting = False
+        # Failed extraction leaves the turns in the session: the next cadence or exit retries.
+        self._unextracted = max(0, self._unextracted - message.pending)
+        self._last_activity = time.monotonic()
+        if message.extracted:
+            self.poll_memories()  # new memories appear at once, highlighted
+            self.refresh_stats()
 
     # --- startup and background checks ------------------------------------------------------
 
@@ -407,6 +448,7 @@ class BrainApp(App[int]):
             if answer.finished:
                 return
             await self.chat_view.finish(answer, event)
+            self._unextracted += 1
             if event.session_id and event.session_id != self.session_id:
                 self.session_id = event.session_id
                 self.update_state(last_session=event.session_id)
@@ -433,6 +475,7 @@ class BrainApp(App[int]):
     def _generation_over(self, answer: AnswerMessage) -> None:
         if self.generating is answer:
             self.generating = None
+        self._last_activity = time.monotonic()  # idle time counts from the answer's end
         self.refresh_stats()
 
     def action_cancel(self) -> None:

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from indexing.knowledge import KnowledgeBase
 
 STATUS_TIMEOUT = 3.0  # seconds: the live Ollama check must not hang a worker for long
+IDLE_EXTRACT_TIMEOUT = 120.0  # seconds: an idle extraction gives up; the turns stay pending
 
 
 def _iso(value: datetime | float | str | None) -> str:
@@ -540,6 +541,13 @@ class ChatAdapter:
             raise UserError("this answer has no retrieval log entry")
         with RetrievalLog.open(self.ctx.paths.retrieval_log_db) as log:
             log.rate(int(log_id), rating)
+
+    def extract_pending(self) -> int:
+        with self._lock:
+            chat = self._chat
+        if chat is None:
+            return 0  # nothing was asked in this run
+        return int(chat.run(chat.engine.extract_pending(timeout=IDLE_EXTRACT_TIMEOUT)))
 
     def close(self) -> None:
         """Let the engine finish background work (summary, memory extraction), then stop."""

@@ -29,6 +29,16 @@ class ModelLoaded(Message):
         self.error = error
 
 
+class IdleExtracted(Message):
+    """Idle-time memory extraction went through `pending` finished turns (`extracted` > 0
+    when it succeeded)."""
+
+    def __init__(self, pending: int, extracted: int) -> None:
+        super().__init__()
+        self.pending = pending
+        self.extracted = extracted
+
+
 class StatsUpdated(Message):
     def __init__(self, files: int, chunks: int, memories: int) -> None:
         super().__init__()

@@ -74,6 +74,10 @@ class ChatApi(Protocol):
         self, session_id: str | None, text: str, *, model: str, cancel: threading.Event
     ) -> Iterator[ChatEvent]: ...
     def feedback(self, log_id: str, rating: int) -> None: ...
+    def extract_pending(self) -> int:
+        """Memory extraction over the current session's turns not extracted yet (the app
+        calls it when the user has been idle); how many turns it went through."""
+
     def close(self) -> None:
         """Finish pending writes (memory extraction at exit, session saves)."""
 

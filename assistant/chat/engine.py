@@ -800,6 +800,31 @@ class ChatEngine:
                 self._extract(self._session.id, self._unextracted(self._session.id)), timeout
             )
 
+    async def extract_pending(self, timeout: float | None = None) -> int:
+        """Memory extraction now over the current session's turns not extracted yet (the TUI
+        calls it after memory.extract_idle_seconds without input); the number of turns it
+        went through, 0 when there were none or extraction failed (they stay pending)."""
+        await self.drain(timeout)
+        session = self._session
+        if session is None or self._busy:
+            return 0
+        turns = self._unextracted(session.id)
+        if not turns:
+            return 0
+        self._busy = True  # a turn ending meanwhile must not start a second extraction
+        # A background task, so `finish()`/`drain()` wait for it instead of extracting twice.
+        task = asyncio.get_running_loop().create_task(self._extract(session.id, turns))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        try:
+            ok = await asyncio.wait_for(asyncio.shield(task), timeout)
+        finally:
+            if task.done():
+                self._busy = False
+            else:  # timed out: the job goes on in the background and frees the flag itself
+                task.add_done_callback(lambda _: setattr(self, "_busy", False))
+        return len(turns) if ok else 0
+
     def _facts_quiet(self, model: str) -> ModelFacts | None:
         try:
             return self.catalog.facts(model)

@@ -241,6 +241,8 @@ class FakeChat:
         self.memory = memory
         self.script = ChatScript()
         self.feedback_log: list[tuple[str, int]] = []
+        self.extracted_through = 0
+        self.extract_calls = 0
         self.asked: list[tuple[str | None, str, str]] = []
         self.closed = False
         self.cancelled = threading.Event()
@@ -275,6 +277,13 @@ class FakeChat:
 
     def feedback(self, log_id: str, rating: int) -> None:
         self.feedback_log.append((log_id, rating))
+
+    def extract_pending(self) -> int:
+        # Like the engine: the finished turns not extracted yet, once.
+        pending = len(self.asked) - self.extracted_through
+        self.extracted_through = len(self.asked)
+        self.extract_calls += 1
+        return pending
 
     def close(self) -> None:
         self.closed = True

@@ -195,3 +195,39 @@ async def test_low_confidence_is_flagged(make_app, backend) -> None:  # type: ig
         pane = app.query_one(SourcesPane)
         assert pane.has_class("-low")
         assert "low confidence" in str(pane.query_one(".pane-caption").render())
+
+
+async def test_idle_time_runs_memory_extraction_once(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+    import time
+
+    app = make_app(extract_idle_seconds=0.5)
+    async with app.run_test(size=SIZE) as pilot:
+        await ask(pilot, "I moved to Lisbon")
+        await wait_until(pilot, lambda: app.query(AnswerMessage) and
+                         app.query_one(AnswerMessage).finished, what="answer finished")
+        # Typing counts as activity: no extraction while the user keeps typing.
+        chat_input = app.query_one(ChatInput)
+        for _ in range(4):
+            await pilot.press("x")
+            await pilot.pause(0.1)
+        assert backend.chat.extract_calls == 0
+        await wait_until(pilot, lambda: backend.chat.extract_calls == 1, what="idle extraction")
+        assert backend.chat.extracted_through == 1
+        assert chat_input.text == "xxxx"  # nothing the user typed was touched
+        # Idle again with nothing new to extract: no second call.
+        quiet_until = time.monotonic() + 1.0
+        await wait_until(pilot, lambda: time.monotonic() > quiet_until, what="quiet second")
+        assert backend.chat.extract_calls == 1
+
+
+async def test_idle_extraction_off_with_zero(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+    import time
+
+    app = make_app(extract_idle_seconds=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await ask(pilot, "I moved to Lisbon")
+        await wait_until(pilot, lambda: app.query(AnswerMessage) and
+                         app.query_one(AnswerMessage).finished, what="answer finished")
+        quiet_until = time.monotonic() + 0.5
+        await wait_until(pilot, lambda: time.monotonic() > quiet_until, what="quiet time")
+        assert backend.chat.extract_calls == 0

@@ -455,6 +455,27 @@ async def test_finish_extracts_what_is_left(chat_rig: ChatRig) -> None:
     assert len(chat_rig.memory.extracted) == 1  # nothing new: nothing extracted again
 
 
+async def test_extract_pending_runs_extraction_now_once(chat_rig: ChatRig) -> None:
+    engine = chat_rig.make(extract_every_turns=0)
+    assert await engine.extract_pending(timeout=5) == 0  # no session yet
+    await engine.ask("I live in Lisbon.")
+    assert await engine.extract_pending(timeout=5) == 1
+    assert chat_rig.memory.extracted == [[("I live in Lisbon.", "echo: I live in Lisbon.")]]
+    assert await engine.extract_pending(timeout=5) == 0  # nothing new since
+    await engine.finish(timeout=5)
+    assert len(chat_rig.memory.extracted) == 1  # exit extraction does not repeat it
+
+
+async def test_extract_pending_failure_leaves_turns_pending(chat_rig: ChatRig) -> None:
+    engine = chat_rig.make(extract_every_turns=0)
+    await engine.ask("I was born in 1990.")
+    chat_rig.memory.fail_extract = True
+    assert await engine.extract_pending(timeout=5) == 0
+    assert engine.session is not None and engine.session.extracted_through == 0
+    chat_rig.memory.fail_extract = False
+    assert await engine.extract_pending(timeout=5) == 1
+
+
 async def test_warm_up_prepares_sources_and_model_facts(chat_rig: ChatRig) -> None:
     warmed: list[str] = []
     chat_rig.knowledge.warm_up = lambda: warmed.append("knowledge")  # type: ignore[attr-defined]
