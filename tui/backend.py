@@ -400,16 +400,20 @@ class MemoryAdapter:
 # --- sessions -----------------------------------------------------------------------------------
 
 def turn_view(turn: Turn, ctx: AppContext) -> TurnView:
+    from assistant.chat.turn import TRUNCATED_NOTE
+
     status = " · ".join(p for p in (
         turn.model,
         turn.status if turn.status != "complete" else "",
         turn.error,
+        f"⚠ {TRUNCATED_NOTE}" if turn.truncated else "",
     ) if p)
     return TurnView(
         turn.question, turn.answer,
         tuple(source_view(s, ctx) for s in turn.sources),
         tuple(memory_item_view(m) for m in turn.memories),
         status,
+        str(turn.log_id) if turn.log_id is not None else None,  # 👍/👎 on resumed answers
     )
 
 
@@ -498,6 +502,7 @@ class ChatAdapter:
         self, session_id: str | None, text: str, *, model: str, cancel: threading.Event
     ) -> Iterator[ChatEvent]:
         from assistant.chat import events as core
+        from assistant.chat.turn import TRUNCATED_NOTE
 
         chat = self.chat()
         if session_id is None and chat.engine.session is not None:
@@ -529,6 +534,7 @@ class ChatAdapter:
                     total_ms / 1000 if total_ms else time.monotonic() - started,
                     tuple(s.n for s in turn.sources if s.cited),
                     interrupted=event.interrupted, session_id=turn.session_id,
+                    notice=TRUNCATED_NOTE if turn.truncated else "",
                 )
             elif isinstance(event, core.Failed):
                 yield Failed(event.error.message, event.error.hint or "", event.partial,

@@ -134,6 +134,7 @@ class Finished:
     cited: tuple[int, ...] = ()
     interrupted: bool = False
     session_id: str | None = None
+    notice: str = ""  # e.g. the answer was cut off at the length limit (shown as a warning)
 
 
 @dataclass(frozen=True, slots=True)

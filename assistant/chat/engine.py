@@ -192,6 +192,7 @@ class _TurnState:
     timings: dict[str, float] = field(default_factory=dict)
     prompt: Prompt | None = None
     log_id: int | None = None
+    truncated: bool = False  # the model stopped at its length limit
     streaming: bool = False
     recorded: bool = False
 
@@ -583,8 +584,10 @@ class ChatEngine:
         if last is None:
             raise errors.protocol("the reply stream was empty", self.settings.host)
         raw = getattr(last, "raw", None) or {}
-        if isinstance(raw, dict) and raw.get("done_reason") == "length":
-            log.info("answer stopped at the context limit")
+        # The last round decides: a tool round cut short is followed by a full answer.
+        state.truncated = isinstance(raw, dict) and raw.get("done_reason") == "length"
+        if state.truncated:
+            log.info("answer stopped at the length limit")
         return [
             (b.tool_name, dict(b.tool_kwargs) if isinstance(b.tool_kwargs, dict) else {})
             for b in last.message.blocks
@@ -697,6 +700,7 @@ class ChatEngine:
             tools=state.tools,
             timings=state.timings,
             log_id=state.log_id,
+            truncated=state.truncated,
         )
         # The live items carry the retriever's evidence (`data`, `hit`) that is not stored.
         return replace(stored, sources=sources, memories=tuple(state.memories))

@@ -87,6 +87,10 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE sessions ADD COLUMN extracted_through INTEGER NOT NULL DEFAULT 0;
     """,
+    # 4: the answer stopped at the model's length limit (Ollama's done_reason "length").
+    """
+    ALTER TABLE turns ADD COLUMN truncated INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 TITLE_CHARS = 60
@@ -294,6 +298,7 @@ class SessionStore:
         tools: Sequence[ToolUse] = (),
         timings: dict[str, float] | None = None,
         log_id: int | None = None,
+        truncated: bool = False,
     ) -> Turn:
         now = time.time()
         with self._tx() as conn:
@@ -303,12 +308,13 @@ class SessionStore:
             try:
                 cur = conn.execute(
                     "INSERT INTO turns (session_id, seq, question, answer, status, error, model, "
-                    "low_confidence, created_at, timings, tools, log_id) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "low_confidence, created_at, timings, tools, log_id, truncated) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         session_id, seq, question, answer, status, error, model,
                         int(low_confidence), now, json.dumps(timings or {}),
                         json.dumps([_tool_json(t) for t in tools], ensure_ascii=False), log_id,
+                        int(truncated),
                     ),
                 )
             except sqlite3.IntegrityError as exc:
@@ -400,6 +406,7 @@ class SessionStore:
             tools=tuple(_tool_from(t) for t in json.loads(row["tools"] or "[]")),
             timings=json.loads(row["timings"] or "{}"),
             log_id=row["log_id"],
+            truncated=bool(row["truncated"]),
         )
 
 

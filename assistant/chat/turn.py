@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 TurnStatus = Literal["complete", "interrupted", "failed"]
+# Shown with an answer the model stopped at its length limit (Ollama's done_reason "length").
+TRUNCATED_NOTE = "answer cut off at the length limit — raise ollama.num_ctx or ask to continue"
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +102,7 @@ class Turn:
     tools: tuple[ToolUse, ...] = ()
     timings: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
     log_id: int | None = None  # the retrieval-log entry of this turn's search
+    truncated: bool = False  # the model stopped at its length limit (TRUNCATED_NOTE)
 
     @property
     def citations(self) -> tuple[Source, ...]:

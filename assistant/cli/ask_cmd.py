@@ -179,6 +179,7 @@ def source_line(source: Source) -> str:
 
 def _report(final: Done | Failed, as_json: bool) -> int:
     from assistant.chat.events import Failed
+    from assistant.chat.turn import TRUNCATED_NOTE
 
     turn = final.turn
     if as_json:
@@ -202,6 +203,8 @@ def _report(final: Done | Failed, as_json: bool) -> int:
         out.write("\nRetrieved (not cited):\n"
                   + "\n".join(source_line(s) for s in turn.sources) + "\n")
     out.flush()
+    if turn.truncated:
+        _eprint(f"note: {TRUNCATED_NOTE}")
     if turn.status == "interrupted":
         _eprint(f"(interrupted; saved in session {turn.session_id})")
     else:
@@ -228,6 +231,8 @@ def _json(final: Done | Failed) -> dict[str, Any]:
         "session_id": turn.session_id if turn is not None else None,
         "model": turn.model if turn is not None else "",
         "status": turn.status if turn is not None else "failed",
+        # The model stopped at its length limit: the answer is incomplete.
+        "truncated": bool(turn and turn.truncated),
     }
     if isinstance(final, Failed):
         out["error"] = {

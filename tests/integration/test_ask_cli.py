@@ -193,6 +193,22 @@ def test_json_failure_reports_the_error_and_the_session(
     assert obj["session_id"]
 
 
+def test_an_answer_cut_off_at_the_length_limit_is_reported(
+    brain: Run, indexed: Path, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.script_chat("The answer starts but", done_reason="length")
+    code, out, err = brain("ask", "explain tar", "--no-knowledge")
+    assert code == 0 and "The answer starts but" in out
+    assert "answer cut off at the length limit" in err and "ollama.num_ctx" in err
+    fake_ollama.script_chat("Again cut", done_reason="length")
+    code, out, _ = brain("ask", "explain tar", "--no-knowledge", "--json")
+    obj = json.loads(out)
+    assert code == 0 and obj["truncated"] is True and obj["status"] == "complete"
+    fake_ollama.script_chat("Whole answer.")
+    code, out, err = brain("ask", "explain tar", "--no-knowledge", "--json")
+    assert json.loads(out)["truncated"] is False and "cut off" not in err
+
+
 def test_missing_model_is_a_clear_error(brain: Run, indexed: Path) -> None:
     code, out, err = brain("ask", "hello", "--model", "missing:7b")
     assert code == 1 and out == ""

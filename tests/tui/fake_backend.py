@@ -233,6 +233,7 @@ class ChatScript:
     low_confidence: bool = False
     gate: threading.Event | None = None  # when set, the stream waits here after token 1
     fail_with: UserError | None = None
+    notice: str = ""  # Finished.notice, e.g. the answer was cut off
 
 
 class FakeChat:
@@ -273,7 +274,8 @@ class FakeChat:
             if i == 0 and self.script.gate is not None:
                 while not (self.script.gate.is_set() or cancel.is_set()):
                     cancel.wait(0.01)
-        yield Finished(model, count, 1.25, cited=(1,), session_id="s1")
+        yield Finished(model, count, 1.25, cited=(1,), session_id="s1",
+                       notice=self.script.notice)
 
     def feedback(self, log_id: str, rating: int) -> None:
         self.feedback_log.append((log_id, rating))

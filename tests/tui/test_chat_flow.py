@@ -231,3 +231,15 @@ async def test_idle_extraction_off_with_zero(make_app, backend) -> None:  # type
         quiet_until = time.monotonic() + 0.5
         await wait_until(pilot, lambda: time.monotonic() > quiet_until, what="quiet time")
         assert backend.chat.extract_calls == 0
+
+
+async def test_cut_off_answer_shows_a_warning(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+    backend.chat.script.notice = "answer cut off at the length limit"
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ask(pilot, "explain everything")
+        await wait_until(pilot, lambda: app.query(AnswerMessage) and
+                         app.query_one(AnswerMessage).finished, what="answer finished")
+        status = app.query_one(AnswerMessage).query_one(".answer-status")
+        assert "⚠ answer cut off at the length limit" in str(status.render())
+        assert status.has_class("-warn")

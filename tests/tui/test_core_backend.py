@@ -313,3 +313,40 @@ def test_memory_adapter_filters_and_forget_all(core) -> None:  # type: ignore[no
     assert api.changes_since(stamp)[0] == []
     assert api.forget_all() == 2
     assert api.count() == 0 and api.list(all_active=True, type_=None, query="") == []
+
+
+async def test_cut_off_answer_then_resumed_rating(core, fake_ollama, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from assistant.retrieval.log import RetrievalLog
+    from tui.widgets.message import AnswerMessage
+
+    ctx, backend = core
+    index_notes(backend, tmp_path)
+    fake_ollama.script_chat("Run `git stash pop` to apply", done_reason="length",
+                            match=lambda body: "format" not in body)
+    app = make(core)
+    async with app.run_test(size=SIZE) as pilot:
+        app.chat_input.load_text("how do I apply a git stash?")
+        app.chat_input.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.query(AnswerMessage)
+                         and app.query_one(AnswerMessage).finished, timeout=60, what="answer")
+        status = app.query_one(AnswerMessage).query_one(".answer-status")
+        assert "answer cut off at the length limit" in str(status.render())
+        assert status.has_class("-warn")
+        session_id = app.session_id
+    assert session_id is not None
+    # A new run resumes the last session: its stored answer keeps the note and can be rated.
+    app = make(core)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.query(AnswerMessage)
+                         and app.query_one(AnswerMessage).finished, what="session resumed")
+        answer = app.query_one(AnswerMessage)
+        assert answer.text == "Run `git stash pop` to apply"
+        status = answer.query_one(".answer-status")
+        assert "cut off" in str(status.render()) and status.has_class("-warn")
+        assert answer.log_id is not None
+        answer.focus()
+        await pilot.press("minus")
+        log_id = int(answer.log_id)
+        await wait_until(pilot, lambda: RetrievalLog.open(ctx.paths.retrieval_log_db)
+                         .get(log_id).rating == -1, what="rating of the resumed answer stored")

@@ -455,6 +455,17 @@ async def test_finish_extracts_what_is_left(chat_rig: ChatRig) -> None:
     assert len(chat_rig.memory.extracted) == 1  # nothing new: nothing extracted again
 
 
+async def test_an_answer_cut_off_at_the_length_limit_is_marked(chat_rig: ChatRig) -> None:
+    chat_rig.fake.script_chat("The first half of a long", done_reason="length")
+    done = await chat_rig.make().ask("explain everything")
+    assert isinstance(done, Done) and done.turn.status == "complete"
+    assert done.turn.truncated is True
+    assert chat_rig.store.turn(done.turn.id).truncated is True
+    chat_rig.fake.script_chat("Short and whole.")
+    done = await chat_rig.make().ask("and briefly?")
+    assert isinstance(done, Done) and done.turn.truncated is False
+
+
 async def test_extract_pending_runs_extraction_now_once(chat_rig: ChatRig) -> None:
     engine = chat_rig.make(extract_every_turns=0)
     assert await engine.extract_pending(timeout=5) == 0  # no session yet

@@ -173,3 +173,7 @@ def test_upgrade_from_version_1_keeps_the_data(tmp_path: Path) -> None:
     assert store.get("abcd1234").title == "old"
     added = add_exchange(store, "abcd1234", "q2", "a2", log_id=7)
     assert store.turn(added.id).log_id == 7
+    assert not turn.truncated  # v4: turns from before default to not cut off
+    cut = add_exchange(store, "abcd1234", "q3", "a3", truncated=True)
+    store.close()
+    assert SessionStore.open(path).turn(cut.id).truncated is True

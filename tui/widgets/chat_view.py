@@ -57,7 +57,7 @@ class ChatView(VerticalScroll):
             answer.text = turn.answer
             await answer.finish(None)
             if turn.status:
-                answer.set_status(turn.status)
+                answer.set_status(turn.status, warn="⚠" in turn.status)
         self._show_welcome()
         self.scroll_end(animate=False)
 

@@ -136,11 +136,14 @@ class AnswerMessage(Vertical, can_focus=True):
             parts += [done.model, f"{done.tokens} tokens", f"{done.seconds:.1f} s"]
             if done.interrupted:
                 parts.append("interrupted")
+            if done.notice:
+                parts.append(f"⚠ {done.notice}")
         if error:
             parts.append(error)
         if self.low_confidence:
             parts.append("⚠ low confidence: your files may not contain the answer")
-        self.set_status(" · ".join(parts), warn=bool(error) or self.low_confidence)
+        self.set_status(" · ".join(parts), warn=bool(error) or self.low_confidence
+                        or bool(done and done.notice))
 
     def on_focus(self) -> None:
         self.post_message(self.Focused(self))
