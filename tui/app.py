@@ -123,6 +123,13 @@ class BrainApp(App[int]):
         self._startup_notes += problems
         if keymap:
             self.set_keymap(keymap)
+        # Chosen before the first frame, so the stylesheet is built once with the right
+        # theme instead of being refreshed for every widget right after mounting.
+        wanted = self.ui_state.theme or ctx.config.ui.theme
+        if wanted not in self.available_themes:
+            self._startup_notes.append(f"theme {wanted!r} not found; using {DEFAULT_THEME}")
+            wanted = DEFAULT_THEME
+        self.theme = wanted
 
     # --- layout -----------------------------------------------------------------------------
 
@@ -187,11 +194,6 @@ class BrainApp(App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
-        wanted = self.ui_state.theme or self.ctx.config.ui.theme
-        if wanted not in self.available_themes:
-            self._startup_notes.append(f"theme {wanted!r} not found; using {DEFAULT_THEME}")
-            wanted = DEFAULT_THEME
-        self.theme = wanted
         self.apply_layout()
         status = self.status_bar
         status.model = self.model_name
@@ -298,6 +300,9 @@ class BrainApp(App[int]):
 
     def _warm_up_thread(self) -> None:
         try:
+            # The first answer should not pay for the Markdown widget's import (markdown-it).
+            with contextlib.suppress(Exception):
+                import textual.widgets._markdown  # noqa: F401
             self._warm_up()
         finally:
             self.warming.clear()

@@ -241,5 +241,6 @@ async def test_cut_off_answer_shows_a_warning(make_app, backend) -> None:  # typ
         await wait_until(pilot, lambda: app.query(AnswerMessage) and
                          app.query_one(AnswerMessage).finished, what="answer finished")
         status = app.query_one(AnswerMessage).query_one(".answer-status")
-        assert "⚠ answer cut off at the length limit" in str(status.render())
+        await wait_until(pilot, lambda: "⚠ answer cut off at the length limit"
+                         in str(status.render()), what="cut-off note")
         assert status.has_class("-warn")

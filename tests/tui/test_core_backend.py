@@ -331,7 +331,9 @@ async def test_cut_off_answer_then_resumed_rating(core, fake_ollama, tmp_path) -
         await wait_until(pilot, lambda: app.query(AnswerMessage)
                          and app.query_one(AnswerMessage).finished, timeout=60, what="answer")
         status = app.query_one(AnswerMessage).query_one(".answer-status")
-        assert "answer cut off at the length limit" in str(status.render())
+        # `finished` is set before the status line is written: wait for the line itself.
+        await wait_until(pilot, lambda: "answer cut off at the length limit"
+                         in str(status.render()), what="cut-off note")
         assert status.has_class("-warn")
         session_id = app.session_id
     assert session_id is not None
@@ -343,7 +345,8 @@ async def test_cut_off_answer_then_resumed_rating(core, fake_ollama, tmp_path) -
         answer = app.query_one(AnswerMessage)
         assert answer.text == "Run `git stash pop` to apply"
         status = answer.query_one(".answer-status")
-        assert "cut off" in str(status.render()) and status.has_class("-warn")
+        await wait_until(pilot, lambda: "cut off" in str(status.render()), what="note kept")
+        assert status.has_class("-warn")
         assert answer.log_id is not None
         answer.focus()
         await pilot.press("minus")

@@ -343,3 +343,29 @@ async def test_theme_extra_css_applies_and_bad_css_is_ignored(
         await wait_until(pilot, lambda: any("css is invalid" in n.message
                                             for n in app._notifications))
         assert app.theme == "broken"  # colours still apply; only the CSS was dropped
+
+
+async def test_theme_restored_at_startup_renders_like_a_live_switch(
+    home: Path, ctx: AppContext, backend: FakeBackend
+) -> None:
+    # The saved theme is applied before the first frame (no restyle after mounting): its
+    # colours and extra CSS must be exactly what switching to it live gives.
+    from tests.tui.conftest import BrainTestApp
+
+    themes = home / "config" / "themes"
+    themes.mkdir(parents=True)
+    (themes / "ledger.toml").write_text(
+        'name = "ledger"\nprimary = "#884400"\ncss = "#status { text-style: bold; }"\n'
+    )
+    live = BrainTestApp(AppContext.load(str(home)), backend, watch=False)
+    async with live.run_test(size=SIZE) as pilot:
+        live.theme = "ledger"
+        await pilot.pause()
+        switched = live.export_screenshot()
+    assert load_state(ctx.paths.ui_state_file).theme == "ledger"
+    restored = BrainTestApp(AppContext.load(str(home)), backend, watch=False)
+    async with restored.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert restored.theme == "ledger"
+        assert restored.status_bar.styles.text_style.bold
+        assert restored.export_screenshot() == switched

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import re
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import Markdown, Static
-from textual.widgets.markdown import MarkdownStream
+from textual.widgets import Static
 
 from tui.views import Finished, MemoryView, SourceView
+
+if TYPE_CHECKING:
+    # Textual's Markdown pulls in markdown-it (~0.1 s): imported when the first answer is
+    # shown (or by the warm-up after the first frame), not before the first paint.
+    from textual.widgets import Markdown
+    from textual.widgets.markdown import MarkdownStream
 
 _CITATION = re.compile(r"\[(\d{1,2})\]")
 _FENCE = re.compile(r"^(```|~~~)", re.MULTILINE)
@@ -100,11 +105,15 @@ class AnswerMessage(Vertical, can_focus=True):
         self._code_index = 0
 
     def compose(self) -> ComposeResult:
+        from textual.widgets import Markdown
+
         yield Markdown("", open_links=False, classes="answer-body")
         yield Static(self._status_text, classes="answer-status", markup=False)
 
     @property
     def body(self) -> Markdown:
+        from textual.widgets import Markdown
+
         return self.query_one(Markdown)
 
     def set_status(self, text: str, *, warn: bool = False) -> None:
@@ -115,7 +124,8 @@ class AnswerMessage(Vertical, can_focus=True):
 
     async def append(self, fragment: str) -> None:
         if self._stream is None:
-            self._stream = Markdown.get_stream(self.body)
+            body = self.body
+            self._stream = type(body).get_stream(body)
             self.set_status("answering…")
         self.text += fragment
         await self._stream.write(fragment)
