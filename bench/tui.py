@@ -75,6 +75,12 @@ def _probe(kind: str) -> None:
 
 def _measure(kind: str, home: str) -> dict[str, Any]:
     env = dict(os.environ, BRAIN_HOME=home, BENCH_T0=repr(time.time()))
+    # As an installed app starts: from cached bytecode (pip compiles it at install). Without
+    # this, a PYTHONDONTWRITEBYTECODE environment recompiles every project module on every
+    # start while Textual's own bytecode is cached, which inflates brain vs the baseline.
+    # The cache lives in the bench's temporary home, never in the source tree.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = os.path.join(home, "pycache")
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("TRANSFORMERS_OFFLINE", "1")
     out = subprocess.run(
@@ -91,7 +97,9 @@ def run(quick: bool) -> Report:
     report = Report("tui", quick)
     rounds = 3 if quick else 7
     with tempfile.TemporaryDirectory(prefix="brain-bench-tui-") as home:
-        _measure("brain", home)  # first run writes the default config and creates the stores
+        # First runs write the default config, create the stores and the bytecode cache.
+        _measure("hello", home)
+        _measure("brain", home)
         brain: list[dict[str, Any]] = []
         hello: list[dict[str, Any]] = []
         for _ in range(rounds):  # interleaved, so machine load hits both alike
@@ -104,8 +112,8 @@ def run(quick: bool) -> Report:
     report.add("first_paint_seconds", brain_s, unit="s", baseline=hello_s,
                baseline_name="bare Textual hello-world", target=f"<= {TARGET_SECONDS} s",
                passed=brain_s <= TARGET_SECONDS and not heavy,
-               notes=f"median of {rounds} fresh processes; heavy modules at first paint: "
-                     f"{', '.join(heavy) or 'none'}")
+               notes=f"median of {rounds} fresh processes, bytecode cached; heavy modules at "
+                     f"first paint: {', '.join(heavy) or 'none'}")
     report.add("first_paint_peak_rss_mb", statistics.median(r["peak_rss_mb"] for r in brain),
                unit="MB", baseline=statistics.median(r["peak_rss_mb"] for r in hello),
                baseline_name="bare Textual hello-world")
