@@ -353,3 +353,30 @@ async def test_cut_off_answer_then_resumed_rating(core, fake_ollama, tmp_path) -
         log_id = int(answer.log_id)
         await wait_until(pilot, lambda: RetrievalLog.open(ctx.paths.retrieval_log_db)
                          .get(log_id).rating == -1, what="rating of the resumed answer stored")
+
+
+async def test_idle_extraction_over_the_real_core(core, fake_ollama) -> None:  # type: ignore[no-untyped-def]
+    from tui.widgets.message import AnswerMessage
+
+    ctx, backend = core  # extract_every_turns (default 6) is not reached: only idle extracts
+    fake_ollama.script_chat("Noted, a data engineer at Acme.",
+                            match=lambda body: "format" not in body)
+    fake_ollama.script_chat(format_json={"memories": [
+        {"type": "fact", "key": "employer", "text": "The user works at Acme as a data engineer",
+         "confidence": 0.95, "importance": 0.8},
+    ]}, match=lambda body: "format" in body)
+    app = BrainTestApp(ctx, backend, ollama_poll_seconds=0.1, memory_poll_seconds=0.1,
+                       watch=False, extract_idle_seconds=0.3)
+    async with app.run_test(size=SIZE) as pilot:
+        app.chat_input.load_text("I work at Acme as a data engineer")
+        app.chat_input.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.query(AnswerMessage)
+                         and app.query_one(AnswerMessage).finished, timeout=60, what="answer")
+        await pilot.press("ctrl+r")  # all memories
+        pane = app.query_one(MemoryPane)
+        await wait_until(pilot, lambda: any("Acme" in i.memory.text and i.has_class("-fresh")
+                                            for i in pane.query(MemoryItem)),
+                         timeout=30, what="extracted memory shown")
+        formats = [b for b in fake_ollama.chat_requests if "format" in b]
+        assert len(formats) == 1  # one extraction request for the one turn
