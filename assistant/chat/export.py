@@ -43,6 +43,8 @@ def session_markdown(session: Session, turns: Sequence[Turn], *, all_sources: bo
             out += ["", "*(answer interrupted)*"]
         elif turn.status == "failed":
             out += ["", f"*(no answer: {turn.error or 'the request failed'})*"]
+        if turn.truncated:
+            out += ["", "*(answer cut off at the model's length limit)*"]
         if turn.low_confidence:
             out += ["", "*(the search found nothing that clearly matched this question)*"]
         for tool in turn.tools:

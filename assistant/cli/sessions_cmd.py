@@ -84,6 +84,7 @@ def turn_json(turn: Turn) -> dict[str, Any]:
         "model": turn.model,
         "created_at": _iso(turn.created_at),
         "low_confidence": turn.low_confidence,
+        "truncated": turn.truncated,  # stopped at the model's length limit
         "sources": [
             {"n": s.n, "cited": s.cited, "chunk_id": s.item.chunk_id, "source": s.item.source,
              "heading": s.item.heading, "start_line": s.item.start_line,
@@ -140,6 +141,8 @@ def _show(args: argparse.Namespace) -> int:
         answer = turn.answer or ""
         suffix = {"interrupted": " (interrupted)",
                   "failed": f" (failed: {turn.error})"}.get(turn.status, "")
+        if turn.truncated:
+            suffix += " (cut off at the length limit)"
         print(f"    assistant: {answer}{suffix}")
         for s in turn.citations:
             print(f"    [{s.n}] {s.item.location}" + (f" — {s.item.heading}"

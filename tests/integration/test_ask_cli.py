@@ -204,9 +204,15 @@ def test_an_answer_cut_off_at_the_length_limit_is_reported(
     code, out, _ = brain("ask", "explain tar", "--no-knowledge", "--json")
     obj = json.loads(out)
     assert code == 0 and obj["truncated"] is True and obj["status"] == "complete"
+    session = obj["session_id"]
     fake_ollama.script_chat("Whole answer.")
     code, out, err = brain("ask", "explain tar", "--no-knowledge", "--json")
     assert json.loads(out)["truncated"] is False and "cut off" not in err
+    # The mark is stored with the turn: `sessions show` still tells.
+    code, out, _ = brain("sessions", "show", session, "--json")
+    assert [t["truncated"] for t in json.loads(out)["turns"]] == [True]
+    code, out, _ = brain("sessions", "show", session)
+    assert "assistant: Again cut (cut off at the length limit)" in out
 
 
 def test_missing_model_is_a_clear_error(brain: Run, indexed: Path) -> None:

@@ -137,6 +137,7 @@ def test_markdown_export_has_turns_citations_and_sources(tmp_path: Path) -> None
         model="qwen3:4b",
     )
     add_exchange(store, session.id, "And pop?", "It re", status="interrupted")
+    add_exchange(store, session.id, "Everything?", "First", truncated=True)
     add_exchange(store, session.id, "Hello?", "", status="failed",
                  error="Ollama is not running at http://localhost:11434")
     md = session_markdown(store.get(session.id), store.turns(session.id))
@@ -149,6 +150,8 @@ def test_markdown_export_has_turns_citations_and_sources(tmp_path: Path) -> None
     assert "/home/user/tldr/git-stash.md" in md
     assert "tldr/other.md" not in md  # not cited
     assert "*(answer interrupted)*" in md
+    assert "First\n\n*(answer cut off at the model's length limit)*" in md
+    assert md.count("cut off") == 1
     assert "*(no answer: Ollama is not running at http://localhost:11434)*" in md
     everything = session_markdown(store.get(session.id), store.turns(session.id),
                                   all_sources=True)
