@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sqlite3
 import tempfile
 from collections.abc import Callable, Sequence
@@ -105,6 +106,14 @@ class Baselines:
 
 
 def run(quick: bool) -> Report:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-memory-"))
+    try:
+        return _run(quick, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run(quick: bool, tmp: Path) -> Report:
     from assistant.config import Config
     from assistant.context import AppContext
     from assistant.memory.service import MemoryService
@@ -115,7 +124,6 @@ def run(quick: bool) -> Report:
     data = json.loads(locomo_file().read_text(encoding="utf-8"))
     conversations = data[:2] if quick else data
     report = Report("memory", quick)
-    tmp = Path(tempfile.mkdtemp(prefix="bench-memory-"))
     embedder = make_embedder("bundled", cache_dir=tmp / "embed-cache", batch_size=64,
                              device="cpu")
     embedder.embed_query("warm up")  # model load is not import throughput
