@@ -271,6 +271,7 @@ class BrainApp(App[int]):
         """After memory.extract_idle_seconds without input, extract memories from the answers
         not extracted yet, so facts are not held back until the next cadence or exit."""
         if (not self._unextracted or self._extracting or self.generating is not None
+                or getattr(self, "_quitting", False)  # exit extraction takes over
                 or time.monotonic() - self._last_activity < self.extract_idle_seconds):
             return
         self._extracting = True
