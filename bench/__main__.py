@@ -32,14 +32,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--quick", action="store_true", help="reduced data, a few minutes")
     parser.add_argument("names", nargs="*", metavar="NAME", help=", ".join(BENCHMARKS))
+    parser.add_argument("--in-process", action="store_true",
+                        help="run every benchmark in this process (default: one process each)")
     args = parser.parse_args(argv)
     args.quick = args.quick or _quick_from_env()
     unknown = [n for n in args.names if n not in BENCHMARKS]
     if unknown:
         parser.error(f"unknown benchmark(s): {', '.join(unknown)}")
+    names = args.names or list(BENCHMARKS)
+    if len(names) > 1 and not args.in_process:
+        return _each_in_own_process(names, quick=args.quick)
     failures: list[str] = []
     skipped: list[str] = []
-    for name in args.names or list(BENCHMARKS):
+    for name in names:
         print(f"== {name}{' (quick)' if args.quick else ''}", flush=True)
         try:
             module = importlib.import_module(BENCHMARKS[name])
@@ -64,6 +69,22 @@ def main(argv: list[str] | None = None) -> int:
     if failures:
         print(f"FAILED: {', '.join(failures)}")
     return 1 if failures else 0
+
+
+def _each_in_own_process(names: list[str], *, quick: bool) -> int:
+    """One child process per benchmark: peak RSS, import times and caches of one benchmark
+    must not leak into the next one's numbers."""
+    import subprocess
+
+    failed = []
+    for name in names:
+        done = subprocess.run([sys.executable, "-m", "bench", *(["--quick"] if quick else []),
+                               name])
+        if done.returncode != 0:
+            failed.append(name)
+    if failed:
+        print(f"FAILED: {', '.join(failed)}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

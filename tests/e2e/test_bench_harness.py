@@ -76,7 +76,7 @@ def test_runs_every_benchmark_writes_results_and_regenerates_the_table(
 ) -> None:
     monkeypatch.delenv("QUICK", raising=False)
     seen_quick = _fake_benchmarks(monkeypatch)
-    code = bench_main.main(["--quick"])
+    code = bench_main.main(["--quick", "--in-process"])
     out = capsys.readouterr().out
     assert code == 1, "a crashing benchmark must fail the run"
     assert seen_quick == [True]
@@ -115,6 +115,21 @@ def test_quick_comes_from_the_environment_too(
     # The full run supersedes the quick one in the table.
     table = render_table(results_dir)
     assert "okbench (quick)" not in table and "| okbench | index_seconds |" in table
+
+
+def test_each_benchmark_runs_in_its_own_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Peak RSS and import times of one benchmark must not leak into the next one's."""
+    calls: list[list[str]] = []
+
+    def fake_run(cmd: list[str], **kwargs: object) -> types.SimpleNamespace:
+        calls.append(cmd)
+        return types.SimpleNamespace(returncode=1 if cmd[-1] == "chat" else 0)
+
+    monkeypatch.setattr("subprocess.run", fake_run)
+    monkeypatch.delenv("QUICK", raising=False)
+    assert bench_main.main(["--quick"]) == 1  # chat "failed"
+    assert [c[-1] for c in calls] == list(bench_main.BENCHMARKS)
+    assert all(c[1:4] == ["-m", "bench", "--quick"] for c in calls)
 
 
 def test_unknown_benchmark_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
