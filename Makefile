@@ -8,6 +8,8 @@ STAMP  := $(VENV)/.installed
 .PHONY: run test lint bench lock clean
 
 run: $(STAMP)
+	@# Bytecode up to date even where PYTHONDONTWRITEBYTECODE is set: a faster first paint.
+	@$(BIN)/python -m compileall -q -j0 assistant indexing tui >/dev/null
 	$(BIN)/brain $(ARGS)
 
 test: $(STAMP)

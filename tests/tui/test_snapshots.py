@@ -65,6 +65,9 @@ def test_index_manager(snap_compare, make_app, backend) -> None:  # type: ignore
     app = make_app()
 
     async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
+        # The status bar behind the modal must be settled, or the snapshot races the checks.
+        await wait_until(pilot, lambda: pilot.app.model_ready and pilot.app.ollama_ok,
+                         what="checks done")
         await pilot.press("f3")
         await wait_until(pilot, lambda: getattr(pilot.app.screen, "folders", None),
                          what="folders listed")
