@@ -795,14 +795,16 @@ class ChatEngine:
         if summary:
             self.store.set_summary(session.id, summary, fold[-1].seq)
 
-    async def finish(self, timeout: float | None = None) -> None:
+    async def finish(self, timeout: float | None = None) -> bool:
         """At exit: wait for background work, then extract memories from the current
-        session's turns not yet extracted (memory.extract_every_turns = 0 means only here)."""
+        session's turns not yet extracted (memory.extract_every_turns = 0 means only here).
+        False when extraction failed (the turns stay pending); TimeoutError past `timeout`."""
         await self.drain(timeout)
-        if self._session is not None:
-            await asyncio.wait_for(
-                self._extract(self._session.id, self._unextracted(self._session.id)), timeout
-            )
+        if self._session is None:
+            return True
+        return await asyncio.wait_for(
+            self._extract(self._session.id, self._unextracted(self._session.id)), timeout
+        )
 
     async def extract_pending(self, timeout: float | None = None) -> int:
         """Memory extraction now over the current session's turns not extracted yet (the TUI

@@ -16,6 +16,7 @@ from assistant.cli.common import context, print_json
 from assistant.errors import UserError
 
 if TYPE_CHECKING:
+    from assistant.chat.engine import ChatEngine
     from assistant.chat.events import Done, Failed
     from assistant.chat.service import ChatService
     from assistant.chat.turn import Source
@@ -27,7 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="ask a question: answered by the local model from your files and memory",
         description="Streams the answer, then lists the numbered sources it cites. Each ask "
         "starts a new session unless --session or --continue is given; every exchange is "
-        "saved (see `brain sessions`).",
+        "saved (see `brain sessions`). After the answer, memories about you are extracted from "
+        "your question (unless --no-memory or memory is disabled; bounded by the request "
+        "timeout; a failure is a note on stderr).",
     )
     p.add_argument("question", nargs="*", metavar="QUESTION", help="the question; - reads stdin")
     which = p.add_mutually_exclusive_group()
@@ -40,11 +43,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", metavar="NAME", help="use this Ollama model (kept for the session)")
     p.add_argument("--persona", metavar="NAME",
                    help="system prompt preset from the config's [personas]")
-    p.add_argument("--no-memory", action="store_true", help="do not use long-term memory")
+    p.add_argument("--no-memory", action="store_true",
+                   help="do not use long-term memory (no recall, and no memory extraction "
+                   "from this exchange)")
     p.add_argument("--no-knowledge", action="store_true", help="do not search indexed files")
     p.add_argument("--json", action="store_true",
                    help='print one JSON object: {"answer", "sources", "memories", '
-                   '"low_confidence", "timings", …}')
+                   '"low_confidence", "timings", …}; printed once memory extraction from '
+                   'the exchange is over')
     p.set_defaults(func=run)
 
 
@@ -136,13 +142,41 @@ async def _ask(service: ChatService, question: str, args: argparse.Namespace) ->
                         f"{_session_of(final)})")
             raise
         assert final is not None
-        code = _report(final, args.json)
-        # After the answer is out: let the rolling summary / memory extraction finish, so a
-        # later `--continue` finds the session folded.
-        await engine.drain(timeout=engine.settings.timeout)
+        if args.json:  # one JSON object, printed once extraction is over
+            await _end_session(engine, final, args)
+            return _report(final, True)
+        code = _report(final, False)
+        await _end_session(engine, final, args)  # the answer is out before the user waits
         return code
     finally:
         await service.aclose()
+
+
+async def _end_session(engine: ChatEngine, final: Done | Failed,
+                       args: argparse.Namespace) -> None:
+    """The process ending is the end of the session: let the rolling summary finish (so a
+    later `--continue` finds the session folded), then run exit memory extraction. Bounded by
+    the request timeout; a failure is a note and never changes the exit code."""
+    from assistant.chat.events import Done
+
+    timeout = engine.settings.timeout
+    answered = isinstance(final, Done) and final.turn is not None
+    if args.no_memory or engine.memory is None or not answered:
+        await engine.drain(timeout=timeout)
+        return
+    try:
+        ok = await asyncio.wait_for(engine.finish(timeout=timeout), timeout)
+    except TimeoutError:
+        ok = False
+        reason = f"timed out after {timeout:g} s"
+    except Exception as exc:  # extraction must never fail the command
+        ok = False
+        reason = str(exc) or type(exc).__name__
+    else:
+        reason = "the model's reply was unusable"
+    if not ok:
+        _eprint(f"note: memory extraction failed ({reason}); nothing new was remembered, "
+                "the session's turns are tried again when it continues")
 
 
 def _session_of(final: Done | Failed) -> str:

@@ -33,6 +33,14 @@ NOTES = {
 }
 
 
+def last_answer_request(fake: FakeOllama) -> dict:
+    """The last /api/chat body that asked for an answer (memory extraction, which `ask` runs
+    after answering, asks for JSON with `format`)."""
+    answers = [body for body in fake.chat_requests if "format" not in body]
+    assert answers, "the fake Ollama received no answer request"
+    return answers[-1]
+
+
 @pytest.fixture
 def kb(tmp_path: Path) -> FakeKnowledgeBase:
     """The knowledge base `brain ask` searches: empty until `indexed` fills it."""
@@ -105,7 +113,7 @@ def test_ask_json_has_the_search_and_memory_contracts(
     )
     assert obj["status"] == "complete" and obj["model"] == "qwen3:4b"
     # What the model saw: the memory and the numbered excerpt, labelled.
-    system = fake_ollama.last_chat()["messages"][0]["content"]
+    system = last_answer_request(fake_ollama)["messages"][0]["content"]
     assert "## Memory about the user\n- (preference) I prefer short answers." in system
     assert "[1] git/git-stash.md:1-3 — git stash" in system
 
@@ -130,7 +138,7 @@ def test_question_from_stdin_and_switches(
                            stdin="  what is two plus two?\n")
     assert code == 0, err
     assert "echo: what is two plus two?" in out  # the fake echoes the question
-    system = fake_ollama.last_chat()["messages"][0]["content"]
+    system = last_answer_request(fake_ollama)["messages"][0]["content"]
     assert "knowledge search is off" in system and "memory is off" in system
 
 
@@ -142,13 +150,13 @@ def test_each_ask_is_a_new_session_unless_continued(
     code, out, _ = brain("ask", "unrelated question", "--json", "--no-knowledge")
     second = json.loads(out)["session_id"]
     assert first != second
-    assert len(fake_ollama.last_chat()["messages"]) == 2  # no history from the first ask
+    assert len(last_answer_request(fake_ollama)["messages"]) == 2  # no history from the first ask
     code, out, _ = brain("ask", "follow up", "--continue", "--json", "--no-knowledge")
     assert code == 0 and json.loads(out)["session_id"] == second
     _, out, _ = brain("ask", "to the first", "--session", first[:5], "--json",
                          "--no-knowledge")
     assert json.loads(out)["session_id"] == first
-    messages = fake_ollama.last_chat()["messages"]
+    messages = last_answer_request(fake_ollama)["messages"]
     assert [m["content"] for m in messages if m["role"] == "user"] == [
         "first question", "to the first"
     ]
@@ -334,8 +342,77 @@ def test_ctrl_c_keeps_the_partial_answer(ollama_home: Path, fake_ollama: FakeOll
 def test_persona_preset(brain: Run, fake_ollama: FakeOllama) -> None:
     code, _, err = brain("ask", "hi", "--persona", "concise", "--no-knowledge")
     assert code == 0, err
-    system = fake_ollama.last_chat()["messages"][0]["content"]
+    system = last_answer_request(fake_ollama)["messages"][0]["content"]
     assert system.startswith("You are second-brain. Answer in as few words as possible")
     code, out, err = brain("ask", "hi", "--persona", "pirate")
     assert code == 1 and out == ""
     assert "no persona 'pirate'" in err and "concise" in err
+
+
+def _is_extraction(body: dict) -> bool:
+    return bool(body.get("format"))
+
+
+def test_ask_extracts_memories_at_the_end_of_its_session(
+    brain: Run, fake_ollama: FakeOllama
+) -> None:
+    # Default settings (extract_every_turns = 6): the process ending is the session's end.
+    fake_ollama.script_chat("Lisbon is on Western European Time (UTC+0, UTC+1 in summer).",
+                            match=lambda body: not _is_extraction(body))
+    fake_ollama.script_chat(format_json={"memories": [{
+        "type": "fact", "key": "home_city", "text": "The user lives in Lisbon since last year.",
+        "confidence": 0.9, "importance": 0.7}]}, match=_is_extraction)
+    code, out, err = brain("ask", "I moved to Lisbon last year, what's the time zone?")
+    assert code == 0, err
+    assert "Western European Time" in out and "memory extraction" not in err
+    [extraction] = [b for b in fake_ollama.chat_requests if _is_extraction(b)]
+    assert "I moved to Lisbon last year" in json.dumps(extraction)
+    assert "Western European Time" not in json.dumps(extraction)  # the user's words only
+    code, out, err = brain("memory", "list", "--json")
+    assert code == 0, err
+    [memory] = json.loads(out)["memories"]
+    assert memory["text"] == "The user lives in Lisbon since last year."
+    assert memory["key"] == "home_city"
+
+
+def test_ask_json_is_one_object_printed_after_extraction(
+    brain: Run, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.script_chat(format_json={"memories": [{
+        "type": "preference", "key": "reply_style", "text": "The user likes terse replies.",
+        "confidence": 0.9, "importance": 0.5}]}, match=_is_extraction)
+    code, out, err = brain("ask", "I like terse replies. What is 2+2?", "--json",
+                           "--no-knowledge")
+    assert code == 0, err
+    obj = json.loads(out)  # one object, nothing else on stdout
+    assert obj["status"] == "complete"
+    _, listed, _ = brain("memory", "list", "--json")
+    assert [m["text"] for m in json.loads(listed)["memories"]] == [
+        "The user likes terse replies."]
+
+
+def test_failed_extraction_is_a_note_and_the_answer_stands(
+    brain: Run, fake_ollama: FakeOllama
+) -> None:
+    for _ in range(4):  # every attempt (and its retry) gets a broken reply
+        fake_ollama.script_chat(raw_body=b'{"message": {"content": "{not json', fail=500,
+                                match=_is_extraction)
+    code, out, err = brain("ask", "I moved to Lisbon last year, what's the time zone?")
+    assert code == 0, err
+    assert "echo: I moved to Lisbon" in out
+    notes = [line for line in err.splitlines() if "memory extraction failed" in line]
+    assert len(notes) == 1 and notes[0].startswith("note: ")
+    assert any(_is_extraction(b) for b in fake_ollama.chat_requests)
+    _, listed, _ = brain("memory", "list", "--json")
+    assert json.loads(listed)["memories"] == []
+
+
+def test_no_memory_sends_no_extraction_request(brain: Run, fake_ollama: FakeOllama) -> None:
+    code, out, err = brain("ask", "I moved to Lisbon last year, what's the time zone?",
+                           "--no-memory")
+    assert code == 0, err
+    assert "echo: I moved to Lisbon" in out
+    assert fake_ollama.chat_requests and not any(
+        _is_extraction(r.body) for r in fake_ollama.requests
+        if r.path == "/api/chat" and isinstance(r.body, dict))
+    assert "memory extraction" not in err
