@@ -105,7 +105,10 @@ def run_checks(ctx: AppContext, *, setup_error: str | None = None,
         (lambda slot: _ollama_checks(ctx),
          _Slot([_unfinished("ollama", limit), _unfinished("chat model", limit)])),
         (lambda slot: [_embedding_check(ctx, slot)], _Slot([_unfinished("embedding", limit)])),
-        (lambda slot: [_vector_store_check(ctx)], _Slot([_unfinished("vector store", limit)])),
+        # One thread: the consistency counts open the same Chroma store right after.
+        (lambda slot: [_vector_store_check(ctx), _consistency_check(ctx)],
+         _Slot([_unfinished("vector store", limit),
+                _unfinished("index consistency", limit, essential=False)])),
         (lambda slot: [_data_dir_check(ctx.paths, setup_error), _disk_check(ctx.paths)],
          _Slot([_unfinished("data dir", limit),
                 _unfinished("disk space", limit, essential=False)])),
@@ -238,6 +241,81 @@ def _vector_store_check(ctx: AppContext) -> Check:
         return _guarded("vector store", lambda: _chroma_server_check(location,
                                                                      ctx.config.ollama.timeout))
     return _guarded("vector store", lambda: _chroma_embedded_check(ctx.paths.vectors_dir))
+
+
+def _consistency_check(ctx: AppContext) -> Check:
+    return _guarded("index consistency", lambda: _consistency(ctx), essential=False)
+
+
+def _consistency(ctx: AppContext) -> Check:
+    """Chunks in the manifest vs vectors in the knowledge collection, active memories vs
+    memory vectors. Counts only (no model load): a deleted or emptied vector store otherwise
+    goes unnoticed, search silently falling back to keywords."""
+    from indexing.vectors import count_vectors
+
+    location = ctx.config.store.vector_store.strip() or str(ctx.paths.vectors_dir)
+    parts: list[str] = []
+    problems: list[str] = []
+    hints: list[str] = []
+    chunks, collection = _indexed_chunks(ctx.paths.knowledge_db)
+    if collection is not None:
+        vectors = count_vectors(location, collection)
+        parts.append(f"{chunks} chunks, {vectors} vectors")
+        if vectors != chunks:
+            problems.append(f"{chunks} indexed chunks but {vectors} vectors")
+            hints.append("`brain index --sync`")
+    rows = _memory_rows(ctx.paths.memory_db)
+    if rows is not None:
+        from assistant.memory.service import MEMORY_COLLECTION
+
+        active, embedded, stale = rows
+        vectors = count_vectors(location, MEMORY_COLLECTION)
+        parts.append(f"{active} memories, {vectors} vectors")
+        # New memories wait for their vector until next used, and a replaced one's vector
+        # waits for removal: only vectors the store counts on yet lacks are a fault.
+        if not embedded <= vectors <= embedded + stale:
+            problems.append(f"{embedded} embedded memories but {vectors} memory vectors")
+            hints.append("`brain memory reindex`")
+    if problems:
+        return Check("index consistency", False, "; ".join(problems),
+                     "repair with " + " and ".join(hints), essential=False)
+    detail = "; ".join(parts) if parts else "nothing indexed or remembered yet"
+    return Check("index consistency", True, detail, essential=False)
+
+
+def _indexed_chunks(db: Path) -> tuple[int, str | None]:
+    """(chunks, the collection dense search reads) from the manifest; None: never indexed."""
+    if not db.exists():
+        return 0, None
+    from indexing.knowledge import META_COLLECTION
+    from indexing.manifest import Manifest
+
+    manifest = Manifest.open(db)
+    try:
+        _files, chunks = manifest.totals()
+        return chunks, manifest.get_meta(META_COLLECTION)
+    finally:
+        manifest.close()
+
+
+def _memory_rows(db: Path) -> tuple[int, int, int] | None:
+    """(active memories, rows whose vector is stored, rows whose vector awaits removal);
+    None when there is no memory store yet."""
+    if not db.exists():
+        return None
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        active, embedded, stale = conn.execute(
+            "SELECT count(*) FILTER (WHERE status='active'), "
+            "count(*) FILTER (WHERE vec_state='ok'), "
+            "count(*) FILTER (WHERE vec_state='stale') FROM memories").fetchone()
+        return int(active), int(embedded), int(stale)
+    except sqlite3.OperationalError:  # created but not set up yet
+        return None
+    finally:
+        conn.close()
 
 
 def _chroma_embedded_check(directory: Path) -> Check:

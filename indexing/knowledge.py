@@ -35,6 +35,8 @@ META_MODEL = "model_id"
 META_DIMENSION = "dimension"
 META_COLLECTION = "collection"
 META_CHUNKING = "chunking"
+# How long a vector count stays trusted (another process's sync can change it).
+COVERAGE_TTL = 30.0
 GLOB_CHARS = frozenset("*?[")
 
 
@@ -127,6 +129,8 @@ class KnowledgeBase:
         self.embedder = embedder
         self.lock = lock
         self._vectors: VectorStore | None = None
+        # (vectors, chunks, when counted): see vector_coverage
+        self._coverage: tuple[int, int, float] | None = None
 
     @classmethod
     def open(
@@ -198,6 +202,24 @@ class KnowledgeBase:
                 self._vectors = self._recorded_store()
         return self._vectors
 
+    def vector_coverage(self) -> tuple[int, int] | None:
+        """(vectors in the collection dense search reads, chunks in the manifest): counts
+        only, no model call. Cached until this base syncs or removes a folder, and for at most
+        COVERAGE_TTL seconds (another process may have synced). None when dense search has
+        no collection (nothing indexed yet, or a re-embed is pending)."""
+        cached = self._coverage
+        if cached is not None and time.monotonic() - cached[2] < COVERAGE_TTL:
+            return cached[0], cached[1]
+        if self.reembed_needed:
+            return None
+        store = self.vectors()
+        if store is None:
+            return None
+        _files, chunks = self.manifest.totals()
+        vectors = store.count()
+        self._coverage = (vectors, chunks, time.monotonic())
+        return vectors, chunks
+
     # --- folders ----------------------------------------------------------------------------
 
     def folders(self) -> list[FolderInfo]:
@@ -251,6 +273,7 @@ class KnowledgeBase:
                 else ""
             )
             raise FolderError(f"{given} is not a registered folder{hint}")
+        self._coverage = None
         with self.lock:
             files = self.manifest.files(match)
             ids = self.manifest.chunk_ids_for_sources(files)
@@ -298,6 +321,21 @@ class KnowledgeBase:
         """
         embedder = self._require_embedder()
         started = time.perf_counter()
+        self._coverage = None
+        try:
+            return self._sync(embedder, settings, folders, rebuild, progress, started)
+        finally:
+            self._coverage = None  # counted again on the next search
+
+    def _sync(
+        self,
+        embedder: Embedder,
+        settings: SyncSettings,
+        folders: Sequence[str | os.PathLike[str]] | None,
+        rebuild: bool,
+        progress: ProgressCallback | None,
+        started: float,
+    ) -> SyncReport:
         with self.lock:
             registered = [f.path for f in self.manifest.folders()]
             selected = (
@@ -395,6 +433,7 @@ class KnowledgeBase:
             # Another KnowledgeBase (the TUI's watcher, a `--rebuild` elsewhere) may have
             # dropped and recreated the collection under our cached handle: reopen once.
             self._vectors = None
+            self._coverage = None
             if self.vectors() is None:
                 return []
             return self._query(query_embedding, k, where)

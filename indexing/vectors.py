@@ -380,6 +380,19 @@ class VectorStore:
         return found
 
 
+def count_vectors(location: str | Path, collection: str) -> int:
+    """Vectors in `collection` at `location`, 0 when it does not exist; opens no model and
+    creates nothing but the client (for consistency checks)."""
+    client = _client(location)
+    names = _guard(str(location), "list collections",
+                   lambda: [getattr(c, "name", c) for c in client.list_collections()])
+    if collection not in names:
+        return 0
+    handle = _guard(str(location), "open the collection",
+                    lambda: client.get_collection(collection, embedding_function=None))
+    return int(_guard(str(location), "count vectors", handle.count))
+
+
 def _delete_collection(client: Any, name: str) -> None:
     from chromadb.errors import NotFoundError
 

@@ -7,7 +7,7 @@ import sys
 
 from assistant.cli.common import print_json
 
-NAME_WIDTH = len("vector store")  # the longest check name, so details line up
+NAME_WIDTH = len("index consistency")  # the longest check name, so details line up
 
 
 def register(sub: argparse._SubParsersAction) -> None:

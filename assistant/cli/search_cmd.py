@@ -63,11 +63,15 @@ def run(args: argparse.Namespace) -> int:
     retriever = open_retriever(ctx, origin="cli")
     try:
         if batch is not None:
+            warned: set[str] = set()
             for line_query in batch:
                 result = retriever.search(line_query, top_k=args.top_k, in_path=args.in_path)
+                print_warnings(result.warnings, seen=warned)
                 print_json(result_to_json(result))
             return 0
         result = retriever.search(query, top_k=args.top_k, in_path=args.in_path)
+        # On stderr in every mode: the --json schema is fixed (no extra keys).
+        print_warnings(result.warnings)
         if args.json:
             print_json(result_to_json(result))
         else:
@@ -128,6 +132,16 @@ def describe_scores(hit: SearchHit) -> str:
     if hit.rerank_score is not None:
         parts.append(f"rerank {hit.rerank_score:.2f}")
     return " · ".join(parts)
+
+
+def print_warnings(warnings: tuple[str, ...], *, seen: set[str] | None = None) -> None:
+    """Each warning once on stderr (`seen` dedups them over a --queries batch)."""
+    for warning in warnings:
+        if seen is not None:
+            if warning in seen:
+                continue
+            seen.add(warning)
+        print(f"warning: {warning}", file=sys.stderr, flush=True)
 
 
 def print_result(result: RetrievalResult) -> None:

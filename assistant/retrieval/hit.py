@@ -51,3 +51,5 @@ class RetrievalResult:
     # trusted for this query, e.g. Chinese on an English-only model)
     best_keyword: float | None = None
     log_id: int | None = None  # retrieval-log entry, for feedback (👍/👎)
+    # Problems the user should know about (e.g. vectors missing: keyword-only search)
+    warnings: tuple[str, ...] = ()

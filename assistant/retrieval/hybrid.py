@@ -7,6 +7,7 @@ import time: import it lazily (inside functions), never from start-up paths.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -20,6 +21,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from assistant.config import RetrievalConfig
 from assistant.errors import UserError
+from assistant.retrieval.coverage import vector_gap_warning
 from assistant.retrieval.filters import allowed_sources
 from assistant.retrieval.fusion import max_rrf, rrf
 from assistant.retrieval.gate import is_low_confidence
@@ -30,6 +32,8 @@ from assistant.retrieval.rerank import Reranker
 from assistant.retrieval.scores import fused_display, keyword_score, term_coverage
 from assistant.retrieval.weights import dense_trusted, dense_weight, keyword_weight
 from indexing.types import Chunk
+
+logger = logging.getLogger(__name__)
 
 STAGES: tuple[str, ...] = ("embed", "dense", "keyword", "fuse", "rerank", "total")
 
@@ -257,11 +261,27 @@ class HybridRetriever(BaseRetriever):
             search_query=search_query,
             best_cosine=best_cosine,
             best_keyword=best_keyword,
+            warnings=self._warnings(),
         )
         if log and self.log is not None:
             entry_id = self.log.append(result, origin=self.origin, in_path=in_path)
             result = _with_log_id(result, entry_id)
         return result
+
+    def _warnings(self) -> tuple[str, ...]:
+        # Optional on the protocol: stand-in knowledge bases may not count vectors.
+        coverage = getattr(self.kb, "vector_coverage", None)
+        if coverage is None:
+            return ()
+        try:
+            counts = coverage()
+        except Exception:  # an unreadable store fails dense search loudly enough on its own
+            logger.debug("could not count vectors", exc_info=True)
+            return ()
+        if counts is None:
+            return ()
+        warning = vector_gap_warning(*counts)
+        return (warning,) if warning else ()
 
     def _run_retrievers(
         self,
