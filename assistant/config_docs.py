@@ -9,20 +9,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from assistant.config import Config, _toml_value, settings_table
+from assistant.config import Config, render_markdown
 
 START = "<!-- settings:start -->"
 END = "<!-- settings:end -->"
 
 
 def settings_markdown() -> str:
-    # A fixed host: the default comes from $OLLAMA_HOST, which must not leak into the README.
-    config = Config()
-    config.ollama.host = "http://localhost:11434"
-    rows = ["| setting | default | meaning |", "|---|---|---|"]
-    for section, key, value, help_text in settings_table(config):
-        rows.append(f"| `{section}.{key}` | `{_toml_value(value)}` | {help_text.replace('|', '/')} |")
-    return "\n".join(rows)
+    return render_markdown(Config()).rstrip("\n")
 
 
 def render_readme(text: str) -> str:
