@@ -103,6 +103,7 @@ class BrainApp(App[int]):
         self._stop_watch = threading.Event()
         self.warming = threading.Event()  # set while models load (cannot be interrupted)
         self._asked = False  # a question was sent in this run (memory extraction at exit)
+        self._warned: tuple[str, ...] = ()  # retrieval warnings already shown as a toast
         self.extract_idle_seconds = float(
             ctx.config.memory.extract_idle_seconds
             if extract_idle_seconds is None else extract_idle_seconds
@@ -438,6 +439,7 @@ class BrainApp(App[int]):
             answer.low_confidence = event.low_confidence
             answer.log_id = event.log_id
             answer.empty_index = event.empty_index
+            self.show_retrieval_warnings(event.warnings)
             await self.show_answer_context(answer)
             if event.noted is not None:
                 self.memory_pane.add_fresh([event.noted])
@@ -606,6 +608,16 @@ class BrainApp(App[int]):
             self.action_toggle_sources()
         pane.show(result.sources, f"Search: {result.query[:40]}", low=result.low_confidence)
         pane.table.focus()
+        self.show_retrieval_warnings(result.warnings)
+
+    def show_retrieval_warnings(self, warnings: tuple[str, ...]) -> None:
+        """In the status line (it stays until the next activity) and once as a toast."""
+        if not warnings:
+            return
+        self.status_bar.activity = f"⚠ {warnings[0]}"
+        if warnings != self._warned:
+            self._warned = warnings
+            self.notify("\n".join(warnings), severity="warning", timeout=10)
 
     # --- memories ---------------------------------------------------------------------------
 

@@ -211,7 +211,8 @@ class KnowledgeAdapter:
         roots = [f.path for f in self.kb().folders()]
         sources = tuple(hit_view(h, roots, self.ctx) for h in result.hits)
         log_id = str(result.log_id) if result.log_id is not None else None
-        return SearchResult(query, sources, result.low_confidence, log_id)
+        return SearchResult(query, sources, result.low_confidence, log_id,
+                            warnings=result.warnings)
 
     def watch(self, on_change: Callable[[str], None], stop: threading.Event) -> None:
         from assistant.knowledge_service import open_knowledge, sync_settings
@@ -518,6 +519,7 @@ class ChatAdapter:
                     str(event.log_id) if event.log_id is not None else None,
                     empty_index=event.empty_index,
                     noted=memory_item_view(event.noted) if event.noted else None,
+                    warnings=event.warnings,
                 )
             elif isinstance(event, core.Token):
                 tokens += 1

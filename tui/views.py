@@ -119,6 +119,7 @@ class Retrieved:
     log_id: str | None = None  # retrieval log entry, for 👍/👎
     empty_index: bool = False  # nothing indexed yet: the UI suggests adding a folder
     noted: MemoryView | None = None  # stored from an explicit "remember that …"
+    warnings: tuple[str, ...] = ()  # e.g. the vector store lost its vectors
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,3 +155,4 @@ class SearchResult:
     sources: tuple[SourceView, ...] = field(default_factory=tuple)
     low_confidence: bool = False
     log_id: str | None = None
+    warnings: tuple[str, ...] = ()  # e.g. the vector store lost its vectors

@@ -513,6 +513,7 @@ class ChatEngine:
             knowledge_used=retrieval is not None, memory_used=recalled is not None,
             log_id=state.log_id, noted=noted,
             empty_index=bool(retrieval and retrieval.empty_index),
+            warnings=retrieval.warnings if retrieval is not None else (),
         ))
 
         llm = self._llm(window, facts)

@@ -22,6 +22,7 @@ class Retrieved:
     log_id: int | None = None  # retrieval-log entry, for 👍/👎 feedback
     noted: MemoryItem | None = None  # stored from an explicit "remember that …" in the message
     empty_index: bool = False  # nothing is indexed yet (the UI can suggest `brain index`)
+    warnings: tuple[str, ...] = ()  # retrieval problems to show (e.g. vectors missing)
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,6 +94,7 @@ class RetrieverKnowledge:
             result.low_confidence,
             dict(result.timings),
             log_id=result.log_id,
+            warnings=result.warnings,
         )
 
     def close(self) -> None:

@@ -62,6 +62,7 @@ class Retrieval:
     timings: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
     log_id: int | None = None  # retrieval-log entry, for 👍/👎 feedback
     empty_index: bool = False  # nothing is indexed yet
+    warnings: tuple[str, ...] = ()  # e.g. the vector store lost its vectors (keyword-only)
 
 
 @dataclass(frozen=True, slots=True)

@@ -191,6 +191,8 @@ def _eprint(text: str) -> None:
 def _note_retrieved(event: Any) -> None:
     if event.noted is not None:
         _eprint(f"(remembered: {event.noted.text})")
+    for warning in event.warnings:
+        _eprint(f"warning: {warning}")
     if event.empty_index:
         _eprint("(nothing is indexed yet: answering without your files; "
                 "index a folder with `brain index PATH`)")

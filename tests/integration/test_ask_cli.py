@@ -416,3 +416,18 @@ def test_no_memory_sends_no_extraction_request(brain: Run, fake_ollama: FakeOlla
         _is_extraction(r.body) for r in fake_ollama.requests
         if r.path == "/api/chat" and isinstance(r.body, dict))
     assert "memory extraction" not in err
+
+
+def test_ask_warns_when_the_vector_store_lost_its_vectors(
+    brain: Run, kb: FakeKnowledgeBase, indexed: Path, fake_ollama: FakeOllama
+) -> None:
+    kb.vector_coverage = lambda: (0, 3)  # type: ignore[attr-defined]  # the store was deleted
+    fake_ollama.script_chat("Use tar [1].", match=lambda body: not _is_extraction(body))
+    code, out, err = brain("ask", "how to extract a tar archive")
+    assert code == 0, err
+    assert "Use tar [1]." in out
+    assert ("warning: the vector store holds no vectors for the 3 indexed chunks" in err
+            and "brain index --sync" in err)
+    kb.vector_coverage = lambda: (3, 3)  # type: ignore[attr-defined]  # repaired
+    code, _out, err = brain("ask", "how to extract a tar archive")
+    assert code == 0 and "warning:" not in err

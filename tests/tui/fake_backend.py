@@ -234,6 +234,7 @@ class ChatScript:
     gate: threading.Event | None = None  # when set, the stream waits here after token 1
     fail_with: UserError | None = None
     notice: str = ""  # Finished.notice, e.g. the answer was cut off
+    warnings: tuple[str, ...] = ()  # Retrieved.warnings, e.g. the vectors are missing
 
 
 class FakeChat:
@@ -257,7 +258,8 @@ class FakeChat:
         self.asked.append((session_id, text, model))
         used = tuple(m for m in self.memory.items.values() if m.status == "active")[:2]
         log_id = f"log-{len(self.asked)}"
-        yield Retrieved(sample_sources(), used, self.script.low_confidence, log_id)
+        yield Retrieved(sample_sources(), used, self.script.low_confidence, log_id,
+                        warnings=self.script.warnings)
         if not self.ollama.up:
             raise UserError("Ollama is not running at http://127.0.0.1:11434",
                             "Start it with `ollama serve`.")

@@ -244,3 +244,17 @@ async def test_cut_off_answer_shows_a_warning(make_app, backend) -> None:  # typ
         await wait_until(pilot, lambda: "⚠ answer cut off at the length limit"
                          in str(status.render()), what="cut-off note")
         assert status.has_class("-warn")
+
+
+async def test_retrieval_warnings_show_in_the_status_line(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+    warning = ("the vector store holds no vectors for the 6 indexed chunks (was it deleted?): "
+               "searching by keywords only; repair with `brain index --sync`")
+    backend.chat.script.warnings = (warning,)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ask(pilot, "when do backups run?")
+        await wait_until(pilot, lambda: app.query(AnswerMessage) and
+                         app.query_one(AnswerMessage).finished)
+        await wait_until(pilot, lambda: "searching by keywords only" in app.status_bar.activity,
+                         what="warning in the status line")
+        assert "brain index --sync" in app.status_bar.activity
