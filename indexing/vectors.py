@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from indexing.errors import HintedError
+
 _COLLECTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]")
 _MAX_BATCH = 2000  # below Chroma's limit (5461 embedded); keeps server requests small
 _PAGE = 5000
@@ -25,16 +27,8 @@ _PAGE = 5000
 T = TypeVar("T")
 
 
-class VectorStoreError(Exception):
+class VectorStoreError(HintedError):
     """The vector store cannot be used; the message (and hint) are meant for the user."""
-
-    def __init__(self, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.hint = hint
-
-    def __str__(self) -> str:
-        message = super().__str__()
-        return f"{message}\n  hint: {self.hint}" if self.hint else message
 
 
 class EmbeddingModelMismatch(VectorStoreError):

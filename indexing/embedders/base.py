@@ -7,17 +7,11 @@ from typing import Protocol
 
 import numpy as np
 
+from indexing.errors import HintedError
 
-class EmbeddingModelError(Exception):
+
+class EmbeddingModelError(HintedError):
     """The embedding model cannot be loaded or reached; the message is meant for the user."""
-
-    def __init__(self, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.hint = hint
-
-    def __str__(self) -> str:
-        message = super().__str__()
-        return f"{message}\n  hint: {self.hint}" if self.hint else message
 
 
 class InnerModel(Protocol):
