@@ -175,6 +175,10 @@ class Manifest:
                 if version <= current:
                     continue
                 with self.transaction():
+                    # Another process creating the same new home may have applied this step
+                    # while we waited for the write lock.
+                    if self.schema_version() >= version:
+                        continue
                     for statement in statements:
                         self.conn.execute(statement)
                     self.conn.execute(

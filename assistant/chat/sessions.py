@@ -114,8 +114,17 @@ def migrate(conn: sqlite3.Connection, path: Path | str = "") -> int:
         )
     for version in range(found + 1, SCHEMA_VERSION + 1):
         with conn:  # one transaction per migration: a crash leaves the old version intact
-            script = MIGRATIONS[version - 1]
-            conn.executescript(f"BEGIN;\n{script}\nPRAGMA user_version = {version};")
+            # BEGIN IMMEDIATE takes the write lock before re-reading the version: another
+            # process opening the same new home may have applied this step meanwhile.
+            # (Migrations are plain DDL/DML: no triggers, no ';' inside literals, so they can
+            # be run statement by statement inside this one transaction.)
+            conn.execute("BEGIN IMMEDIATE")
+            if conn.execute("PRAGMA user_version").fetchone()[0] >= version:
+                continue
+            for statement in MIGRATIONS[version - 1].split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {version}")
     return found
 
 

@@ -265,6 +265,12 @@ class MemoryStore:
             for number in range(current + 1, SCHEMA_VERSION + 1):
                 self.conn.execute("BEGIN IMMEDIATE")
                 try:
+                    # Re-read under the write lock: another process opening a new home at the
+                    # same moment may have applied this step while we waited for the lock.
+                    done = int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+                    if done >= number:
+                        self.conn.execute("COMMIT")
+                        continue
                     for statement in _MIGRATIONS[number - 1].split(";"):
                         if statement.strip():
                             self.conn.execute(statement)
