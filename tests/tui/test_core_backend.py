@@ -368,12 +368,14 @@ async def test_idle_extraction_over_the_real_core(core, fake_ollama) -> None:  #
     app = BrainTestApp(ctx, backend, ollama_poll_seconds=0.1, memory_poll_seconds=0.1,
                        watch=False, extract_idle_seconds=0.3)
     async with app.run_test(size=SIZE) as pilot:
+        # All memories shown before asking: under load the idle extraction can land before a
+        # later toggle, and a list rebuilt after the fact has nothing "fresh" to highlight.
+        await pilot.press("ctrl+r")
         app.chat_input.load_text("I work at Acme as a data engineer")
         app.chat_input.focus()
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.query(AnswerMessage)
                          and app.query_one(AnswerMessage).finished, timeout=60, what="answer")
-        await pilot.press("ctrl+r")  # all memories
         pane = app.query_one(MemoryPane)
         await wait_until(pilot, lambda: any("Acme" in i.memory.text and i.has_class("-fresh")
                                             for i in pane.query(MemoryItem)),
