@@ -51,13 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue  # a command group not built yet
-        module.register(sub)
+        importlib.import_module(name).register(sub)
     _accept_home_everywhere(sub)
     return parser
 
