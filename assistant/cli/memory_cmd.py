@@ -73,11 +73,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--all", action="store_true", help="include inactive memories")
     p.set_defaults(func=_export)
 
-    p = actions.add_parser("import", help="read memories from JSONL, stored verbatim "
-                           "(lines already stored are skipped: a re-run resumes)")
-    p.add_argument("file")
+    p = actions.add_parser(
+        "import", help="read memories from JSONL (- for stdin), stored verbatim",
+        description="Store every line as a memory, as written (no model, no dedup unless "
+        "--dedup). Running an interrupted import again resumes it; a file imported in full "
+        "before is refused unless --again.")
+    p.add_argument("file", help="JSONL file, one {\"text\": …} object per line; - reads stdin")
     p.add_argument("--dedup", action="store_true",
                    help="skip lines 90%% similar to a stored memory or an earlier line")
+    p.add_argument("--again", action="store_true",
+                   help="import a file once more although it was imported in full before")
     p.set_defaults(func=_import)
 
     p = actions.add_parser("forget-all", help="erase every memory, its history and its vectors")
@@ -293,6 +298,11 @@ def _search_file(service: MemoryService, path: Path, top_k: int | None) -> int:
 
 
 def _read_lines(path: Path) -> list[str]:
+    if str(path) == "-":
+        try:
+            return sys.stdin.buffer.read().decode("utf-8").splitlines()
+        except UnicodeDecodeError:
+            raise UserError("stdin: not UTF-8 text") from None
     try:
         return path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
@@ -345,25 +355,37 @@ class _Progress:
 
 
 def _import(args: argparse.Namespace) -> int:
+    from assistant.memory.store import ImportRun
     from assistant.memory.transfer import import_memories
 
+    name = "stdin" if args.file == "-" else args.file
     lines = _read_lines(Path(args.file))
     service = _service(args)
     progress = _Progress()
+
+    def resuming(run: ImportRun) -> None:
+        print(f"resuming import: {run.committed} of {run.total} lines already stored",
+              file=sys.stderr)
+
     try:
         report, errors = import_memories(service.store, lines, dedup=args.dedup,
-                                         progress=progress)
+                                         again=args.again, name=name, progress=progress,
+                                         on_resume=resuming)
     finally:
         progress.finish()
         service.close()
     for error in errors:
-        print(f"{args.file}: {error}", file=sys.stderr)
+        print(f"{name}: {error}", file=sys.stderr)
     summary = f"imported {report.added} memories"
     if report.skipped_duplicates:
         summary += f", skipped {report.skipped_duplicates} duplicates"
     if errors:
         summary += f"; {len(errors)} bad line(s) not imported"
     print(summary)
+    if errors and report.added + report.already_stored:
+        # The fixed file is new content: imported whole it would store the good lines again.
+        print("fix the bad lines and import only them; importing the whole file again would "
+              "store its good lines a second time", file=sys.stderr)
     return 1 if errors else 0
 
 

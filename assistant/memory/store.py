@@ -11,6 +11,9 @@
   leaves them inconsistent for long and `rebuild_vectors()` can recreate the collection from
   SQLite alone. Only active memories are indexed.
 - Deleted rows are overwritten on disk (`secure_delete`), and `forget_all()` also VACUUMs.
+- Imports are recorded in `imports` (content hash, lines committed); each batch's memories and
+  the run's committed count change in one transaction, so a killed import resumes exactly where
+  its last batch ended and never stores a line twice.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ import logging
 import secrets
 import sqlite3
 import threading
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
@@ -49,7 +51,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 KEYWORD_TABLE = "memory_fts"
 PROFILE_ID = "profile"
 _ID_BYTES = 4  # 8 hex chars: short enough to type, checked for collisions
@@ -94,6 +96,10 @@ class ConcurrentChange(UserError):
 
 class NothingToUndo(UserError):
     pass
+
+
+class AlreadyImported(UserError):
+    """The same content was imported in full before (importing it again needs `again=True`)."""
 
 
 _MIGRATIONS: tuple[str, ...] = (
@@ -144,6 +150,20 @@ _MIGRATIONS: tuple[str, ...] = (
         pending_text TEXT
     );
     CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+    """,
+    # 2: import runs (resume an interrupted `brain memory import`, refuse a repeated one)
+    """
+    CREATE TABLE imports (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        content_hash TEXT NOT NULL,
+        name TEXT NOT NULL,
+        total INTEGER NOT NULL,
+        committed INTEGER NOT NULL DEFAULT 0,
+        added INTEGER NOT NULL DEFAULT 0,
+        started_at TEXT NOT NULL,
+        finished_at TEXT
+    );
+    CREATE INDEX imports_hash ON imports(content_hash, id);
     """,
 )
 
@@ -206,6 +226,37 @@ def _clamp01(value: float, name: str) -> float:
 class ImportReport:
     added: int
     skipped_duplicates: int
+    already_stored: int = 0  # lines an interrupted earlier run of the same import committed
+
+
+@dataclass(frozen=True, slots=True)
+class ImportRun:
+    """One run of an import: `committed` of its `total` lines are stored (in file order)."""
+
+    id: int
+    content_hash: str
+    name: str
+    total: int
+    committed: int
+    added: int
+    started_at: str
+    finished_at: str | None
+
+    @property
+    def finished(self) -> bool:
+        return self.finished_at is not None
+
+
+def _row_to_run(row: sqlite3.Row) -> ImportRun:
+    return ImportRun(
+        id=int(row["id"]), content_hash=row["content_hash"], name=row["name"],
+        total=int(row["total"]), committed=int(row["committed"]), added=int(row["added"]),
+        started_at=row["started_at"], finished_at=row["finished_at"],
+    )
+
+
+def _when(iso: str) -> str:
+    return iso.replace("T", " ")[:16] + " UTC"
 
 
 class MemoryStore:
@@ -539,32 +590,6 @@ class MemoryStore:
 
     # --- writes -------------------------------------------------------------------------------
 
-    def _not_yet_stored(self, items: list[NewMemory]) -> tuple[list[NewMemory], int]:
-        """Drop items an earlier run of the same import already stored, so an import that was
-        killed halfway and run again resumes instead of storing its first batches twice.
-        Counted as a multiset: a line the file repeats k times is kept until k copies exist."""
-        with self._lock:
-            rows = self.conn.execute(
-                "SELECT type, key, text, source, created_at FROM memories WHERE status=?",
-                (MemoryStatus.ACTIVE.value,),
-            ).fetchall()
-        loose = Counter((r[0], r[1], r[2], r[3]) for r in rows)
-        timed = Counter((r[0], r[1], r[2], r[3], r[4]) for r in rows)
-        kept: list[NewMemory] = []
-        for item in items:
-            ident = (item.type.value, item.key, item.text, item.source)
-            if item.created_at is not None:
-                full = (*ident, item.created_at)
-                if timed[full] > 0:
-                    timed[full] -= 1
-                    loose[ident] -= 1
-                    continue
-            elif loose[ident] > 0:
-                loose[ident] -= 1
-                continue
-            kept.append(item)
-        return kept, len(items) - len(kept)
-
     def _check_new(self, new: NewMemory) -> NewMemory:
         text = " ".join(new.text.split()) if "\n" not in new.text else new.text.strip()
         if not text:
@@ -610,6 +635,63 @@ class MemoryStore:
             self._after_write()
         return memory
 
+    def begin_import(
+        self, content_hash: str, *, name: str, total: int, again: bool = False
+    ) -> ImportRun:
+        """The run an import of this content carries on: its unfinished run (resume) or a new one.
+
+        Raises `AlreadyImported` if the content was imported in full and `again` is False. An
+        interrupted run is resumed even with `again`, so re-running a killed `--again` import
+        converges too.
+        """
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT * FROM imports WHERE content_hash=? ORDER BY id DESC LIMIT 1",
+                (content_hash,),
+            ).fetchone()
+            latest = _row_to_run(row) if row else None
+            if latest is not None and not latest.finished:
+                return latest
+            if latest is not None and not again:
+                assert latest.finished_at is not None
+                earlier = "" if latest.name == name else f" as {latest.name}"
+                raise AlreadyImported(
+                    f"{name} was already imported{earlier} on {_when(latest.finished_at)} "
+                    f"({latest.added} memories); pass --again to import it once more"
+                )
+            cursor = conn.execute(
+                "INSERT INTO imports (content_hash, name, total, started_at) VALUES (?,?,?,?)",
+                (content_hash, name, total, self.now()),
+            )
+            created = conn.execute("SELECT * FROM imports WHERE id=?",
+                                   (cursor.lastrowid,)).fetchone()
+        return _row_to_run(created)
+
+    def import_runs(self) -> list[ImportRun]:
+        """Every recorded import run, oldest first."""
+        with self._lock:
+            rows = self.conn.execute("SELECT * FROM imports ORDER BY id").fetchall()
+        return [_row_to_run(r) for r in rows]
+
+    def _advance_run(
+        self, conn: sqlite3.Connection, run: ImportRun, expected: int, lines: int, added: int
+    ) -> None:
+        """Count a batch as committed, in the batch's own transaction."""
+        row = conn.execute("SELECT committed FROM imports WHERE id=?", (run.id,)).fetchone()
+        if row is None or int(row[0]) != expected:
+            # Another process is importing the same content (or forget-all erased the run):
+            # storing this batch would double lines or resurrect erased memories.
+            raise ConcurrentChange(
+                f"another import of {run.name} changed its progress meanwhile; "
+                "nothing more was stored by this one",
+                hint="wait for the other `brain memory import` to finish, then run this one again",
+            )
+        committed = expected + lines
+        conn.execute(
+            "UPDATE imports SET committed=?, added=added+?, finished_at=? WHERE id=?",
+            (committed, added, self.now() if committed >= run.total else None, run.id),
+        )
+
     def add_many(
         self,
         items: Sequence[NewMemory],
@@ -618,20 +700,22 @@ class MemoryStore:
         batch_size: int = 512,
         dedup_threshold: float | None = None,
         progress: Callable[[int, int], None] | None = None,
-        skip_stored: bool = False,
+        run: ImportRun | None = None,
     ) -> ImportReport:
         """Bulk insert (import): one transaction and one embedding batch per `batch_size`.
 
-        Items must already be validated (see `_check_new`). With `dedup_threshold`, an item
-        whose similarity to an active memory (or an earlier item) reaches it is skipped. With
-        `skip_stored`, items identical to active memories are skipped (see `_not_yet_stored`).
+        With `dedup_threshold`, an item whose similarity to an active memory (or an earlier
+        item) reaches it is skipped. With `run` (see `begin_import`), `items` are all the run's
+        lines: the first `run.committed` are already stored and are not stored again, and every
+        batch advances the run's committed count in the transaction that stores it.
         """
         checked = [self._check_new(item) for item in items]
+        if run is not None and run.total != len(checked):
+            raise ValueError(f"import run {run.id} has {run.total} lines, got {len(checked)}")
+        already = run.committed if run is not None else 0
         added = skipped = 0
-        if skip_stored:
-            checked, skipped = self._not_yet_stored(checked)
-        done = 0
-        for start in range(0, len(checked), batch_size):
+        done = already
+        for start in range(already, len(checked), batch_size):
             batch = checked[start : start + batch_size]
             docs = [
                 search_text(n.text, type=n.type, key=n.key, context=n.context,
@@ -648,13 +732,16 @@ class MemoryStore:
                 for i in keep:
                     stored.append((self._insert(conn, batch[i], actor), batch[i].context))
                 self._index_keywords(stored)
+                if run is not None:
+                    self._advance_run(conn, run, start, len(batch), len(stored))
+            # A kill here leaves the rows `pending`: `sync_vectors()` writes their vectors later.
             if stored:
                 self._upsert_vectors([m for m, _ in stored], vectors[keep])
             added += len(stored)
             done += len(batch)
             if progress:
                 progress(done, len(checked))
-        return ImportReport(added=added, skipped_duplicates=skipped)
+        return ImportReport(added=added, skipped_duplicates=skipped, already_stored=already)
 
     def _dedup_batch(self, vectors: np.ndarray, threshold: float) -> list[int]:
         keep: list[int] = []
@@ -1007,6 +1094,7 @@ class MemoryStore:
                 conn.execute("DELETE FROM history")
                 conn.execute("DELETE FROM profile")
                 conn.execute("DELETE FROM counters")
+                conn.execute("DELETE FROM imports")
                 # Dropping (not emptying) the FTS tables leaves no tokens in old FTS segments;
                 # virtual tables first (that drops their shadow tables), then the side tables.
                 prefix = KEYWORD_TABLE.replace("_", "\\_") + "%"

@@ -2,12 +2,16 @@
 
 Import stores lines verbatim (no model, no dedup unless asked), in batches. Every line is
 checked first; a bad line is reported with its number and the good ones are still imported.
+Each import is recorded under the hash of its parsed lines: running an interrupted import again
+resumes after its last stored batch, and a completed one is refused unless `again` (so a killed
+import converges to the state of one clean run, and nothing is doubled silently).
 Consecutive `episode` lines of one conversation (same `session`, else same `created_at`) are
 indexed with their neighbouring lines as search context.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -17,7 +21,7 @@ from assistant.memory.clock import parse_iso, to_iso
 from assistant.memory.document import episode_context
 from assistant.memory.model import MemoryType, NewMemory, parse_type
 from assistant.memory.secrets import find_secret
-from assistant.memory.store import ImportReport, MemoryStore
+from assistant.memory.store import AlreadyImported, ImportReport, ImportRun, MemoryStore
 
 _ACCEPTED = {"text", "type", "key", "created_at", "source", "importance", "confidence",
              "pinned", "session"}
@@ -125,20 +129,52 @@ def with_episode_context(items: list[NewMemory], sessions: list[str | None]) -> 
     return out
 
 
+def content_hash(parsed: ParsedImport) -> str:
+    """sha256 of the parsed lines: the same memories in the same order give the same hash, however
+    the JSON was spelled (key order, spacing, line endings, blank or bad lines)."""
+    digest = hashlib.sha256()
+    for item, session in zip(parsed.items, parsed.sessions, strict=True):
+        fields = [item.text, item.type.value, item.key, item.created_at, item.source,
+                  item.importance, item.confidence, item.pinned, session]
+        digest.update(json.dumps(fields, ensure_ascii=False).encode("utf-8") + b"\n")
+    return digest.hexdigest()
+
+
 def import_memories(
     store: MemoryStore,
     lines: Iterable[str],
     *,
     dedup: bool = False,
+    again: bool = False,
+    name: str = "the import",
     batch_size: int = 512,
     progress: Callable[[int, int], None] | None = None,
+    on_resume: Callable[[ImportRun], None] | None = None,
 ) -> tuple[ImportReport, list[LineError]]:
+    """Store the good lines of a JSONL import; returns the report and the bad lines.
+
+    Resumes an interrupted run of the same content (`on_resume(run)` is told first); raises
+    `AlreadyImported` for content imported in full before unless `again`. Every line of a new
+    import is stored, also one identical to an existing memory, unless `dedup` (similarity ≥ 0.9).
+    """
     parsed = parse_lines(lines)
-    # skip_stored: running an interrupted import again resumes it rather than doubling it.
+    if not parsed.items:
+        return ImportReport(added=0, skipped_duplicates=0), parsed.errors
+    try:
+        run = store.begin_import(content_hash(parsed), name=name, total=len(parsed.items),
+                                 again=again)
+    except AlreadyImported:
+        # A run killed after its last commit may still lack vectors: repair, then refuse.
+        store.sync_vectors()
+        raise
+    if run.committed and on_resume is not None:
+        on_resume(run)
     report = store.add_many(
         parsed.items, batch_size=batch_size, dedup_threshold=0.9 if dedup else None,
-        progress=progress, skip_stored=True,
+        progress=progress, run=run,
     )
+    # A run killed between its last commit and its vector upsert left rows without vectors.
+    store.sync_vectors()
     return report, parsed.errors
 
 

@@ -139,6 +139,7 @@ def test_import_export_round_trip_with_bad_lines(cli, capsys, tmp_path: Path) ->
     for number in (2, 4, 5, 7, 8, 10):
         assert f"line {number}:" in captured.err
     assert "unknown memory type" in captured.err and "colour" in captured.err
+    assert "import only them" in captured.err  # the whole fixed file would double the rest
     assert "ghp_" not in captured.err
     # The episode's source round-trips in search results.
     hit = _json(cli, capsys, "search", "support group", "--json")["memories"][0]
@@ -156,9 +157,12 @@ def test_import_export_round_trip_with_bad_lines(cli, capsys, tmp_path: Path) ->
     strip = ("id", "updated_at")
     assert [{k: v for k, v in r.items() if k not in strip} for r in again] == [
         {k: v for k, v in r.items() if k not in strip} for r in rows]
-    # --dedup skips what is already there.
+    # The same file again is refused (nothing doubled silently)…
     capsys.readouterr()
-    assert cli("import", str(exported), "--dedup") == 0
+    assert cli("import", str(exported), "--dedup") == 1
+    assert f"{exported} was already imported on " in capsys.readouterr().err
+    # …and --dedup skips what is already there when it is imported once more.
+    assert cli("import", str(exported), "--dedup", "--again") == 0
     assert "imported 0 memories, skipped 4 duplicates" in capsys.readouterr().out
 
 
@@ -182,18 +186,24 @@ def test_import_thousands_of_lines_in_seconds(cli, capsys, tmp_path: Path) -> No
     assert cli.vectors.count() == 3000
 
 
-def test_forget_all_erases_the_files(cli, capsys, home: Path) -> None:
+def test_forget_all_erases_the_files(cli, capsys, home: Path, tmp_path: Path) -> None:
     marker = "quokkaparadox"
     for i in range(5):
         _add(cli, capsys, f"The user's {marker} fact {i}")
     assert cli("edit", "profile", f"Fan of {marker}") == 0
+    source = tmp_path / f"{marker}-diary.jsonl"  # the import record keeps the file's name
+    source.write_text(json.dumps({"text": "Walks the dog at seven"}) + "\n", encoding="utf-8")
+    assert cli("import", str(source)) == 0
     data_dir = home / "data"
     assert any(marker.encode() in p.read_bytes() for p in data_dir.rglob("*") if p.is_file())
     assert cli("forget-all", "--yes") == 0
-    assert "forgot 5 memories" in capsys.readouterr().out
+    assert "forgot 6 memories" in capsys.readouterr().out
     leftovers = [p for p in data_dir.rglob("*")
                  if p.is_file() and marker.encode() in p.read_bytes()]
     assert leftovers == []
+    # Nothing remembers the import either: the same file imports again.
+    assert cli("import", str(source)) == 0
+    assert "imported 1 memories" in capsys.readouterr().out
 
 
 def test_profile_edit_is_never_overwritten_silently(cli, capsys, monkeypatch) -> None:
@@ -232,3 +242,72 @@ def test_editing_commands_never_load_the_embedding_model(home, monkeypatch, caps
                  ["history", memory_id], ["list", "--all"], ["export"]):
         assert main(["memory", *argv]) == 0, argv
     assert "sings tenor" in capsys.readouterr().out
+
+
+def _jsonl(path: Path, rows: list[dict]) -> Path:  # type: ignore[type-arg]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_import_stores_every_line_and_refuses_a_repeat(cli, capsys, tmp_path: Path) -> None:
+    _add(cli, capsys, "Likes green tea")
+    first = _jsonl(tmp_path / "a.jsonl", [{"text": "Likes green tea"}, {"text": "Owns a kettle"}])
+    capsys.readouterr()
+    assert cli("import", str(first)) == 0
+    assert "imported 2 memories" in capsys.readouterr().out  # no exact-match skipping
+    texts = [m["text"] for m in _json(cli, capsys, "list", "--json")["memories"]]
+    assert sorted(texts) == ["Likes green tea", "Likes green tea", "Owns a kettle"]
+    assert cli("import", str(first)) == 1
+    err = capsys.readouterr().err
+    assert f"brain: error: {first} was already imported on " in err
+    assert "(2 memories); pass --again to import it once more" in err
+    assert len(_json(cli, capsys, "list", "--json")["memories"]) == 3
+    assert cli("import", str(first), "--again") == 0
+    assert "imported 2 memories" in capsys.readouterr().out
+    assert len(_json(cli, capsys, "list", "--json")["memories"]) == 5
+
+
+def test_import_from_stdin(cli, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import io
+
+    data = json.dumps({"text": "Runs on Tuesdays", "type": "episode"}) + "\n"
+
+    def stdin(raw: bytes) -> None:
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8"))
+
+    stdin(data.encode())
+    capsys.readouterr()
+    assert cli("import", "-") == 0
+    assert "imported 1 memories" in capsys.readouterr().out
+    stdin(data.replace("\n", "\r\n\n").encode())  # the same content, other line endings
+    assert cli("import", "-") == 1
+    assert "stdin was already imported on " in capsys.readouterr().err
+    stdin(b'{"text": "caf\xe9"}\n')
+    assert cli("import", "-") == 1
+    assert "stdin: not UTF-8 text" in capsys.readouterr().err
+
+
+def test_an_interrupted_import_resumes(cli, capsys, tmp_path: Path, monkeypatch) -> None:
+    source = _jsonl(tmp_path / "big.jsonl",
+                    [{"text": f"The user visited city number {i}"} for i in range(1200)])
+    real_upsert = cli.vectors.upsert
+    calls = []
+
+    def interrupted_on_second_batch(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) == 2:  # Ctrl-C after batch 2 committed, before its vectors
+            raise KeyboardInterrupt
+        real_upsert(*args, **kwargs)
+
+    monkeypatch.setattr(cli.vectors, "upsert", interrupted_on_second_batch)
+    capsys.readouterr()
+    assert cli("import", str(source)) == 130
+    monkeypatch.setattr(cli.vectors, "upsert", real_upsert)
+    assert len(_json(cli, capsys, "list", "--json")["memories"]) == 1024
+    assert cli("import", str(source)) == 0
+    captured = capsys.readouterr()
+    assert "resuming import: 1024 of 1200 lines already stored" in captured.err
+    assert "imported 176 memories" in captured.out
+    texts = [m["text"] for m in _json(cli, capsys, "list", "--json")["memories"]]
+    assert sorted(texts) == sorted(f"The user visited city number {i}" for i in range(1200))
+    assert cli.vectors.count() == 1200  # the interrupted batch's vectors were repaired

@@ -12,6 +12,7 @@ from assistant.errors import UserError
 from assistant.memory.model import Actor, Event, MemoryStatus, MemoryType, NewMemory
 from assistant.memory.store import (
     SCHEMA_VERSION,
+    AlreadyImported,
     ConcurrentChange,
     MemoryNotFound,
     MemoryStore,
@@ -184,8 +185,11 @@ def test_forget_all_leaves_nothing_on_disk(memory_store: MemoryStore, memory_vec
         memory_store.edit(m.id, f"The user's {marker} item {i} changed")
     memory_store.delete(m.id)
     memory_store.set_profile(f"Loves {marker}", actor=Actor.USER)
+    run = memory_store.begin_import("f" * 64, name=f"/home/u/{marker}.jsonl", total=1)
+    memory_store.add_many([NewMemory(f"Imported {marker}")], run=run)
     assert _scan([memory_store.db_path.parent], marker.encode())
-    assert memory_store.forget_all() == 40
+    assert memory_store.forget_all() == 41
+    assert memory_store.import_runs() == []
     assert memory_store.count(None) == 0 and memory_vectors.count() == 0
     assert memory_store.profile().text == ""
     assert memory_store.keyword_candidates(marker, 5) == []
@@ -226,3 +230,122 @@ def test_concurrent_user_edit_during_extraction_wins(memory_store: MemoryStore) 
     assert ("The user works at Initech", "changed by the user meanwhile") in outcome.skipped
     assert [m.text for m in outcome.added] == ["The user lives in Oslo"]
     assert not any("Initech" in m.text for m in memory_store.list(statuses=None))
+
+
+def _items(n: int) -> list[NewMemory]:
+    return [NewMemory(f"The user owns lamp number {i}") for i in range(n)]
+
+
+def test_import_progress_commits_with_each_batch(memory_store: MemoryStore,
+                                                 memory_vectors: MemoryVectors) -> None:
+    """Whatever fails after a batch's commit, (memories, committed count) stay a matching pair."""
+    items = _items(10)
+    run = memory_store.begin_import("a" * 64, name="lamps.jsonl", total=10)
+    real_upsert = memory_vectors.upsert
+    calls = []
+
+    def dies_on_second(*args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the kill: after batch 2 committed, before its vectors
+        real_upsert(*args, **kwargs)
+
+    memory_vectors.upsert = dies_on_second  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        memory_store.add_many(items, batch_size=4, run=run)
+    memory_vectors.upsert = real_upsert  # type: ignore[method-assign]
+    [stored] = memory_store.import_runs()
+    assert stored.committed == 8 == memory_store.count() and not stored.finished
+    assert memory_vectors.count() == 4  # batch 2's vectors are missing for now
+
+    resumed = memory_store.begin_import("a" * 64, name="lamps.jsonl", total=10)
+    assert resumed.id == run.id and resumed.committed == 8
+    report = memory_store.add_many(items, batch_size=4, run=resumed)
+    assert (report.added, report.already_stored, report.skipped_duplicates) == (2, 8, 0)
+    assert memory_store.sync_vectors() == 4  # the kill's missing vectors are repaired
+    assert sorted(m.text for m in memory_store.list()) == sorted(i.text for i in items)
+    assert memory_vectors.count() == 10
+    [done] = memory_store.import_runs()
+    assert done.finished and done.committed == 10 and done.added == 10
+
+
+def test_a_failed_batch_leaves_its_run_where_it_was(memory_store: MemoryStore) -> None:
+    run = memory_store.begin_import("b" * 64, name="x", total=10)
+    real = memory_store.keywords.add
+    seen = []
+
+    def fails_on_second_batch(items) -> None:  # type: ignore[no-untyped-def]
+        seen.append(1)
+        if len(seen) == 2:
+            raise sqlite3.OperationalError("disk I/O error")  # inside the batch transaction
+        real(items)
+
+    memory_store.keywords.add = fails_on_second_batch  # type: ignore[method-assign]
+    with pytest.raises(sqlite3.OperationalError):
+        memory_store.add_many(_items(10), batch_size=4, run=run)
+    assert memory_store.import_runs()[0].committed == 4 == memory_store.count(None)
+
+
+def test_a_finished_import_is_refused_unless_again(memory_store: MemoryStore,
+                                                   fake_clock) -> None:  # type: ignore[no-untyped-def]
+    run = memory_store.begin_import("c" * 64, name="notes.jsonl", total=3)
+    memory_store.add_many(_items(3), run=run)
+    fake_clock.advance(days=2)
+    with pytest.raises(AlreadyImported) as refused:
+        memory_store.begin_import("c" * 64, name="copy.jsonl", total=3)
+    assert str(refused.value) == (
+        "copy.jsonl was already imported as notes.jsonl on 2025-01-01 12:00 UTC (3 memories); "
+        "pass --again to import it once more")
+    assert memory_store.count() == 3
+    again = memory_store.begin_import("c" * 64, name="notes.jsonl", total=3, again=True)
+    assert again.id != run.id and again.committed == 0
+    assert memory_store.add_many(_items(3), run=again).added == 3
+    assert memory_store.count() == 6
+    with pytest.raises(AlreadyImported, match=r"^notes\.jsonl was already imported on 2025-01-03"):
+        memory_store.begin_import("c" * 64, name="notes.jsonl", total=3)
+
+
+def test_two_processes_resuming_one_import_never_store_a_batch_twice(
+        memory_store: MemoryStore, tmp_path: Path) -> None:
+    other = MemoryStore(memory_store.db_path, embedder=lambda: HashEmbedder(dimension=128),
+                        vectors=MemoryVectors)
+    try:
+        mine = memory_store.begin_import("d" * 64, name="x", total=6)
+        theirs = other.begin_import("d" * 64, name="x", total=6)
+        assert mine.id == theirs.id
+        memory_store.add_many(_items(6), batch_size=4, run=mine)
+        with pytest.raises(ConcurrentChange, match="another import of x"):
+            other.add_many(_items(6), batch_size=4, run=theirs)
+        assert memory_store.count() == 6
+    finally:
+        other.close()
+
+
+def test_forget_all_during_an_import_stops_it(memory_store: MemoryStore) -> None:
+    run = memory_store.begin_import("e" * 64, name="x", total=8)
+
+    def forget_after_first_batch(done: int, total: int) -> None:
+        if done == 4:
+            memory_store.forget_all()
+
+    with pytest.raises(ConcurrentChange):
+        memory_store.add_many(_items(8), batch_size=4, run=run,
+                              progress=forget_after_first_batch)
+    # The second batch was not stored behind forget-all's back.
+    assert memory_store.count(None) == 0 and memory_store.import_runs() == []
+
+
+def test_schema_1_databases_gain_the_import_table(tmp_path: Path) -> None:
+    db = tmp_path / "m.sqlite3"
+    store = MemoryStore(db, embedder=lambda: HashEmbedder(dimension=128), vectors=MemoryVectors)
+    kept = store.add(NewMemory("The user lives in Lisbon"), sync=False)
+    store.conn.execute("DROP TABLE imports")
+    store.conn.execute("PRAGMA user_version=1")
+    store.close()
+    store = MemoryStore(db, embedder=lambda: HashEmbedder(dimension=128), vectors=MemoryVectors)
+    try:
+        assert int(store.conn.execute("PRAGMA user_version").fetchone()[0]) == SCHEMA_VERSION == 2
+        assert store.get(kept.id).text == "The user lives in Lisbon"
+        assert store.import_runs() == []
+    finally:
+        store.close()
