@@ -339,11 +339,12 @@ class _Progress:
     def __init__(self) -> None:
         self.start = time.perf_counter()
         self.shown = False
+        self.base = 0  # lines a resumed import had stored before: not part of this run's rate
 
     def __call__(self, done: int, total: int) -> None:
         width = 30
         filled = int(width * done / total) if total else width
-        rate = done / max(1e-6, time.perf_counter() - self.start)
+        rate = (done - self.base) / max(1e-6, time.perf_counter() - self.start)
         sys.stderr.write(f"\rimporting [{'#' * filled}{'.' * (width - filled)}] "
                          f"{done}/{total} ({rate:,.0f}/s)")
         sys.stderr.flush()
@@ -364,6 +365,7 @@ def _import(args: argparse.Namespace) -> int:
     progress = _Progress()
 
     def resuming(run: ImportRun) -> None:
+        progress.base = run.committed
         print(f"resuming import: {run.committed} of {run.total} lines already stored",
               file=sys.stderr)
 
