@@ -71,7 +71,13 @@ def _sources(kb: Any, ids: Sequence[str]) -> list[str]:
 
 def _quality(report: Report, kb: Any, retriever: Any, embedder: Any, golden: list[dict[str, Any]],
              label: str = "") -> dict[str, Any]:
-    from assistant.retrieval.evaluation import EvalCase, distinct_sources, run_cases
+    from assistant.retrieval.evaluation import (
+        EvalCase,
+        distinct_sources,
+        evaluate,
+        run_cases,
+        score_case,
+    )
 
     cases = [EvalCase(g["query"], tuple(g["expected"]), g.get("lang")) for g in golden]
     pool = retriever.settings.candidates
@@ -90,6 +96,21 @@ def _quality(report: Report, kb: Any, retriever: Any, embedder: Any, golden: lis
             lang: m.as_dict() for lang, m in ev.by_lang.items()
         }
         if name == "hybrid":
+            # Also against the pages each question was written from, without the pooled
+            # judgments (bench/data/README.md), so their effect stays visible.
+            primary = evaluate([
+                score_case(EvalCase(g["query"], tuple(g.get("primary") or g["expected"]),
+                                    g.get("lang")), r.sources)
+                for g, r in zip(golden, ev.results, strict=True)
+            ])
+            details["hybrid_primary"] = {lang: m.as_dict() for lang, m in primary.by_lang.items()}
+            for lang in LANGS:
+                pm = primary.by_lang.get(lang)
+                if pm is not None:
+                    report.add(f"{label}primary_hybrid_{lang}_hit5", pm.hit_at[5],
+                               notes=f"{pm.count} questions, primary pages only")
+                    report.add(f"{label}primary_hybrid_{lang}_mrr10", pm.mrr,
+                               notes=f"{pm.count} questions, primary pages only")
             details["hybrid_misses"] = [
                 {"query": r.case.query, "expected": list(r.case.expected),
                  "got": [os.path.relpath(s, tldr_dir()) for s in r.sources[:3]]}
