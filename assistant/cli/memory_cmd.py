@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -106,6 +108,15 @@ def _service(args: argparse.Namespace) -> MemoryService:
     return MemoryService.open(context(args), eager_vectors=False)
 
 
+@contextmanager
+def _opened(args: argparse.Namespace) -> Iterator[MemoryService]:
+    service = _service(args)
+    try:
+        yield service
+    finally:
+        service.close()
+
+
 def _type(value: str | None) -> Any:
     if value is None:
         return None
@@ -132,8 +143,7 @@ def _line(memory: Memory, *, score: float | None = None) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
-    service = _service(args)
-    try:
+    with _opened(args) as service:
         statuses = None if args.all else _active()
         memories = service.store.list(statuses=statuses, type=_type(args.type))
         if args.json:
@@ -146,8 +156,6 @@ def _list(args: argparse.Namespace) -> int:
             print("no memories yet (add one with `brain memory add TEXT`)")
         for memory in memories:
             print(_line(memory))
-    finally:
-        service.close()
     return 0
 
 
@@ -167,8 +175,7 @@ def _add(args: argparse.Namespace) -> int:
             created = to_iso(parse_iso(args.at))
         except ValueError as exc:
             raise UserError(f"--at: {exc}") from None
-    service = _service(args)
-    try:
+    with _opened(args) as service:
         candidate = NewMemory(text=args.text, type=_type(args.type), key=args.key,
                               created_at=created, source="cli")
         if args.key:
@@ -179,8 +186,6 @@ def _add(args: argparse.Namespace) -> int:
                 return 0
         memory = service.store.add(candidate)
         print(f"{memory.id}  remembered")
-    finally:
-        service.close()
     return 0
 
 
@@ -191,56 +196,43 @@ def _user() -> Any:
 
 
 def _edit(args: argparse.Namespace) -> int:
-    service = _service(args)
-    try:
+    with _opened(args) as service:
         if args.id == "profile":
             service.store.set_profile(args.text, actor=_user())
             print("profile updated")
             return 0
         memory = service.store.edit(args.id, args.text)
         print(f"{memory.id}  updated")
-    finally:
-        service.close()
     return 0
 
 
 def _rm(args: argparse.Namespace) -> int:
-    service = _service(args)
-    try:
+    with _opened(args) as service:
         memory = service.store.delete(args.id)
         print(f"{memory.id}  deleted (undo with `brain memory undo {memory.id}`)")
-    finally:
-        service.close()
     return 0
 
 
 def _undo(args: argparse.Namespace) -> int:
-    service = _service(args)
-    try:
+    with _opened(args) as service:
         if args.id.strip().lower() == "profile":
             profile = service.store.undo_profile()
             print(f"profile restored: {profile.text or '(empty)'}")
             return 0
         memory = service.store.undo(args.id)
         print(f"{memory.id}  restored: {memory.text} ({memory.status.value})")
-    finally:
-        service.close()
     return 0
 
 
 def _pin(args: argparse.Namespace) -> int:
-    service = _service(args)
-    try:
+    with _opened(args) as service:
         memory = service.store.pin(args.id, args.pinned)
         print(f"{memory.id}  {'pinned' if memory.pinned else 'unpinned'}")
-    finally:
-        service.close()
     return 0
 
 
 def _history(args: argparse.Namespace) -> int:
-    service = _service(args)
-    try:
+    with _opened(args) as service:
         events = service.store.history(args.id)
         for event in events:
             change = event.new_text or ""
@@ -248,8 +240,6 @@ def _history(args: argparse.Namespace) -> int:
                 change = f"{event.old_text!r} -> {event.new_text!r}"
             undone = "  (undone)" if event.undone else ""
             print(f"{event.at}  {event.actor.value:<9} {event.event.value:<12} {change}{undone}")
-    finally:
-        service.close()
     return 0
 
 
@@ -258,8 +248,7 @@ def _search(args: argparse.Namespace) -> int:
         raise UserError("--top-k must be at least 1")
     if bool(args.query) == bool(args.queries):
         raise UserError("give either a QUERY or --queries FILE.jsonl")
-    service = _service(args)
-    try:
+    with _opened(args) as service:
         if args.queries:
             return _search_file(service, Path(args.queries), args.top_k)
         results = service.search(args.query, args.top_k)
@@ -269,8 +258,6 @@ def _search(args: argparse.Namespace) -> int:
             print("no matching memories")
         for r in results if not args.json else ():
             print(_line(r.memory, score=r.score))
-    finally:
-        service.close()
     return 0
 
 
@@ -316,8 +303,7 @@ def _read_lines(path: Path) -> list[str]:
 def _export(args: argparse.Namespace) -> int:
     from assistant.memory.transfer import export_memories
 
-    service = _service(args)
-    try:
+    with _opened(args) as service:
         if args.file:
             target = Path(args.file)
             tmp = target.with_name(target.name + ".tmp")
@@ -328,8 +314,6 @@ def _export(args: argparse.Namespace) -> int:
             print(f"exported {count} memories to {target}", file=sys.stderr)
         else:
             export_memories(service.store, sys.stdout, include_inactive=args.all)
-    finally:
-        service.close()
     return 0
 
 
@@ -395,21 +379,15 @@ def _forget_all(args: argparse.Namespace) -> int:
     if not args.yes:
         raise UserError("this erases every memory, its history and its vectors for good",
                         hint="run `brain memory forget-all --yes` to confirm")
-    service = _service(args)
-    try:
+    with _opened(args) as service:
         count = service.store.forget_all()
-    finally:
-        service.close()
     print(f"forgot {count} memories; nothing remains on disk")
     return 0
 
 
 def _reindex(args: argparse.Namespace) -> int:
-    service = _service(args)
-    try:
+    with _opened(args) as service:
         count = service.store.rebuild_vectors()
-    finally:
-        service.close()
     print(f"re-embedded {count} active memories")
     return 0
 
@@ -417,8 +395,7 @@ def _reindex(args: argparse.Namespace) -> int:
 def _profile(args: argparse.Namespace) -> int:
     from assistant.memory.profile import profile_diff
 
-    service = _service(args)
-    try:
+    with _opened(args) as service:
         if args.accept:
             service.store.accept_pending_profile()
         if args.refresh:
@@ -431,6 +408,4 @@ def _profile(args: argparse.Namespace) -> int:
             print("\nYou edited the profile; the model proposes this rewrite:")
             print(profile_diff(profile.text, profile.pending_text))
             print("\naccept it with `brain memory profile --accept`")
-    finally:
-        service.close()
     return 0
