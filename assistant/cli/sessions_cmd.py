@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -106,11 +107,8 @@ def turn_json(turn: Turn) -> dict[str, Any]:
 def _list(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise UserError(f"--limit must be at least 1, got {args.limit}")
-    store = _store(args)
-    try:
+    with closing(_store(args)) as store:
         sessions = store.list(limit=args.limit)
-    finally:
-        store.close()
     if args.json:
         print_json({"sessions": [session_json(s) for s in sessions]})
         return 0
@@ -124,12 +122,9 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    store = _store(args)
-    try:
+    with closing(_store(args)) as store:
         session = store.resolve(args.id)
         turns = store.turns(session.id)
-    finally:
-        store.close()
     if args.json:
         print_json({"session": session_json(session), "turns": [turn_json(t) for t in turns]})
         return 0
@@ -153,12 +148,9 @@ def _show(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from assistant.chat.export import session_markdown
 
-    store = _store(args)
-    try:
+    with closing(_store(args)) as store:
         session = store.resolve(args.id)
         text = session_markdown(session, store.turns(session.id), all_sources=args.all_sources)
-    finally:
-        store.close()
     if args.output is None:
         sys.stdout.write(text)
         return 0
@@ -178,25 +170,19 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _rename(args: argparse.Namespace) -> int:
-    store = _store(args)
-    try:
+    with closing(_store(args)) as store:
         session = store.resolve(args.id)
         renamed = store.rename(session.id, " ".join(args.title))
-    finally:
-        store.close()
     print(f"{renamed.id}  {renamed.title}")
     return 0
 
 
 def _rm(args: argparse.Namespace) -> int:
-    store = _store(args)
-    try:
+    with closing(_store(args)) as store:
         # Resolve all first: a typo in the third id must not leave the first two deleted.
         sessions = [store.resolve(ref) for ref in args.ids]
         for session in {s.id: s for s in sessions}.values():
             store.delete(session.id)
             print(f"deleted session {session.id} ({session.turn_count} turns) "
                   f"{session.title or ''}".rstrip())
-    finally:
-        store.close()
     return 0
