@@ -33,7 +33,7 @@ import numpy as np
 
 from assistant.errors import UserError
 from assistant.memory.clock import Clock, system_clock, to_iso
-from assistant.memory.document import search_text
+from assistant.memory.document import embedding_text, search_text
 from assistant.memory.model import (
     Actor,
     Event,
@@ -718,8 +718,8 @@ class MemoryStore:
         for start in range(already, len(checked), batch_size):
             batch = checked[start : start + batch_size]
             docs = [
-                search_text(n.text, type=n.type, key=n.key, context=n.context,
-                            created_at=n.created_at)
+                embedding_text(n.text, type=n.type, key=n.key, context=n.context,
+                               created_at=n.created_at)
                 for n in batch
             ]
             vectors = self.embedder().embed_documents(docs)
@@ -947,8 +947,8 @@ class MemoryStore:
             memories = [found[r[0]] for r in part if r[0] in found]
             contexts = {r[0]: r[1] for r in part}
             docs = [
-                search_text(m.text, type=m.type, key=m.key, context=contexts[m.id],
-                            created_at=m.created_at)
+                embedding_text(m.text, type=m.type, key=m.key, context=contexts[m.id],
+                               created_at=m.created_at)
                 for m in memories
             ]
             if memories:

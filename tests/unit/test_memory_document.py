@@ -1,0 +1,66 @@
+"""The text a memory is found by: search text for the keyword index, a shorter head of it for
+the embedding model."""
+
+from __future__ import annotations
+
+from assistant.memory.document import (
+    EMBED_CHARS,
+    date_words,
+    embedding_text,
+    episode_context,
+    search_text,
+)
+from assistant.memory.model import MemoryType
+
+TURNS = ["I adopted a dog.", "What breed?", "A beagle, her name is Luna.", "Cute!", "Thanks"]
+
+
+def test_date_words_spell_the_day_month_and_weekday() -> None:
+    assert date_words("2023-05-08T13:56:00") == "8 May 2023, Monday, May 2023"
+    assert date_words(None) == ""
+    assert date_words("not a date") == ""
+
+
+def test_episode_context_takes_two_turns_before_and_one_after_nearest_first() -> None:
+    assert episode_context(TURNS, 2) == "What breed? | Cute! | I adopted a dog."
+    assert episode_context(TURNS, 0) == "What breed?"
+    assert episode_context(["alone"], 0) == ""
+
+
+def test_search_text_repeats_the_memory_only_when_context_follows() -> None:
+    plain = search_text("likes tea", type=MemoryType.PREFERENCE, key="drink", context="",
+                        created_at=None)
+    assert plain == "likes tea\ndrink"
+    episode = search_text("A beagle.", type=MemoryType.EPISODE, key=None, context="What breed?",
+                          created_at="2023-05-08")
+    assert episode.split("\n") == ["A beagle.", "A beagle.", "(8 May 2023, Monday, May 2023)",
+                                   "What breed?"]
+
+
+def test_embedding_text_is_search_text_when_short() -> None:
+    args = {"type": MemoryType.EPISODE, "key": None, "context": "What breed?",
+            "created_at": "2023-05-08"}
+    assert embedding_text("A beagle.", **args) == search_text("A beagle.", **args)
+
+
+def test_embedding_text_cuts_long_context_at_a_word_boundary() -> None:
+    context = " ".join(f"word{i}" for i in range(300))
+    args = {"type": MemoryType.EPISODE, "key": None, "context": context,
+            "created_at": "2023-05-08"}
+    full = search_text("A beagle.", **args)
+    cut = embedding_text("A beagle.", **args)
+    assert len(cut) <= EMBED_CHARS
+    assert full.startswith(cut)
+    assert full[len(cut)] == " "  # ends on a whole word
+    assert cut.startswith("A beagle.\nA beagle.\n(8 May 2023")
+
+
+def test_embedding_text_never_cuts_the_memory_itself() -> None:
+    long_text = "x" * (EMBED_CHARS + 50)
+    args = {"type": MemoryType.EPISODE, "key": "pet", "context": "neighbour turn " * 40,
+            "created_at": "2023-05-08"}
+    cut = embedding_text(long_text, **args)
+    assert cut == "\n".join([long_text, long_text, "pet", "(8 May 2023, Monday, May 2023)"])
+    no_context = embedding_text(long_text, type=MemoryType.FACT, key=None, context="",
+                                created_at=None)
+    assert no_context == long_text
