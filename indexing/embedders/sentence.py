@@ -18,6 +18,16 @@ from indexing.embedders.base import EmbeddingModelError
 
 BUNDLED_ID = "bundled:all-MiniLM-L6-v2"
 
+# Texts per forward pass on CPU. Length-sorted texts in passes of 8 ran 15-18% faster than
+# passes of 64 (all-MiniLM-L6-v2, 1,200 tldr chunks, 2 cores: 37-38 s vs 45-46 s; 16: 41 s):
+# less padding and cache-sized matrices. GPUs want big passes: there `batch_size` is used.
+CPU_FORWARD_BATCH = 8
+
+
+def forward_batch(device: str, batch_size: int) -> int:
+    """Texts per forward pass for `device`, given the configured texts per model call."""
+    return min(batch_size, CPU_FORWARD_BATCH) if device == "cpu" else batch_size
+
 
 def _go_offline() -> None:
     # Must happen before huggingface_hub / transformers are first imported: they read it once.
@@ -140,7 +150,7 @@ class SentenceTransformerModel:
         return np.asarray(
             model.encode_document(
                 list(texts),
-                batch_size=self._batch_size,
+                batch_size=forward_batch(self._device, self._batch_size),
                 normalize_embeddings=True,
                 convert_to_numpy=True,
                 show_progress_bar=False,
