@@ -79,6 +79,9 @@ class FolderWatcher:
             if not folders:
                 stop_event.wait(FOLDER_RECHECK_MS / 1000)
                 continue
+            # Changes made before the OS watch was in place (start-up, a folder just added)
+            # raise no event: the first pass after it is live syncs every folder once.
+            catch_up = True
             for changes in watch(
                 *folders,
                 watch_filter=self._filter(),
@@ -89,6 +92,9 @@ class FolderWatcher:
                 yield_on_timeout=True,
                 raise_interrupt=True,  # Ctrl+C in `brain index --watch` must stop it
             ):
+                if catch_up:
+                    pending.update(folders)
+                    catch_up = False
                 for _change, path in changes:
                     pending.update(f for f in folders if _inside(path, f))
                 if pending:

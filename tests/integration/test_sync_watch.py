@@ -55,13 +55,8 @@ def _sources(kb) -> set[str]:  # type: ignore[no-untyped-def]
 def test_new_changed_and_deleted_files_are_synced_live(knowledge, watching) -> None:
     kb, reports, _errors, _watcher = watching
     path = knowledge.notes / "live.md"
-    # The watcher thread sets up its inotify watch asynchronously: re-write until it has seen
-    # the file (a write before the watch exists would go unnoticed until the next change).
-    deadline = time.monotonic() + 15
-    while str(path) not in _sources(kb) and time.monotonic() < deadline:
-        path.write_text("# Live\n\nThe zanzibar protocol keeps sockets alive.\n")
-        time.sleep(0.2)
-    assert str(path) in _sources(kb), "a new file must be indexed by the watcher"
+    path.write_text("# Live\n\nThe zanzibar protocol keeps sockets alive.\n")
+    wait_until(lambda: str(path) in _sources(kb), what="a new file to be indexed")
     assert kb.keyword_search("zanzibar", 3)
 
     path.write_text("# Live\n\nNow it is about the okavango delta instead.\n")
@@ -90,3 +85,24 @@ def test_a_burst_of_changes_is_one_debounced_sync(knowledge, watching) -> None:
     wait_until(lambda: len(kb.manifest.files()) == 22, what="all 20 burst files")
     # 20 files written within a few ms: one or two syncs, not twenty.
     assert len(reports) - settled <= 3
+
+
+def test_changes_made_before_the_watch_starts_are_caught_up(knowledge) -> None:
+    kb = knowledge.open()
+    kb.add_folder(knowledge.notes)
+    knowledge.write("first.md", note_text("first"))
+    kb.sync(knowledge.settings())
+    # Written once, while nothing watches: no OS event will ever report it.
+    missed = knowledge.write("missed.md", "# Missed\n\nThe quokka notes were written offline.\n")
+    watcher = FolderWatcher(kb, knowledge.settings(), debounce_ms=100,
+                            ignore_paths=[knowledge.base])
+    stop = threading.Event()
+    thread = threading.Thread(target=watcher.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: str(missed) in _sources(kb), what="the catch-up sync")
+        assert kb.keyword_search("quokka", 3)
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+    index_state(kb).assert_consistent()
