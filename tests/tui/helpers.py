@@ -23,3 +23,11 @@ async def wait_until(
                 f"notifications: {notes}"
             )
         await pilot.pause(0.02)
+
+
+def answer_finished(app: object) -> bool:
+    """The first assistant answer on screen exists and has finished streaming."""
+    from tui.widgets.message import AnswerMessage
+
+    answers = app.query(AnswerMessage)  # type: ignore[attr-defined]
+    return bool(answers) and bool(answers.first().finished)

@@ -6,7 +6,7 @@ import threading
 
 from textual.widgets import DataTable
 
-from tests.tui.helpers import wait_until
+from tests.tui.helpers import answer_finished, wait_until
 from tui.screens.source_preview import SourcePreview
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.message import AnswerMessage
@@ -26,8 +26,7 @@ async def test_ask_streams_answer_and_lists_sources(make_app, backend) -> None: 
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "how do I apply a stash?")
-        await wait_until(pilot, lambda: app.query(AnswerMessage) and
-                         app.query_one(AnswerMessage).finished, what="answer finished")
+        await wait_until(pilot, lambda: answer_finished(app), what="answer finished")
         answer = app.query_one(AnswerMessage)
         assert "git stash pop" in answer.text
         assert answer.text.endswith("```\n")
@@ -70,8 +69,7 @@ async def test_citation_key_jumps_to_source(make_app) -> None:  # type: ignore[n
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "stash?")
-        await wait_until(pilot, lambda: app.query(AnswerMessage) and
-                         app.query_one(AnswerMessage).finished)
+        await wait_until(pilot, lambda: answer_finished(app))
         answer = app.query_one(AnswerMessage)
         answer.focus()
         await pilot.press("2")
@@ -116,8 +114,7 @@ async def test_feedback_and_copy(make_app, backend) -> None:  # type: ignore[no-
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "stash?")
-        await wait_until(pilot, lambda: app.query(AnswerMessage) and
-                         app.query_one(AnswerMessage).finished)
+        await wait_until(pilot, lambda: answer_finished(app))
         answer = app.query_one(AnswerMessage)
         answer.focus()
         await pilot.press("minus")
@@ -136,8 +133,7 @@ async def test_failure_keeps_question_in_input(make_app, backend) -> None:  # ty
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "my precious question")
-        await wait_until(pilot, lambda: app.query(AnswerMessage) and
-                         app.query_one(AnswerMessage).finished)
+        await wait_until(pilot, lambda: answer_finished(app))
         status = str(app.query_one(AnswerMessage).query_one(".answer-status").render())
         assert "ollama pull qwen3:4b" in status
         assert app.query_one(ChatInput).text == "my precious question"
@@ -188,8 +184,7 @@ async def test_low_confidence_is_flagged(make_app, backend) -> None:  # type: ig
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "what is the airspeed of a swallow?")
-        await wait_until(pilot, lambda: app.query(AnswerMessage) and
-                         app.query_one(AnswerMessage).finished)
+        await wait_until(pilot, lambda: answer_finished(app))
         status = app.query_one(AnswerMessage).query_one(".answer-status")
         assert "low confidence" in str(status.render()) and status.has_class("-warn")
         pane = app.query_one(SourcesPane)
@@ -203,8 +198,7 @@ async def test_idle_time_runs_memory_extraction_once(make_app, backend) -> None:
     app = make_app(extract_idle_seconds=0.5)
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "I moved to Lisbon")
-        await wait_until(pilot, lambda: app.query(AnswerMessage) and
-                         app.query_one(AnswerMessage).finished, what="answer finished")
+        await wait_until(pilot, lambda: answer_finished(app), what="answer finished")
         # Typing counts as activity: no extraction while the user keeps typing.
         chat_input = app.query_one(ChatInput)
         for _ in range(4):
@@ -226,8 +220,7 @@ async def test_idle_extraction_off_with_zero(make_app, backend) -> None:  # type
     app = make_app(extract_idle_seconds=0)
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "I moved to Lisbon")
-        await wait_until(pilot, lambda: app.query(AnswerMessage) and
-                         app.query_one(AnswerMessage).finished, what="answer finished")
+        await wait_until(pilot, lambda: answer_finished(app), what="answer finished")
         quiet_until = time.monotonic() + 0.5
         await wait_until(pilot, lambda: time.monotonic() > quiet_until, what="quiet time")
         assert backend.chat.extract_calls == 0
@@ -238,8 +231,7 @@ async def test_cut_off_answer_shows_a_warning(make_app, backend) -> None:  # typ
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "explain everything")
-        await wait_until(pilot, lambda: app.query(AnswerMessage) and
-                         app.query_one(AnswerMessage).finished, what="answer finished")
+        await wait_until(pilot, lambda: answer_finished(app), what="answer finished")
         status = app.query_one(AnswerMessage).query_one(".answer-status")
         await wait_until(pilot, lambda: "⚠ answer cut off at the length limit"
                          in str(status.render()), what="cut-off note")
@@ -253,8 +245,7 @@ async def test_retrieval_warnings_show_in_the_status_line(make_app, backend) -> 
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "when do backups run?")
-        await wait_until(pilot, lambda: app.query(AnswerMessage) and
-                         app.query_one(AnswerMessage).finished)
+        await wait_until(pilot, lambda: answer_finished(app))
         await wait_until(pilot, lambda: "searching by keywords only" in app.status_bar.activity,
                          what="warning in the status line")
         assert "brain index --sync" in app.status_bar.activity

@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Input, TextArea
 from assistant.context import AppContext
 from tests.fakes import HashEmbedder
 from tests.tui.conftest import BrainTestApp
-from tests.tui.helpers import wait_until
+from tests.tui.helpers import answer_finished, wait_until
 from tui.backend import CoreBackend
 from tui.screens.index_manager import IndexManager
 from tui.screens.memory_editor import MemoryEditor
@@ -152,8 +152,7 @@ async def test_ollama_down_banner_then_recovery(core, fake_ollama) -> None:  # t
         app.chat_input.load_text("what is in my notes?")
         app.chat_input.focus()
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.query(AnswerMessage)
-                         and app.query_one(AnswerMessage).finished, timeout=60)
+        await wait_until(pilot, lambda: answer_finished(app), timeout=60)
         assert "not running" in str(app.query_one(AnswerMessage)
                                     .query_one(".answer-status").render())
         assert app.chat_input.text == "what is in my notes?"
@@ -232,8 +231,7 @@ async def test_ask_streams_answer_with_sources_and_feedback(core, fake_ollama, t
         app.chat_input.load_text("how do I apply a git stash?")
         app.chat_input.focus()
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.query(AnswerMessage)
-                         and app.query_one(AnswerMessage).finished, timeout=60, what="answer")
+        await wait_until(pilot, lambda: answer_finished(app), timeout=60, what="answer")
         answer = app.query_one(AnswerMessage)
         assert answer.text == "Run `git stash pop` to apply the stash [1]."
         status = str(answer.query_one(".answer-status").render())
@@ -328,8 +326,7 @@ async def test_cut_off_answer_then_resumed_rating(core, fake_ollama, tmp_path) -
         app.chat_input.load_text("how do I apply a git stash?")
         app.chat_input.focus()
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.query(AnswerMessage)
-                         and app.query_one(AnswerMessage).finished, timeout=60, what="answer")
+        await wait_until(pilot, lambda: answer_finished(app), timeout=60, what="answer")
         status = app.query_one(AnswerMessage).query_one(".answer-status")
         # `finished` is set before the status line is written: wait for the line itself.
         await wait_until(pilot, lambda: "answer cut off at the length limit"
@@ -340,8 +337,7 @@ async def test_cut_off_answer_then_resumed_rating(core, fake_ollama, tmp_path) -
     # A new run resumes the last session: its stored answer keeps the note and can be rated.
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.query(AnswerMessage)
-                         and app.query_one(AnswerMessage).finished, what="session resumed")
+        await wait_until(pilot, lambda: answer_finished(app), what="session resumed")
         answer = app.query_one(AnswerMessage)
         assert answer.text == "Run `git stash pop` to apply"
         status = answer.query_one(".answer-status")
@@ -356,7 +352,6 @@ async def test_cut_off_answer_then_resumed_rating(core, fake_ollama, tmp_path) -
 
 
 async def test_idle_extraction_over_the_real_core(core, fake_ollama) -> None:  # type: ignore[no-untyped-def]
-    from tui.widgets.message import AnswerMessage
 
     ctx, backend = core  # extract_every_turns (default 6) is not reached: only idle extracts
     fake_ollama.script_chat("Noted, a data engineer at Acme.",
@@ -374,8 +369,7 @@ async def test_idle_extraction_over_the_real_core(core, fake_ollama) -> None:  #
         app.chat_input.load_text("I work at Acme as a data engineer")
         app.chat_input.focus()
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.query(AnswerMessage)
-                         and app.query_one(AnswerMessage).finished, timeout=60, what="answer")
+        await wait_until(pilot, lambda: answer_finished(app), timeout=60, what="answer")
         pane = app.query_one(MemoryPane)
         await wait_until(pilot, lambda: any("Acme" in i.memory.text and i.has_class("-fresh")
                                             for i in pane.query(MemoryItem)),

@@ -9,7 +9,7 @@ from textual.widgets import DataTable, Input, OptionList, ProgressBar, TextArea
 
 from assistant.context import AppContext
 from tests.tui.fake_backend import FakeBackend
-from tests.tui.helpers import wait_until
+from tests.tui.helpers import answer_finished, wait_until
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.help import HelpScreen
 from tui.screens.index_manager import IndexManager
@@ -262,8 +262,7 @@ async def test_search_works_without_ollama(make_app, backend) -> None:  # type: 
         app.chat_input.load_text("how do I stash?")
         app.chat_input.focus()
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.query(AnswerMessage)
-                         and app.query_one(AnswerMessage).finished)
+        await wait_until(pilot, lambda: answer_finished(app))
         assert app.query_one(ChatInput).text == "how do I stash?"
         backend.ollama.up = True
         await wait_until(pilot, lambda: not app.banner.display, what="banner hidden")
@@ -277,8 +276,7 @@ async def test_input_newlines_and_history(make_app) -> None:  # type: ignore[no-
         await pilot.press("a", "ctrl+j", "b")
         assert box.text == "a\nb"
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.query(AnswerMessage)
-                         and app.query_one(AnswerMessage).finished)
+        await wait_until(pilot, lambda: answer_finished(app))
         await pilot.press("h", "i", "enter")
         await wait_until(pilot, lambda: len(app.query(AnswerMessage)) == 2
                          and app.query(AnswerMessage)[-1].finished)

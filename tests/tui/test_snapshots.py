@@ -9,12 +9,11 @@ from __future__ import annotations
 import pytest
 
 from tests.tui.fake_backend import STAMP
-from tests.tui.helpers import wait_until
+from tests.tui.helpers import answer_finished, wait_until
 from tui.themes import load_themes
 from tui.views import FolderView
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.memory_pane import MemoryPane
-from tui.widgets.message import AnswerMessage
 
 SIZE = (120, 36)
 THEMES = load_themes().names()
@@ -25,8 +24,7 @@ async def answered(pilot) -> None:  # type: ignore[no-untyped-def]
     chat_input = app.query_one(ChatInput)
     chat_input.load_text("how do I apply a stash?")
     await pilot.press("enter")
-    await wait_until(pilot, lambda: app.query(AnswerMessage)
-                     and app.query_one(AnswerMessage).finished, what="answer")
+    await wait_until(pilot, lambda: answer_finished(app), what="answer")
     await wait_until(pilot, lambda: app.model_ready and app.ollama_ok, what="checks done")
     await pilot.pause(0.1)
 
