@@ -31,3 +31,13 @@ def answer_finished(app: object) -> bool:
 
     answers = app.query(AnswerMessage)  # type: ignore[attr-defined]
     return bool(answers) and bool(answers.first().finished)
+
+
+async def ask(pilot: Pilot, text: str) -> None:
+    """Type `text` into the chat input and send it, as the user does."""
+    from tui.widgets.chat_input import ChatInput
+
+    chat_input = pilot.app.query_one(ChatInput)
+    chat_input.focus()
+    chat_input.load_text(text)
+    await pilot.press("enter")

@@ -6,20 +6,13 @@ import threading
 
 from textual.widgets import DataTable
 
-from tests.tui.helpers import answer_finished, wait_until
+from tests.tui.helpers import answer_finished, ask, wait_until
 from tui.screens.source_preview import SourcePreview
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.message import AnswerMessage
 from tui.widgets.sources_pane import SourcesPane
 
 SIZE = (140, 40)
-
-
-async def ask(pilot, text: str) -> None:  # type: ignore[no-untyped-def]
-    chat_input = pilot.app.query_one(ChatInput)
-    chat_input.focus()
-    chat_input.load_text(text)
-    await pilot.press("enter")
 
 
 async def test_ask_streams_answer_and_lists_sources(make_app, backend) -> None:  # type: ignore[no-untyped-def]

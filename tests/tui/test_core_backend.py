@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Input, TextArea
 from assistant.context import AppContext
 from tests.fakes import HashEmbedder
 from tests.tui.conftest import BrainTestApp
-from tests.tui.helpers import answer_finished, wait_until
+from tests.tui.helpers import answer_finished, ask, wait_until
 from tui.backend import CoreBackend
 from tui.screens.index_manager import IndexManager
 from tui.screens.memory_editor import MemoryEditor
@@ -149,9 +149,7 @@ async def test_ollama_down_banner_then_recovery(core, fake_ollama) -> None:  # t
         # Asking now fails clearly; the question goes back into the box, the turn is stored.
         from tui.widgets.message import AnswerMessage
 
-        app.chat_input.load_text("what is in my notes?")
-        app.chat_input.focus()
-        await pilot.press("enter")
+        await ask(pilot, "what is in my notes?")
         await wait_until(pilot, lambda: answer_finished(app), timeout=60)
         assert "not running" in str(app.query_one(AnswerMessage)
                                     .query_one(".answer-status").render())
@@ -228,9 +226,7 @@ async def test_ask_streams_answer_with_sources_and_feedback(core, fake_ollama, t
                             match=lambda body: "format" not in body)
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:
-        app.chat_input.load_text("how do I apply a git stash?")
-        app.chat_input.focus()
-        await pilot.press("enter")
+        await ask(pilot, "how do I apply a git stash?")
         await wait_until(pilot, lambda: answer_finished(app), timeout=60, what="answer")
         answer = app.query_one(AnswerMessage)
         assert answer.text == "Run `git stash pop` to apply the stash [1]."
@@ -277,9 +273,7 @@ async def test_escape_cancels_real_stream(core, fake_ollama, tmp_path) -> None: 
                             match=lambda body: "format" not in body)
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:
-        app.chat_input.load_text("tell me a long story")
-        app.chat_input.focus()
-        await pilot.press("enter")
+        await ask(pilot, "tell me a long story")
         await wait_until(pilot, lambda: app.query(AnswerMessage)
                          and "word2" in app.query_one(AnswerMessage).text, timeout=60)
         await pilot.press("escape")
@@ -323,9 +317,7 @@ async def test_cut_off_answer_then_resumed_rating(core, fake_ollama, tmp_path) -
                             match=lambda body: "format" not in body)
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:
-        app.chat_input.load_text("how do I apply a git stash?")
-        app.chat_input.focus()
-        await pilot.press("enter")
+        await ask(pilot, "how do I apply a git stash?")
         await wait_until(pilot, lambda: answer_finished(app), timeout=60, what="answer")
         status = app.query_one(AnswerMessage).query_one(".answer-status")
         # `finished` is set before the status line is written: wait for the line itself.
@@ -366,9 +358,7 @@ async def test_idle_extraction_over_the_real_core(core, fake_ollama) -> None:  #
         # All memories shown before asking: under load the idle extraction can land before a
         # later toggle, and a list rebuilt after the fact has nothing "fresh" to highlight.
         await pilot.press("ctrl+r")
-        app.chat_input.load_text("I work at Acme as a data engineer")
-        app.chat_input.focus()
-        await pilot.press("enter")
+        await ask(pilot, "I work at Acme as a data engineer")
         await wait_until(pilot, lambda: answer_finished(app), timeout=60, what="answer")
         pane = app.query_one(MemoryPane)
         await wait_until(pilot, lambda: any("Acme" in i.memory.text and i.has_class("-fresh")

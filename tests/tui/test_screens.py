@@ -9,7 +9,7 @@ from textual.widgets import DataTable, Input, OptionList, ProgressBar, TextArea
 
 from assistant.context import AppContext
 from tests.tui.fake_backend import FakeBackend
-from tests.tui.helpers import answer_finished, wait_until
+from tests.tui.helpers import answer_finished, ask, wait_until
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.help import HelpScreen
 from tui.screens.index_manager import IndexManager
@@ -104,9 +104,7 @@ async def test_model_picker_switches_model(make_app, backend) -> None:  # type: 
         await pilot.press("down", "enter")
         await wait_until(pilot, lambda: app.model_name == "llama3.2:3b")
         assert app.status_bar.model == "llama3.2:3b"
-        app.chat_input.load_text("hi")
-        app.chat_input.focus()
-        await pilot.press("enter")
+        await ask(pilot, "hi")
         await wait_until(pilot, lambda: backend.chat.asked)
         assert backend.chat.asked[0][2] == "llama3.2:3b"
 
@@ -259,9 +257,7 @@ async def test_search_works_without_ollama(make_app, backend) -> None:  # type: 
         await wait_until(pilot, lambda: pane.table.row_count == 3)
         assert "Search: stash" in str(pane.query_one(".pane-caption").render())
         # Asking fails clearly and keeps the question; recovery hides the banner.
-        app.chat_input.load_text("how do I stash?")
-        app.chat_input.focus()
-        await pilot.press("enter")
+        await ask(pilot, "how do I stash?")
         await wait_until(pilot, lambda: answer_finished(app))
         assert app.query_one(ChatInput).text == "how do I stash?"
         backend.ollama.up = True
@@ -292,9 +288,7 @@ async def test_input_newlines_and_history(make_app) -> None:  # type: ignore[no-
 async def test_new_session_clears_chat(make_app, backend) -> None:  # type: ignore[no-untyped-def]
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
-        app.chat_input.load_text("first")
-        app.chat_input.focus()
-        await pilot.press("enter")
+        await ask(pilot, "first")
         await wait_until(pilot, lambda: app.session_id == "s1")
         await pilot.press("ctrl+n")
         await wait_until(pilot, lambda: not app.query(AnswerMessage))
