@@ -18,7 +18,7 @@ from typing import Any
 
 from assistant.memory.filters import chatter_reason
 from assistant.memory.model import MemoryType
-from assistant.memory.secrets import find_secret
+from assistant.memory.secrets import find_secret_in
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +183,7 @@ def validate(
         key = _KEY.sub("_", raw_key.strip().lower()).strip("_") if isinstance(raw_key, str) else ""
         confidence = _number(item.get("confidence"), 0.7)
         importance = _number(item.get("importance"), 0.5)
-        secret = find_secret(text)
+        secret = find_secret_in(text, key=key or None)
         if secret:
             rejected.append(("[redacted]", secret.kind))
             continue

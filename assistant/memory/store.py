@@ -44,7 +44,7 @@ from assistant.memory.model import (
     NewMemory,
     Profile,
 )
-from assistant.memory.secrets import find_secret
+from assistant.memory.secrets import find_secret, find_secret_in
 
 if TYPE_CHECKING:
     from indexing.embedder import Embedder
@@ -590,18 +590,31 @@ class MemoryStore:
 
     # --- writes -------------------------------------------------------------------------------
 
-    def _check_new(self, new: NewMemory) -> NewMemory:
+    def _check_new(self, new: NewMemory, *, current_key: str | None = None) -> NewMemory:
+        """Normalise a memory about to be written; refuse empty text and secrets.
+
+        Every write path (add, import, edit, supersede: the CLI, the TUI, extraction, the
+        `remember` tool) passes here, so a secret in the text, the key or both together is never
+        stored. The user's words it came from (`source_text`) and its search context are kept
+        only if they hold no secret either.
+        """
         text = " ".join(new.text.split()) if "\n" not in new.text else new.text.strip()
         if not text:
             raise UserError("a memory needs some text")
-        finding = find_secret(text)
+        key = new.key.strip().lower().replace(" ", "_") if new.key else None
+        finding = find_secret_in(text, key=key or current_key)
         if finding:
             raise SecretRejected(f"not stored: {finding.message()}")
-        key = new.key.strip().lower().replace(" ", "_") if new.key else None
+        source_text = new.source_text
+        if source_text and find_secret(source_text):
+            source_text = None
+        context = new.context if not (new.context and find_secret(new.context)) else ""
         return replace(
             new,
             text=text,
             key=key or None,
+            source_text=source_text,
+            context=context,
             confidence=_clamp01(new.confidence, "confidence"),
             importance=_clamp01(new.importance, "importance"),
         )
@@ -765,9 +778,10 @@ class MemoryStore:
     ) -> Memory:
         """Replace a memory's text (a user edit is marked so later rewrites never override it)."""
         memory_id = self.resolve_id(id_or_prefix)
-        checked = self._check_new(NewMemory(text=text, key=key))
         with self._write() as conn:
             memory = self._fetch(conn, memory_id)
+            # An edit of the text alone is read with the memory's key (`bank_pin` + "4821").
+            checked = self._check_new(NewMemory(text=text, key=key), current_key=memory.key)
             changes: dict[str, Any] = {"text": checked.text}
             if key is not None:
                 changes["key"] = checked.key

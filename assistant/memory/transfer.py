@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from assistant.memory.clock import parse_iso, to_iso
 from assistant.memory.document import episode_context
 from assistant.memory.model import MemoryType, NewMemory, parse_type
-from assistant.memory.secrets import find_secret
+from assistant.memory.secrets import find_secret_in
 from assistant.memory.store import AlreadyImported, ImportReport, ImportRun, MemoryStore
 
 _ACCEPTED = {"text", "type", "key", "created_at", "source", "importance", "confidence",
@@ -64,12 +64,12 @@ def parse_line(raw: str) -> tuple[NewMemory, str | None]:
     text = data.get("text")
     if not isinstance(text, str) or not text.strip():
         raise ValueError('"text" must be a non-empty string')
-    secret = find_secret(text)
-    if secret:
-        raise ValueError(f"not imported: {secret.message()}")
     for name in ("type", "key", "created_at", "source", "session"):
         if data.get(name) is not None and not isinstance(data[name], str):
             raise ValueError(f'"{name}" must be a string')
+    secret = find_secret_in(text, key=data.get("key"))
+    if secret:
+        raise ValueError(f"not imported: {secret.message()}")
     mtype = parse_type(data["type"]) if data.get("type") else MemoryType.FACT
     created = to_iso(parse_iso(data["created_at"])) if data.get("created_at") else None
     pinned = data.get("pinned", False)
