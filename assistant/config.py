@@ -124,7 +124,9 @@ class MemoryConfig:
     extract_idle_seconds: int = _opt(120, "Extract memories after this much idle time (0 = off).")
     decay_after_days: int = _opt(90, "Memories unused this long start losing importance.")
     capacity: int = _opt(2000, "Most active memories; beyond, the lowest-scoring are archived.")
-    profile_every_sessions: int = _opt(5, "Rewrite the user profile every this many sessions.")
+    profile_every_sessions: int = _opt(
+        5, "Rewrite the user profile every this many sessions (0 = never)."
+    )
 
 
 @dataclass(slots=True)
@@ -235,7 +237,10 @@ def _check_value(value: Any, tp: Any, where: str) -> Any:
     return value
 
 
-_RANGES: dict[str, tuple[float, float]] = {
+# The valid range of every numeric setting (inclusive). A numeric setting without one is a bug
+# (tests/unit/test_config.py checks every field of the schema): a value such as
+# memory.capacity = -5 would otherwise be accepted and archive every memory.
+RANGES: dict[str, tuple[float, float]] = {
     "ollama.timeout": (0.1, 3600),
     "ollama.temperature": (0, 2),
     "ollama.context_window": (512, 10_000_000),
@@ -244,16 +249,37 @@ _RANGES: dict[str, tuple[float, float]] = {
     "indexing.chunk_size": (100, 100_000),
     "indexing.chunk_overlap": (0, 50_000),
     "indexing.max_file_mb": (0.001, 100_000),
+    "indexing.watch_debounce_ms": (0, 600_000),
     "retrieval.top_k": (1, 200),
     "retrieval.candidates": (1, 1000),
     "retrieval.rrf_k": (1, 10_000),
     "retrieval.score_threshold": (-1, 1),
     "retrieval.keyword_threshold": (0, 1),
+    "retrieval.recency_days": (0, 36_500),
     "retrieval.recency_boost": (0, 10),
     "memory.top_k": (0, 100),
     "memory.budget_share": (0, 0.9),
+    "memory.weight_similarity": (0, 1),
+    "memory.weight_importance": (0, 1),
+    "memory.weight_freshness": (0, 1),
+    "memory.extract_every_turns": (0, 1000),
+    "memory.extract_idle_seconds": (0, 86_400),
+    "memory.decay_after_days": (1, 36_500),
+    "memory.capacity": (10, 10_000_000),
+    "memory.profile_every_sessions": (0, 10_000),
     "chat.history_turns": (0, 1000),
+    "chat.answer_reserve": (0, 1_000_000),
 }
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def range_text(section: str, key: str) -> str:
+    """"1–200" for a numeric setting, "" for the others."""
+    bounds = RANGES.get(f"{section}.{key}")
+    return f"{_number(bounds[0])}–{_number(bounds[1])}" if bounds else ""
 
 
 def _did_you_mean(key: str, known: Iterable[str]) -> str:
@@ -282,11 +308,11 @@ def _build_section(cls: type, data: dict[str, Any], section: str) -> Any:
             )
         hints = typing.get_type_hints(cls)
         value = _check_value(value, hints[key], f"{section}.{key}")
-        bounds = _RANGES.get(f"{section}.{key}")
+        bounds = RANGES.get(f"{section}.{key}")
         if bounds and not bounds[0] <= value <= bounds[1]:
             raise ConfigError(
                 f"{section}.{key}: expected {_type_name(hints[key])} between "
-                f"{bounds[0]:g} and {bounds[1]:g}, got {value!r}"
+                f"{_number(bounds[0])} and {_number(bounds[1])}, got {value!r}"
             )
         kwargs[key] = value
     return cls(**kwargs)
@@ -314,6 +340,12 @@ def config_from_dict(data: dict[str, Any]) -> Config:
         raise ConfigError(
             "indexing.chunk_overlap: expected integer smaller than indexing.chunk_size "
             f"({config.indexing.chunk_size}), got {config.indexing.chunk_overlap}"
+        )
+    memory = config.memory
+    if memory.weight_similarity + memory.weight_importance + memory.weight_freshness <= 0:
+        raise ConfigError(
+            "memory.weight_similarity, weight_importance, weight_freshness: expected at least "
+            "one above 0 (recall ranks memories by them), got all 0"
         )
     if config.ollama.persona not in config.personas:
         raise ConfigError(
@@ -438,7 +470,8 @@ def render_config(config: Config | None = None, *, commented: bool = True) -> st
                 out.append("")
             out.append(f"[{section}]")
             current = section
-        out.append(f"# {help_text}")
+        allowed = range_text(section, key)
+        out.append(f"# {help_text}" + (f" Range: {allowed}." if allowed else ""))
         out.append(f"{prefix}{key} = {_toml_value(value)}")
     out += ["", "# System prompt presets; choose one with ollama.persona.", "[personas]"]
     for name, prompt in config.personas.items():

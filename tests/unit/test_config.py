@@ -19,6 +19,7 @@ from assistant.config import (
     ConfigError,
     ensure_config_file,
     load_config,
+    range_text,
     render_config,
     settings_table,
 )
@@ -205,7 +206,9 @@ def test_every_setting_is_documented_in_the_default_file() -> None:
     for section, key, _value, help_text in settings_table():
         assert f"[{section}]" in text
         assert help_text, f"{section}.{key} has no help text"
-        assert f"# {help_text}\n# {key} = " in text
+        allowed = range_text(section, key)
+        documented = f"# {help_text}" + (f" Range: {allowed}." if allowed else "")
+        assert f"{documented}\n# {key} = " in text
 
 
 def test_uncommenting_the_defaults_gives_the_defaults(tmp_path: Path) -> None:
