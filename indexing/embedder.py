@@ -43,7 +43,6 @@ __all__ = [
 
 _CACHE_SIZE_LIMIT = 8 * 1024**3  # evicting only costs a re-embed, but let big corpora fit
 _DIMENSION_KEY = "meta:dimension"
-_WRITE_BATCH = 512  # vectors per cache transaction
 _QUERY_MEMO = 512  # recent query vectors kept in memory (chat follow-ups repeat queries)
 
 
@@ -244,9 +243,10 @@ class CachedEmbedder:
                 for (key, _), vector in zip(batch, matrix, strict=True):
                     out[key] = vector
                     pending.append((key, vector))
-                if len(pending) >= _WRITE_BATCH:
-                    self._store(pending)
-                    pending = []
+                # One cache transaction per model batch (~5 ms against a forward pass of
+                # hundreds): a process killed mid-sync loses at most the batch in flight.
+                self._store(pending)
+                pending = []
         finally:
             # What was embedded is kept even when a later batch fails (e.g. Ollama went away).
             self._store(pending)

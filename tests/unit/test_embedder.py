@@ -395,3 +395,45 @@ def test_real_bundled_model(real_embedder) -> None:  # type: ignore[no-untyped-d
     before = real_embedder.model_calls
     real_embedder.embed_documents(["tar: create and extract compressed archives"])
     assert real_embedder.model_calls == before
+
+
+_KILLED_DURING_A_SYNC = """
+import os, signal, sys
+from tests.fakes import HashEmbedder
+from indexing.embedder import CachedEmbedder
+
+class DiesOnFourthBatch:
+    model_id = "fake:kill-8"
+    def __init__(self):
+        self.calls = 0
+        self.hash = HashEmbedder(dimension=8)
+    def known_dimension(self):
+        return 8
+    def encode_documents(self, texts):
+        self.calls += 1
+        if self.calls == 4:
+            os.kill(os.getpid(), signal.SIGKILL)  # no finally, no flush: a real kill
+        return self.hash.embed_documents(list(texts))
+    def encode_query(self, text):
+        return self.hash.embed_query(text)
+
+CachedEmbedder(DiesOnFourthBatch(), sys.argv[1], batch_size=16).embed_documents(
+    [f"chunk number {i:04d}" for i in range(200)])
+"""
+
+
+def test_a_kill_mid_sync_loses_at_most_the_batch_in_flight(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", _KILLED_DURING_A_SYNC, str(tmp_path)],
+                          cwd=root, capture_output=True, timeout=120)
+    assert done.returncode == -signal.SIGKILL, done.stderr.decode()
+    model = CountingModel(model_id="fake:kill-8")
+    emb = CachedEmbedder(model, tmp_path, batch_size=16)
+    texts = [f"chunk number {i:04d}" for i in range(200)]
+    assert sum(emb.cached(t) for t in texts) == 3 * 16  # the three batches before the kill
+    emb.embed_documents(texts)
+    assert len(model.embedded) == 200 - 3 * 16
