@@ -64,8 +64,12 @@ class MemorySource(Protocol):
         """Store an explicit "remember that …" in the user's message; None if there is none."""
         ...
 
-    def remember(self, text: str, kind: str, *, session_id: str | None) -> str:
-        """Store an explicit memory; returns a one-line confirmation for the user."""
+    def remember(
+        self, text: str, kind: str, *, session_id: str | None, said: Sequence[str] = ()
+    ) -> str:
+        """Store a memory the model proposes (the `remember` tool); returns a one-line
+        confirmation. It must be grounded in `said`, the user's messages of this conversation:
+        otherwise (or for a secret) a UserError says why it was refused."""
         ...
 
     def extract(self, exchanges: Sequence[tuple[str, str]], *, session_id: str) -> None:
@@ -477,8 +481,9 @@ class ChatEngine:
         if searched is not None:
             retrieval, state.timings["retrieval_ms"] = searched
             state.log_id = retrieval.log_id
+        refused: tuple[str, ...] = ()
         if recalled_t is not None:
-            recalled, state.timings["recall_ms"], noted = recalled_t
+            recalled, state.timings["recall_ms"], noted, refused = recalled_t
         state.ms("prepare_ms")
 
         window = effective_window(facts, num_ctx=settings.num_ctx, cap=settings.context_cap)
@@ -513,13 +518,16 @@ class ChatEngine:
             knowledge_used=retrieval is not None, memory_used=recalled is not None,
             log_id=state.log_id, noted=noted,
             empty_index=bool(retrieval and retrieval.empty_index),
-            warnings=retrieval.warnings if retrieval is not None else (),
+            warnings=(retrieval.warnings if retrieval is not None else ()) + refused,
         ))
 
         llm = self._llm(window, facts)
         messages = [_chat_message(m) for m in prompt.messages]
         search = self._tool_search if knowledge_on else None
-        remember = self._tool_remember if memory_on else None
+        remember = (
+            (lambda text, kind: self._tool_remember(text, kind, session.id, state.message))
+            if memory_on else None
+        )
         rounds = MAX_TOOL_ROUNDS if tools_on else 0
         while True:
             calls = await self._stream(llm, messages, state, emit, tools=rounds > 0)
@@ -617,31 +625,33 @@ class ChatEngine:
 
     def _recall(
         self, message: str, session_id: str
-    ) -> tuple[list[MemoryItem], float, MemoryItem | None]:
+    ) -> tuple[list[MemoryItem], float, MemoryItem | None, tuple[str, ...]]:
         assert self.memory is not None
         start = time.perf_counter()
         noted = None
+        refused: tuple[str, ...] = ()
         try:
             noted = self.memory.note(message, session_id=session_id)
-        except UserError as exc:  # e.g. a secret in "remember my password is …": not stored
-            log.info("explicit memory not stored: %s", exc)
+        except UserError as exc:  # e.g. a secret in "remember my password is …": shown, not stored
+            refused = (f"not remembered: {exc}",)
         except Exception:
             log.exception("storing an explicit memory failed")
         try:
             result = self.memory.recall(message, self.settings.memory_top_k)
         except Exception as exc:
             raise errors.stage_failed("memory", "memory recall", exc) from exc
-        return list(result), round((time.perf_counter() - start) * 1000, 2), noted
+        return list(result), round((time.perf_counter() - start) * 1000, 2), noted, refused
 
     def _tool_search(self, query: str, top_k: int) -> Retrieval:
         assert self.knowledge is not None
         return self.knowledge.search(query, top_k=top_k)
 
-    def _tool_remember(self, text: str, kind: str) -> str:
+    def _tool_remember(self, text: str, kind: str, session_id: str, message: str) -> str:
+        """The `remember` tool: grounded in what the user said in this session (all of it, not
+        only the turns still in the prompt), the current message included."""
         assert self.memory is not None
-        return self.memory.remember(
-            text, kind, session_id=self._session.id if self._session else None
-        )
+        said = [t.question for t in self.store.turns(session_id)] + [message]
+        return self.memory.remember(text, kind, session_id=session_id, said=said)
 
     def _llm(self, window: int, facts: ModelFacts | None) -> Any:
         """llama-index's Ollama LLM, one per (model, options, event loop): building its HTTP

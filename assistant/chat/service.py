@@ -134,26 +134,20 @@ class ServiceMemory:
             return None
         return MemoryItem(memory.id, memory.text, memory.type.value, 1.0, data=memory.to_json())
 
-    def remember(self, text: str, kind: str, *, session_id: str | None) -> str:
-        from assistant.memory import reconcile
-        from assistant.memory.model import Actor, NewMemory, parse_type
-        from assistant.memory.secrets import find_secret
+    def remember(
+        self, text: str, kind: str, *, session_id: str | None, said: Sequence[str] = ()
+    ) -> str:
+        """The `remember` tool; refusals (secret, not said by the user) raise a UserError."""
+        from assistant.memory.model import parse_type
 
-        finding = find_secret(text)
-        if finding:
-            return f"not remembered: {finding.message()}"
-        service = self.service()
-        candidate = NewMemory(
-            text=text, type=parse_type(kind), importance=0.6, source="chat-tool",
-            session_id=session_id,
+        outcome = self.service().remember_proposed(
+            text, type=parse_type(kind), said=said, session_id=session_id, source="chat-tool"
         )
-        decision = reconcile.decide(service.store, candidate)
-        if decision.action is reconcile.Action.SKIP:
-            return f"already known: {text}"
-        stored = reconcile.apply(service.store, candidate, decision, actor=Actor.ASSISTANT)
-        if stored is None:
+        if outcome.memory is None:
             return f"not remembered (changed meanwhile): {text}"
-        return f"Remembered ({stored.type.value}): {stored.text}"
+        if not outcome.stored:
+            return f"already known: {outcome.memory.text}"
+        return f"Remembered ({outcome.memory.type.value}): {outcome.memory.text}"
 
     def extract(self, exchanges: Sequence[tuple[str, str]], *, session_id: str) -> None:
         outcome = self.service().extract([q for q, _a in exchanges], session_id=session_id)

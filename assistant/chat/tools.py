@@ -13,6 +13,7 @@ from typing import Any
 from assistant.chat.prompt import source_block
 from assistant.chat.tokens import count_tokens
 from assistant.chat.turn import Retrieval, Source, ToolUse
+from assistant.errors import UserError
 
 MAX_TOOL_ROUNDS = 3
 MAX_TOP_K = 10
@@ -164,6 +165,11 @@ def _remember(args: dict[str, Any], *, remember: Callable[[str, str], str] | Non
         return ToolOutcome(ToolUse("remember", dict(args), result, ok=False), result)
     if kind not in MEMORY_TYPES:
         kind = "fact"
-    result = remember(text, kind)
+    try:
+        result = remember(text, kind)
+    except UserError as exc:  # refused (a secret, or not something the user said): shown
+        refusal = f"not remembered: {exc}"
+        return ToolOutcome(ToolUse("remember", {"text": text, "type": kind}, refusal, ok=False),
+                           refusal)
     return ToolOutcome(ToolUse("remember", {"text": text, "type": kind}, result), result)
 

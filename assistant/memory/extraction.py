@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assistant.memory.filters import chatter_reason
+from assistant.memory.grounding import grounding_reason
 from assistant.memory.model import MemoryType
 from assistant.memory.secrets import find_secret_in
 
@@ -145,25 +146,6 @@ def _source_turn(text: str, user_turns: Sequence[str]) -> int | None:
     return best
 
 
-# Words a memory uses to refer to the user (or assistant) rather than to what was said.
-_SELF_WORDS = frozenset({"user", "assist", "assistant", "用户", "助手"})
-
-
-def _grounded(text: str, user_turns: Sequence[str]) -> bool:
-    """Some content word of the memory occurs in what the user said. A memory whose words all
-    come from elsewhere — a retrieved document obeyed as an instruction (prompt injection), or
-    the model's own answer — is not something the user told us, so it is never stored."""
-    from indexing.tokenize import tokenize
-
-    words = set(tokenize(text)) - _SELF_WORDS
-    if not words:
-        return True  # nothing to check against (e.g. only stop words): the other filters decide
-    said: set[str] = set()
-    for turn in user_turns:
-        said.update(tokenize(turn))
-    return bool(words & said)
-
-
 def validate(
     items: Sequence[dict[str, Any]], user_turns: Sequence[str]
 ) -> tuple[list[ExtractedMemory], list[tuple[str, str]]]:
@@ -194,8 +176,9 @@ def validate(
         if confidence < MIN_CONFIDENCE:
             rejected.append((text, f"low confidence ({confidence:.2f})"))
             continue
-        if not _grounded(text, user_turns):
-            rejected.append((text, "not in the user's messages"))
+        ungrounded = grounding_reason(text, user_turns)
+        if ungrounded:
+            rejected.append((text, ungrounded))
             continue
         turn = _source_turn(text, user_turns)
         kept.append(

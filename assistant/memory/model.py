@@ -106,6 +106,9 @@ class NewMemory:
     pinned: bool = False
     # Extra text used only for search (neighbouring turns, dates); never shown or exported.
     context: str = ""
+    # The user's own messages of the conversation a memory proposed by the assistant (tool
+    # call, extraction) must be grounded in; checked by the store, never stored.
+    evidence: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

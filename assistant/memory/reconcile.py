@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from assistant.memory.model import Actor, Memory, MemoryStatus, NewMemory
-from assistant.memory.store import ConcurrentChange, MemoryStore, SecretRejected
+from assistant.memory.store import ConcurrentChange, MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,9 @@ def decide(
 def apply(
     store: MemoryStore, candidate: NewMemory, decision: Decision, *, actor: Actor
 ) -> Memory | None:
-    """Carry out a decision; returns the stored memory, or None if nothing was written."""
+    """Carry out a decision; returns the stored memory, or None if nothing was written because
+    the user changed the memory meanwhile. A refusal (SecretRejected, NotGrounded) is raised
+    for the caller to report."""
     try:
         if decision.action is Action.ADD:
             return store.add(candidate, actor=actor)
@@ -88,6 +90,4 @@ def apply(
             )
     except ConcurrentChange as exc:
         log.info("memory not updated, the user changed it meanwhile: %s", exc)
-    except SecretRejected:
-        log.info("memory not stored: it contains a secret")
     return None

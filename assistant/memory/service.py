@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from assistant.context import AppContext
 from assistant.errors import UserError
@@ -24,7 +24,7 @@ from assistant.memory.profile import ProfileRefresh, refresh_profile
 from assistant.memory.recall import RecallSettings, recall, search
 from assistant.memory.scoring import DecaySettings, ScoreWeights
 from assistant.memory.secrets import find_secret
-from assistant.memory.store import MemoryStore, SecretRejected, VectorIndex
+from assistant.memory.store import MemoryStore, NotGrounded, SecretRejected, VectorIndex
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +73,15 @@ def open_memory(
         clock=clock,
         eager_vectors=eager_vectors,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Proposed:
+    """What became of a memory the assistant proposed: `memory` is the stored one (`stored`) or
+    the one already known (not `stored`); None when the user changed it meanwhile."""
+
+    memory: Memory | None
+    stored: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +160,30 @@ class MemoryService:
             return decision.target
         return self.store.add(candidate, actor=Actor.USER)
 
+    def remember_proposed(
+        self,
+        text: str,
+        *,
+        type: MemoryType,
+        said: Sequence[str],
+        session_id: str | None = None,
+        source: str = "chat-tool",
+    ) -> Proposed:
+        """A memory the model asks to store (the `remember` tool). Stored only if grounded in
+        `said` — the user's own messages of this conversation — and free of secrets; raises
+        NotGrounded / SecretRejected (UserErrors with the reason) otherwise."""
+        candidate = self.store.vet(
+            NewMemory(text=text, type=type, importance=0.6, source=source,
+                      session_id=session_id, evidence=tuple(said)),
+            actor=Actor.ASSISTANT,
+        )
+        candidate = replace(candidate, evidence=tuple(said))
+        decision = reconcile.decide(self.store, candidate)
+        if decision.action is reconcile.Action.SKIP:
+            return Proposed(decision.target, stored=False)
+        stored = reconcile.apply(self.store, candidate, decision, actor=Actor.ASSISTANT)
+        return Proposed(stored, stored=stored is not None)
+
     def extract(
         self,
         user_turns: Sequence[str],
@@ -190,12 +223,21 @@ class MemoryService:
                 text=item.text, type=item.type, key=item.key, confidence=item.confidence,
                 importance=item.importance, source=source, session_id=session_id,
                 source_text=item.source_text if item.source_text in turns else None,
+                evidence=tuple(turns),
             )
             decision = reconcile.decide(self.store, candidate, snapshot=snapshot)
             if decision.action is reconcile.Action.SKIP:
                 outcome.skipped.append((item.text, decision.reason))
                 continue
-            stored = reconcile.apply(self.store, candidate, decision, actor=Actor.ASSISTANT)
+            try:
+                stored = reconcile.apply(self.store, candidate, decision,
+                                         actor=Actor.ASSISTANT)
+            except SecretRejected as exc:
+                outcome.skipped.append(("[redacted]", str(exc)))
+                continue
+            except NotGrounded as exc:
+                outcome.skipped.append((item.text, str(exc)))
+                continue
             if stored is None:
                 outcome.skipped.append((item.text, "changed by the user meanwhile"))
             elif decision.action is reconcile.Action.UPDATE:

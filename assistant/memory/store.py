@@ -34,6 +34,7 @@ import numpy as np
 from assistant.errors import UserError
 from assistant.memory.clock import Clock, system_clock, to_iso
 from assistant.memory.document import embedding_text, search_text
+from assistant.memory.grounding import grounding_reason
 from assistant.memory.model import (
     Actor,
     Event,
@@ -88,6 +89,10 @@ class MemoryNotFound(UserError):
 
 class SecretRejected(UserError):
     pass
+
+
+class NotGrounded(UserError):
+    """A memory proposed by the assistant that the user never said (e.g. a document's text)."""
 
 
 class ConcurrentChange(UserError):
@@ -590,13 +595,18 @@ class MemoryStore:
 
     # --- writes -------------------------------------------------------------------------------
 
-    def _check_new(self, new: NewMemory, *, current_key: str | None = None) -> NewMemory:
-        """Normalise a memory about to be written; refuse empty text and secrets.
+    def _check_new(
+        self, new: NewMemory, *, actor: Actor, current_key: str | None = None
+    ) -> NewMemory:
+        """Normalise a memory about to be written; refuse empty text, secrets and, from the
+        assistant, anything the user did not say.
 
         Every write path (add, import, edit, supersede: the CLI, the TUI, extraction, the
         `remember` tool) passes here, so a secret in the text, the key or both together is never
-        stored. The user's words it came from (`source_text`) and its search context are kept
-        only if they hold no secret either.
+        stored, and a memory the assistant proposes (tool call, extraction) must be grounded in
+        the user's own messages of the conversation (`new.evidence`): a document the model read
+        never becomes a memory. The user's words it came from (`source_text`) and its search
+        context are kept only if they hold no secret either.
         """
         text = " ".join(new.text.split()) if "\n" not in new.text else new.text.strip()
         if not text:
@@ -605,6 +615,10 @@ class MemoryStore:
         finding = find_secret_in(text, key=key or current_key)
         if finding:
             raise SecretRejected(f"not stored: {finding.message()}")
+        if actor is Actor.ASSISTANT:
+            ungrounded = grounding_reason(text, new.evidence)
+            if ungrounded:
+                raise NotGrounded(f"not stored: {ungrounded}")
         source_text = new.source_text
         if source_text and find_secret(source_text):
             source_text = None
@@ -615,9 +629,16 @@ class MemoryStore:
             key=key or None,
             source_text=source_text,
             context=context,
+            evidence=(),
             confidence=_clamp01(new.confidence, "confidence"),
             importance=_clamp01(new.importance, "importance"),
         )
+
+    def vet(self, new: NewMemory, *, actor: Actor = Actor.USER) -> NewMemory:
+        """The checks a write would make, without writing: raises SecretRejected, NotGrounded
+        or UserError; returns the memory as it would be stored (so a caller can refuse before
+        costly work such as reconciliation)."""
+        return self._check_new(new, actor=actor)
 
     def _insert(self, conn: sqlite3.Connection, new: NewMemory, actor: Actor) -> Memory:
         now = self.now()
@@ -639,8 +660,9 @@ class MemoryStore:
         return memory
 
     def add(self, new: NewMemory, *, actor: Actor = Actor.USER, sync: bool = True) -> Memory:
-        """Store one memory. Raises SecretRejected for secrets, UserError for empty text."""
-        new = self._check_new(new)
+        """Store one memory. Raises SecretRejected for secrets, NotGrounded for an assistant's
+        memory the user never said, UserError for empty text."""
+        new = self._check_new(new, actor=actor)
         with self._write() as conn:
             memory = self._insert(conn, new, actor)
             self._index_keywords([(memory, new.context)])
@@ -722,7 +744,7 @@ class MemoryStore:
         lines: the first `run.committed` are already stored and are not stored again, and every
         batch advances the run's committed count in the transaction that stores it.
         """
-        checked = [self._check_new(item) for item in items]
+        checked = [self._check_new(item, actor=actor) for item in items]
         if run is not None and run.total != len(checked):
             raise ValueError(f"import run {run.id} has {run.total} lines, got {len(checked)}")
         already = run.committed if run is not None else 0
@@ -775,13 +797,16 @@ class MemoryStore:
         actor: Actor = Actor.USER,
         expected_version: int | None = None,
         key: str | None = None,
+        evidence: Sequence[str] = (),
     ) -> Memory:
-        """Replace a memory's text (a user edit is marked so later rewrites never override it)."""
+        """Replace a memory's text (a user edit is marked so later rewrites never override it).
+        An assistant's rewrite must be grounded in `evidence`, the user's messages."""
         memory_id = self.resolve_id(id_or_prefix)
         with self._write() as conn:
             memory = self._fetch(conn, memory_id)
             # An edit of the text alone is read with the memory's key (`bank_pin` + "4821").
-            checked = self._check_new(NewMemory(text=text, key=key), current_key=memory.key)
+            checked = self._check_new(NewMemory(text=text, key=key, evidence=tuple(evidence)),
+                                      actor=actor, current_key=memory.key)
             changes: dict[str, Any] = {"text": checked.text}
             if key is not None:
                 changes["key"] = checked.key
@@ -830,7 +855,7 @@ class MemoryStore:
         expected_version: int | None = None,
     ) -> Memory:
         """Store `new` and mark `old_id` superseded by it (linked), in one transaction."""
-        new = self._check_new(new)
+        new = self._check_new(new, actor=actor)
         with self._write() as conn:
             old = self._fetch(conn, old_id)
             if expected_version is not None and old.version != expected_version:

@@ -126,7 +126,8 @@ async def test_extracted_memory_appears_live(core) -> None:  # type: ignore[no-u
         await pilot.press("ctrl+r")
         pane = app.query_one(MemoryPane)
         await wait_until(pilot, lambda: app._memory_stamp != "", what="first poll")
-        store.add(NewMemory(text="Lives in Lyon", type=MemoryType.FACT), actor=Actor.ASSISTANT)
+        store.add(NewMemory(text="Lives in Lyon", type=MemoryType.FACT,
+                            evidence=("I live in Lyon",)), actor=Actor.ASSISTANT)
         await wait_until(pilot, lambda: any(i.memory.text == "Lives in Lyon"
                                             and i.has_class("-fresh")
                                             for i in pane.query(MemoryItem)),

@@ -138,7 +138,8 @@ def test_reconcile_duplicate_update_and_different_keys(memory_store: MemoryStore
     assert decision.action is reconcile.Action.SKIP and decision.target.id == base.id
     other_key = NewMemory("The user lives in Acme Springs", key="home_city")
     assert reconcile.decide(memory_store, other_key).action is reconcile.Action.ADD
-    newer = NewMemory("The user works at Globex", key="employer")
+    newer = NewMemory("The user works at Globex", key="employer",
+                      evidence=("I work at Globex now",))
     decision = reconcile.decide(memory_store, newer)
     assert decision.action is reconcile.Action.UPDATE and decision.target.id == base.id
     stored = reconcile.apply(memory_store, newer, decision, actor=reconcile.Actor.ASSISTANT)

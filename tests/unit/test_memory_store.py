@@ -84,7 +84,8 @@ def test_delete_and_undo_restores_search(memory_store: MemoryStore, memory_vecto
 
 def test_supersede_links_and_undo_brings_back_the_old(memory_store: MemoryStore) -> None:
     old = memory_store.add(NewMemory("The user works at Acme", key="employer"))
-    new = memory_store.supersede(old.id, NewMemory("The user works at Globex", key="employer"))
+    new = memory_store.supersede(old.id, NewMemory("The user works at Globex", key="employer",
+                                                   evidence=("I moved to Globex",)))
     old_now = memory_store.get(old.id)
     assert old_now.status is MemoryStatus.SUPERSEDED and old_now.superseded_by == new.id
     assert [m.id for m in memory_store.list()] == [new.id]
@@ -99,9 +100,9 @@ def test_version_check_refuses_stale_writes(memory_store: MemoryStore) -> None:
     memory_store.edit(m.id, "The user uses neovim")
     with pytest.raises(ConcurrentChange):
         memory_store.edit(m.id, "The user uses emacs", actor=Actor.ASSISTANT,
-                          expected_version=m.version)
+                          expected_version=m.version, evidence=("I use emacs",))
     with pytest.raises(ConcurrentChange):
-        memory_store.supersede(m.id, NewMemory("The user uses emacs"),
+        memory_store.supersede(m.id, NewMemory("The user uses emacs", evidence=("emacs",)),
                                expected_version=m.version)
     assert memory_store.get(m.id).text == "The user uses neovim"
 

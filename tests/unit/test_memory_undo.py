@@ -27,7 +27,8 @@ def test_undo_by_version_restores_the_deleted_memory_and_nothing_else(
     deleted = memory_store.delete(c)
     # Meanwhile: the user pins another memory, extraction adds one, recall marks some used.
     memory_store.pin(b)
-    memory_store.add(NewMemory("The user owns a kite"), actor=Actor.ASSISTANT)
+    memory_store.add(NewMemory("The user owns a kite", evidence=("I bought a kite",)),
+                     actor=Actor.ASSISTANT)
     memory_store.mark_used([a, d])
     before = _states(memory_store)
     restored = memory_store.undo(c, expected_version=deleted.version)
