@@ -161,6 +161,26 @@ class KeywordIndex:
         cur.executemany(f"DELETE FROM {self._map} WHERE rowid = ?", [(r,) for r in rowids])
         return len(rowids)
 
+    def follow_deletes(self, table: str, id_column: str = "id") -> None:
+        """Remove an item whenever the row of `table` whose `id_column` is its id is deleted,
+        also by a foreign-key cascade or by code that knows nothing of this index, in the
+        deleting transaction (a trigger): the index can never keep text its owner erased."""
+        for name in (table, id_column):
+            if not _TABLE_NAME.fullmatch(name):
+                raise KeywordIndexError(f"invalid table or column name: {name!r}")
+        self._conn.execute(
+            f"CREATE TRIGGER IF NOT EXISTS {self._fts}_follow_{table} AFTER DELETE ON {table} "
+            f"BEGIN DELETE FROM {self._fts} WHERE rowid IN "
+            f"(SELECT rowid FROM {self._map} WHERE id = OLD.{id_column}); "
+            f"DELETE FROM {self._map} WHERE id = OLD.{id_column}; END"
+        )
+        self._maybe_commit()
+
+    def optimize(self) -> None:
+        """Merge the FTS segments: deleted items' tokens leave the b-tree (for erasure)."""
+        self._conn.execute(f"INSERT INTO {self._fts}({self._fts}) VALUES ('optimize')")
+        self._maybe_commit()
+
     def clear(self) -> None:
         """Remove everything (for a rebuild) and mark the index as current-tokenizer."""
         self._conn.execute(f"DELETE FROM {self._fts}")

@@ -480,6 +480,10 @@ class KnowledgeBase:
         bases = {os.path.abspath(pattern), os.path.realpath(pattern)}
         return [p for p in paths if p in bases or any(_inside(p, b) for b in bases)]
 
+    def sources_modified(self, since: float | None, until: float | None) -> list[str]:
+        """Indexed files last modified in [since, until) (Unix seconds; None = open end)."""
+        return self.manifest.paths_modified(since, until)
+
     def stats(self) -> tuple[int, int]:
         """(files, chunks) indexed."""
         return self.manifest.totals()

@@ -310,6 +310,13 @@ class Manifest:
         with self.lock:
             return [str(r[0]) for r in self.conn.execute("SELECT path FROM files ORDER BY path")]
 
+    def paths_modified(self, since: float | None, until: float | None) -> list[str]:
+        """Indexed files whose modification time (as of their last sync) is in [since, until)."""
+        with self.lock:
+            return [str(r[0]) for r in self.conn.execute(
+                "SELECT path FROM files WHERE (? IS NULL OR mtime >= ?) "
+                "AND (? IS NULL OR mtime < ?) ORDER BY path", (since, since, until, until))]
+
     # --- chunks -----------------------------------------------------------------------------
 
     def put_chunks(self, chunks: Iterable[Chunk]) -> None:

@@ -16,6 +16,7 @@ pytest_plugins = [
     "tests.fixtures.memory",
     "tests.fixtures.chat",
     "tests.fixtures.retrieval",
+    "tests.fixtures.conversations",
 ]
 
 # No library may try a model hub; everything loads from installed packages.

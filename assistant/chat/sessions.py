@@ -91,6 +91,47 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE turns ADD COLUMN truncated INTEGER NOT NULL DEFAULT 0;
     """,
+    # 5: conversation recall (assistant/conversations): the caller's reference of each imported
+    # line, import runs (resume / refuse a repeat), model-written session summaries, and the
+    # units of the conversation index (one per turn or summary; their vectors live in Chroma,
+    # their keywords in the `conversation_fts` table, both removed with the session).
+    """
+    CREATE TABLE turn_refs (
+        turn_id INTEGER NOT NULL REFERENCES turns(id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+        ref TEXT NOT NULL,
+        PRIMARY KEY (turn_id, position)
+    );
+    CREATE TABLE session_imports (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        content_hash TEXT NOT NULL,
+        name TEXT NOT NULL,
+        total INTEGER NOT NULL,
+        committed INTEGER NOT NULL DEFAULT 0,
+        added INTEGER NOT NULL DEFAULT 0,
+        started_at REAL NOT NULL,
+        finished_at REAL
+    );
+    CREATE INDEX session_imports_hash ON session_imports(content_hash, id);
+    CREATE TABLE session_summaries (
+        session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+        text TEXT NOT NULL,
+        through_seq INTEGER NOT NULL,
+        model TEXT NOT NULL DEFAULT '',
+        created_at REAL NOT NULL
+    );
+    CREATE TABLE conversation_units (
+        id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL CHECK (kind IN ('turn', 'summary')),
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        turn_id INTEGER REFERENCES turns(id) ON DELETE CASCADE,
+        created_at REAL NOT NULL,
+        text_hash TEXT NOT NULL
+    );
+    CREATE INDEX conversation_units_by_time ON conversation_units(created_at);
+    CREATE INDEX conversation_units_by_session ON conversation_units(session_id);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 TITLE_CHARS = 60
@@ -156,6 +197,8 @@ class SessionStore:
             conn = sqlite3.connect(str(path), check_same_thread=False, timeout=10)
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA journal_mode = WAL")
+            # Deleted sessions are overwritten on disk, not left in free pages.
+            conn.execute("PRAGMA secure_delete = ON")
             migrate(conn, path)
         except sqlite3.DatabaseError as exc:
             raise UserError(
@@ -168,6 +211,21 @@ class SessionStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The connection, for the conversation index kept in the same database (take `lock`)."""
+        return self._conn
+
+    @property
+    def lock(self) -> threading.RLock:
+        return self._lock
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (commit on success, rollback on error), under the store lock."""
+        with self._tx() as conn:
+            yield conn
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:

@@ -317,7 +317,7 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-class _Progress:
+class Progress:
     """A one-line progress bar on stderr (only when it is a terminal, or for long imports)."""
 
     def __init__(self) -> None:
@@ -346,7 +346,7 @@ def _import(args: argparse.Namespace) -> int:
     name = "stdin" if args.file == "-" else args.file
     lines = _read_lines(Path(args.file))
     service = _service(args)
-    progress = _Progress()
+    progress = Progress()
 
     def resuming(run: ImportRun) -> None:
         progress.base = run.committed

@@ -30,6 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--in", dest="in_path", metavar="PATH",
         help="only files under this folder or file, or matching this glob ('*.md')",
     )
+    p.add_argument("--since", metavar="D", help="only files modified since D: 2024-03-05, 7d, "
+                   "2w, 3m, 1y, 'last week'")
+    p.add_argument("--until", metavar="D", help="only files modified before the end of D")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument(
         "--queries", type=Path, metavar="FILE.jsonl",
@@ -55,6 +58,10 @@ def run(args: argparse.Namespace) -> int:
     if args.queries is None and not query:
         raise UserError("nothing to search for", hint='brain search "how do I …"')
     batch = _read_queries(args.queries) if args.queries is not None else None
+    from assistant.timerange import range_from_flags
+
+    # Only the flags: a knowledge query's words ("git log since yesterday") are its topic.
+    modified = range_from_flags(args.since, args.until)
 
     from assistant.retrieval.contract import result_to_json
     from assistant.retrieval.open import close_retriever, open_retriever
@@ -65,13 +72,17 @@ def run(args: argparse.Namespace) -> int:
         if batch is not None:
             warned: set[str] = set()
             for line_query in batch:
-                result = retriever.search(line_query, top_k=args.top_k, in_path=args.in_path)
+                result = retriever.search(line_query, top_k=args.top_k, in_path=args.in_path,
+                                          modified=modified)
                 print_warnings(result.warnings, seen=warned)
                 print_json(result_to_json(result))
             return 0
-        result = retriever.search(query, top_k=args.top_k, in_path=args.in_path)
+        result = retriever.search(query, top_k=args.top_k, in_path=args.in_path,
+                                  modified=modified)
         # On stderr in every mode: the --json schema is fixed (no extra keys).
         print_warnings(result.warnings)
+        if modified is not None and not args.json:
+            print(f"files modified {modified.describe()}", file=sys.stderr)
         if args.json:
             print_json(result_to_json(result))
         else:

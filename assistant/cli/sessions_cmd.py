@@ -1,8 +1,9 @@
-"""`brain sessions list|show|export|rename|rm`: saved conversations."""
+"""`brain sessions list|show|export|rename|rm|search|import|reindex`: saved conversations."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from contextlib import closing
@@ -15,6 +16,7 @@ from assistant.errors import UserError
 if TYPE_CHECKING:
     from assistant.chat.sessions import SessionStore
     from assistant.chat.turn import Session, Turn
+    from assistant.conversations.index import ConversationIndex
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,6 +49,54 @@ def register(sub: argparse._SubParsersAction) -> None:
     rm = actions.add_parser("rm", help="delete sessions (their turns and saved sources)")
     rm.add_argument("ids", nargs="+", metavar="ID", help="session ids (or unique prefixes)")
     rm.set_defaults(func=_rm)
+
+    search = actions.add_parser(
+        "search", help="search every past conversation by meaning, words and date",
+        description="Hybrid search (meaning + keywords) over every stored turn and session "
+        "summary. A time phrase in the query ('last week', 'in March', '上周', '两天前') "
+        "filters by date when --since/--until are not given, and is not searched for.")
+    search.add_argument("query", nargs="*", metavar="QUERY", help="what to look for")
+    search.add_argument("--since", metavar="D",
+                        help="from this date: 2024-03-05, 7d, 2w, 3m, 1y, 'last week'")
+    search.add_argument("--until", metavar="D", help="up to this date (same forms as --since)")
+    search.add_argument("--top-k", type=_positive_int, default=None, metavar="N",
+                        help="number of results (default 5)")
+    search.add_argument("--json", action="store_true", help="print one JSON object")
+    search.add_argument(
+        "--queries", type=Path, metavar="FILE.jsonl",
+        help='batch mode: lines {"query", "since"?, "until"?}; one JSON line out per line in')
+    search.set_defaults(func=_search)
+
+    imp = actions.add_parser(
+        "import", help="import conversations from JSONL or a ChatGPT export (- for stdin)",
+        description='JSONL lines {"session", "role": "user"|"assistant", "text", "created_at", '
+        '"title"?, "ref"?}; a user line starts a turn, the next assistant line answers it. Also '
+        "reads ChatGPT's conversations.json (or the export's .zip). An interrupted import "
+        "resumes when run again; a finished one is refused unless --again.")
+    imp.add_argument("file", metavar="FILE", help="a .jsonl file, conversations.json, a .zip "
+                     "export, or - for stdin")
+    imp.add_argument("--again", action="store_true",
+                     help="import it once more although it was imported in full before")
+    imp.set_defaults(func=_import)
+
+    forget = actions.add_parser(
+        "forget-all", help="erase every saved chat and its search index (asks for --yes)")
+    forget.add_argument("--yes", action="store_true", help="confirm")
+    forget.set_defaults(func=_forget_all)
+
+    reindex = actions.add_parser(
+        "reindex", help="rebuild the conversation search index from the sessions database")
+    reindex.set_defaults(func=_reindex)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
+    return value
 
 
 def _store(args: argparse.Namespace) -> SessionStore:
@@ -178,11 +228,166 @@ def _rename(args: argparse.Namespace) -> int:
 
 
 def _rm(args: argparse.Namespace) -> int:
+    from assistant.conversations.erase import forget_sessions
+    from assistant.conversations.service import open_conversations
+
     with closing(_store(args)) as store:
         # Resolve all first: a typo in the third id must not leave the first two deleted.
-        sessions = [store.resolve(ref) for ref in args.ids]
-        for session in {s.id: s for s in sessions}.values():
-            store.delete(session.id)
+        sessions = list({s.id: s for s in (store.resolve(ref) for ref in args.ids)}.values())
+        # The sessions, their index units and keywords in one transaction, then their vectors
+        # (no model load: only ids are compared).
+        forget_sessions(open_conversations(context(args), store), [s.id for s in sessions],
+                        vectors=_has_vectors(args))
+        for session in sessions:
             print(f"deleted session {session.id} ({session.turn_count} turns) "
                   f"{session.title or ''}".rstrip())
+    return 0
+
+
+def _forget_all(args: argparse.Namespace) -> int:
+    from assistant.conversations.erase import forget_all_sessions
+
+    if not args.yes:
+        raise UserError("this erases every saved chat, its summary and its search index for good",
+                        hint="run `brain sessions forget-all --yes` to confirm")
+    index = _open_index(args)
+    with closing(index.store):
+        count = forget_all_sessions(index)
+    print(f"forgot {count} sessions; nothing of them remains on disk")
+    return 0
+
+
+def _has_vectors(args: argparse.Namespace) -> bool:
+    ctx = context(args)
+    return bool(ctx.config.store.vector_store) or ctx.paths.vectors_dir.exists()
+
+
+def _open_index(args: argparse.Namespace) -> ConversationIndex:
+    from assistant.conversations.service import open_conversations
+
+    return open_conversations(context(args))
+
+
+def _search(args: argparse.Namespace) -> int:
+    from assistant.conversations.search import search_conversations
+    from assistant.timerange import local_now, range_from_flags
+
+    query = " ".join(args.query).strip()
+    if args.queries is not None and query:
+        raise UserError("give either a QUERY or --queries FILE, not both")
+    if args.queries is not None and (args.since or args.until):
+        raise UserError("--since/--until apply to one QUERY; in --queries put them on each line")
+    batch = _read_queries(args.queries) if args.queries is not None else None
+    now = local_now()
+    if batch is None:
+        time_range = range_from_flags(args.since, args.until, now)
+        if not query and time_range is None:
+            raise UserError("nothing to search for", hint='brain sessions search "what did we …"')
+    index = _open_index(args)
+    with closing(index.store):
+        index.sync()
+        if batch is not None:
+            for line_query, since, until in batch:
+                result = search_conversations(
+                    index, line_query, time_range=range_from_flags(since, until, now),
+                    top_k=args.top_k, now=now)
+                print_json(result.to_json())
+            return 0
+        result = search_conversations(index, query, time_range=time_range, top_k=args.top_k,
+                                      now=now)
+    if args.json:
+        print_json(result.to_json())
+        return 0
+    if result.time_range is not None:
+        note = "" if result.applied else " — nothing then, searched all dates"
+        print(f"dates: {result.time_range.describe()}{note}", file=sys.stderr)
+    if not result.hits:
+        print("no matching conversations")
+    for hit in result.hits:
+        where = f"{hit.session_id}#{hit.seq}" if hit.seq is not None else f"{hit.session_id}"
+        print(f"{hit.rank:>2}. {_when(hit.created_at)}  {where}  {hit.title}  "
+              f"({hit.score:.0%})")
+        if hit.seq is None:
+            print(f"    summary: {_snippet(hit.answer)}")
+            continue
+        if hit.question:
+            print(f"    you: {_snippet(hit.question)}")
+        if hit.answer:
+            print(f"    assistant: {_snippet(hit.answer)}")
+    return 0
+
+
+def _snippet(text: str, limit: int = 160) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _read_queries(path: Path) -> list[tuple[str, str | None, str | None]]:
+    """Every line of a --queries file, validated before anything runs."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot read: {exc}") from exc
+    out: list[tuple[str, str | None, str | None]] = []
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        query = obj.get("query") if isinstance(obj, dict) else None
+        since = obj.get("since") if isinstance(obj, dict) else None
+        until = obj.get("until") if isinstance(obj, dict) else None
+        if not isinstance(query, str) or not query.strip() or not all(
+                v is None or isinstance(v, str) for v in (since, until)):
+            raise UserError(f'{path}:{number}: expected {{"query": "…", "since"?: "…", '
+                            f'"until"?: "…"}}, got {raw.strip()[:80]}')
+        out.append((query, since, until))
+    if not out:
+        raise UserError(f"{path}: no queries", hint='one JSON object per line: {"query": "..."}')
+    return out
+
+
+def _import(args: argparse.Namespace) -> int:
+    from assistant.cli.memory_cmd import Progress
+    from assistant.conversations.importing import ImportRun, import_conversations, read_source
+
+    name = "stdin" if args.file == "-" else args.file
+    lines, kind = read_source(args.file)
+    progress = Progress()
+
+    def resuming(run: ImportRun) -> None:
+        progress.base = run.committed
+        print(f"resuming import: {run.committed} of {run.total} turns already stored",
+              file=sys.stderr)
+
+    index = _open_index(args)
+    try:
+        report, errors = import_conversations(index, lines, name=name, again=args.again,
+                                              progress=progress, on_resume=resuming)
+    finally:
+        progress.finish()
+        index.store.close()
+    for error in errors:
+        print(f"{name}: {error}", file=sys.stderr)
+    what = "ChatGPT export: " if kind == "chatgpt" else ""
+    summary = (f"{what}imported {report.turns} turns in {report.sessions} "
+               f"session{'s' if report.sessions != 1 else ''}")
+    if errors:
+        summary += f"; {len(errors)} bad line(s) not imported"
+    print(summary)
+    if errors and report.turns + report.already_stored:
+        print("fix the bad lines and import only them; importing the whole file again would "
+              "store its good lines a second time", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def _reindex(args: argparse.Namespace) -> int:
+    index = _open_index(args)
+    with closing(index.store):
+        report = index.rebuild()
+    print(f"conversation index rebuilt: {report.summary()}")
     return 0

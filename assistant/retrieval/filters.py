@@ -5,13 +5,22 @@ from __future__ import annotations
 import glob as globlib
 import os
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from assistant.errors import UserError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from assistant.timerange import TimeRange
 
 
 class SourceLister(Protocol):
     def sources_under(self, path_or_glob: str) -> list[str]: ...
+
+
+class ModifiedLister(Protocol):
+    def sources_modified(self, since: float | None, until: float | None) -> list[str]: ...
 
 
 def _is_glob(text: str) -> bool:
@@ -50,3 +59,18 @@ def allowed_sources(kb: SourceLister, in_path: str, cwd: Path | None = None) -> 
             "indexed folders with `brain folders`",
         )
     return sorted(set(sources))
+
+
+def modified_sources(
+    kb: ModifiedLister, modified: TimeRange, within: Sequence[str] | None = None
+) -> list[str]:
+    """The indexed files last modified in `modified` (and under `within`, when given)."""
+    found = set(kb.sources_modified(*modified.bounds))
+    if within is not None:
+        found &= set(within)
+    if not found:
+        raise UserError(
+            f"no indexed files were modified in {modified.describe()}",
+            hint="widen --since/--until (file times are as of the last `brain index`)",
+        )
+    return sorted(found)

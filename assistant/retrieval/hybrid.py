@@ -22,7 +22,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from assistant.config import RetrievalConfig
 from assistant.errors import UserError
 from assistant.retrieval.coverage import vector_gap_warning
-from assistant.retrieval.filters import allowed_sources
+from assistant.retrieval.filters import allowed_sources, modified_sources
 from assistant.retrieval.fusion import max_rrf, rrf
 from assistant.retrieval.gate import is_low_confidence
 from assistant.retrieval.hit import RetrievalResult, SearchHit
@@ -31,6 +31,7 @@ from assistant.retrieval.recency import recency_boost
 from assistant.retrieval.rerank import Reranker
 from assistant.retrieval.scores import fused_display, keyword_score, term_coverage
 from assistant.retrieval.weights import dense_trusted, dense_weight, keyword_weight
+from assistant.timerange import TimeRange
 from indexing.types import Chunk
 
 logger = logging.getLogger(__name__)
@@ -52,6 +53,8 @@ class KnowledgeSearch(Protocol):
     def get_chunks(self, ids: Sequence[str]) -> dict[str, Chunk]: ...
 
     def sources_under(self, path_or_glob: str) -> list[str]: ...
+
+    def sources_modified(self, since: float | None, until: float | None) -> list[str]: ...
 
     def stats(self) -> tuple[int, int]: ...
 
@@ -142,15 +145,17 @@ class HybridRetriever(BaseRetriever):
         history: Sequence[str] = (),
         candidates: int | None = None,
         log: bool = True,
+        modified: TimeRange | None = None,
     ) -> RetrievalResult:
         """Retrieve the best `top_k` chunks for `query` (with `history` = earlier user turns).
 
+        `modified` keeps files last modified in that range (`brain search --since/--until`).
         Raises UserError for an empty query, an empty index or a filter matching nothing.
         """
         from assistant.knowledge_service import indexing_errors
 
         with indexing_errors():  # e.g. "index built with another model": a UserError with a hint
-            return self._search(query, top_k, in_path, history, candidates, log)
+            return self._search(query, top_k, in_path, history, candidates, log, modified)
 
     def _search(
         self,
@@ -160,6 +165,7 @@ class HybridRetriever(BaseRetriever):
         history: Sequence[str],
         candidates: int | None,
         log: bool,
+        modified: TimeRange | None = None,
     ) -> RetrievalResult:
         if not query or not query.strip():
             raise UserError("the query is empty")
@@ -172,6 +178,8 @@ class HybridRetriever(BaseRetriever):
 
         search_query = self.search_query_for(query.strip(), history)
         sources = allowed_sources(self.kb, in_path, self._cwd) if in_path else None
+        if modified is not None:
+            sources = modified_sources(self.kb, modified, sources)
 
         dense, keyword = self._run_retrievers(search_query, pool_size, sources, timings)
         if not dense and not keyword:

@@ -1,0 +1,76 @@
+"""What of a turn or a session summary is indexed, as keyword text and as embedding text.
+
+Only what was said is indexed: the question, the answer, the session title. Reasoning a model
+put in its answer (`<think>…</think>`, or untagged reasoning closed by a stray `</think>`),
+the sources a turn showed and tool payloads are never indexed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+UnitKind = Literal["turn", "summary"]
+
+# MiniLM reads at most 256 word pieces (~1,000 characters of English): the head of a long
+# answer is embedded, the whole of it goes to the keyword index.
+EMBED_CHARS = 1000
+
+_THINK_BLOCK = re.compile(r"(?s)<think>.*?</think>")
+
+
+def strip_reasoning(text: str) -> str:
+    """The answer without the model's reasoning."""
+    text = _THINK_BLOCK.sub("", text)
+    if "</think>" in text:  # untagged reasoning before a lone closing tag (qwen3, think:false)
+        text = text.rsplit("</think>", 1)[1]
+    return text.strip()
+
+
+def turn_unit_id(turn_id: int) -> str:
+    return f"t:{turn_id}"
+
+
+def summary_unit_id(session_id: str) -> str:
+    return f"s:{session_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class UnitDoc:
+    """One unit to index: its id, session, time and the two texts derived from it."""
+
+    id: str
+    kind: UnitKind
+    session_id: str
+    turn_id: int | None
+    created_at: float
+    keyword_text: str
+    embedding_text: str
+
+    @property
+    def text_hash(self) -> str:
+        digest = hashlib.sha256(self.keyword_text.encode("utf-8"))
+        return digest.hexdigest()[:16]
+
+
+def turn_doc(
+    *, turn_id: int, session_id: str, title: str, question: str, answer: str,
+    created_at: float,
+) -> UnitDoc:
+    from assistant.chat.sessions import title_from
+
+    answer = strip_reasoning(answer)
+    said = "\n".join(part for part in (question.strip(), answer) if part)
+    # A title that is only this question cut short would count its words twice.
+    named = title.strip() if title.strip() != title_from(question) else ""
+    keyword = "\n".join(part for part in (named, said) if part)
+    return UnitDoc(turn_unit_id(turn_id), "turn", session_id, turn_id, created_at, keyword,
+                   said[:EMBED_CHARS] or title[:EMBED_CHARS])
+
+
+def summary_doc(*, session_id: str, title: str, summary: str, created_at: float) -> UnitDoc:
+    text = "\n".join(part for part in (title.strip(), summary.strip()) if part)
+    return UnitDoc(summary_unit_id(session_id), "summary", session_id, None, created_at, text,
+                   text[:EMBED_CHARS])

@@ -1,0 +1,315 @@
+"""The conversation index: every turn and every session (title + summary) as a search unit.
+
+SQLite (the sessions database) is the source of truth; the index is derived from it:
+- `conversation_units` (same database) lists what is indexed, with each unit's time and text
+  hash; the keyword table `conversation_fts` (same database, the shared FTS5 `KeywordIndex` and
+  tokenizer) holds its words; the Chroma collection `conversations-<model>` its vector.
+- Writing follows the knowledge sync's crash-safe order: embed, upsert the vectors, then one
+  SQLite transaction adds the units and their keywords. A crash between the two leaves vectors
+  without a unit, which `reconcile()` (run by every `sync()`) deletes; a unit whose vector is
+  missing (Chroma folder lost, model changed) is embedded again.
+- Erasure needs no cooperation from whoever deletes: units cascade from their turn and session
+  (foreign keys) and a trigger removes a unit's keywords in the same transaction, so `brain
+  sessions rm`, the TUI or a forget-all leave no text in the index. Their vectors are removed
+  by the next `reconcile()`; `forget()` runs it at once and merges the FTS segments.
+- Turns stored by the chat engine (or any older release) are picked up by the next `sync()`:
+  nothing needs to call the index at store time for the index to become complete.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from assistant.conversations.documents import UnitDoc, summary_doc, turn_doc
+
+if TYPE_CHECKING:
+    from assistant.chat.sessions import SessionStore
+    from indexing.embedder import Embedder
+    from indexing.keywords import KeywordIndex
+
+log = logging.getLogger(__name__)
+
+KEYWORD_TABLE = "conversation_fts"
+UNITS_TABLE = "conversation_units"
+
+
+class VectorIndex(Protocol):
+    """The part of `indexing.vectors.VectorStore` the conversation index uses."""
+
+    def upsert(
+        self, ids: Sequence[str], embeddings: np.ndarray, metadatas: Sequence[dict[str, Any]]
+    ) -> None: ...
+    def delete(self, ids: Sequence[str]) -> None: ...
+    def query(
+        self, embedding: np.ndarray, k: int, *, ids: Any = None
+    ) -> list[tuple[str, float]]: ...
+    def ids(self) -> list[str]: ...
+    def count(self) -> int: ...
+    def drop(self) -> None: ...
+    def get_embeddings(self, ids: Sequence[str]) -> dict[str, np.ndarray]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class IndexReport:
+    indexed: int = 0  # units written (new or changed)
+    repaired: int = 0  # vectors re-embedded for units that had none
+    removed: int = 0  # orphan vectors deleted
+
+    def summary(self) -> str:
+        parts = [f"indexed {self.indexed} unit{'s' if self.indexed != 1 else ''}"]
+        if self.repaired:
+            parts.append(f"re-embedded {self.repaired}")
+        if self.removed:
+            parts.append(f"removed {self.removed} stale vectors")
+        return ", ".join(parts)
+
+
+_TURN_SELECT = (
+    "SELECT t.id, t.session_id, s.title, t.question, t.answer, t.created_at "
+    "FROM turns t JOIN sessions s ON s.id = t.session_id"
+)
+_SESSION_SELECT = (
+    "SELECT s.id, s.title, COALESCE(ss.text, '') AS summary, "
+    "COALESCE((SELECT MAX(t.created_at) FROM turns t WHERE t.session_id = s.id), "
+    "s.updated_at) AS last_at FROM sessions s "
+    "LEFT JOIN session_summaries ss ON ss.session_id = s.id"
+)
+
+
+def _turn_docs(rows: Iterable[Any]) -> list[UnitDoc]:
+    return [
+        turn_doc(turn_id=int(r[0]), session_id=str(r[1]), title=str(r[2]), question=str(r[3]),
+                 answer=str(r[4]), created_at=float(r[5]))
+        for r in rows
+    ]
+
+
+def _session_docs(rows: Iterable[Any]) -> list[UnitDoc]:
+    # A session becomes a unit of its own once it has a summary: "what did we work on last
+    # week?" then matches the session, not one of its turns. Dated by its latest turn.
+    return [
+        summary_doc(session_id=str(r[0]), title=str(r[1]), summary=str(r[2]),
+                    created_at=float(r[3]))
+        for r in rows
+        if str(r[2]).strip()
+    ]
+
+
+class ConversationIndex:
+    """Keeps the conversation units of a `SessionStore` indexed; thread-safe."""
+
+    def __init__(
+        self,
+        store: SessionStore,
+        *,
+        embedder: Callable[[], Embedder],
+        vectors: Callable[[], VectorIndex],
+        purge: Callable[[], None] | None = None,
+    ) -> None:
+        from indexing.keywords import KeywordIndex
+
+        self.store = store
+        self._embedder_factory = embedder
+        self._vectors_factory = vectors
+        self._embedder: Embedder | None = None
+        self._vectors: VectorIndex | None = None
+        self._lock = threading.RLock()
+        # Erasure hook: after a forget, free pages and WAL copies of the erased text are purged
+        # (issue 13's no-trace purge plugs in here; until then the FTS merge and secure_delete
+        # on the sessions database are what erase it).
+        self._purge = purge
+        with store.transaction() as conn:
+            self.keywords: KeywordIndex = KeywordIndex(conn, KEYWORD_TABLE)
+            self.keywords.follow_deletes(UNITS_TABLE)
+            if self.keywords.stale:  # the tokenizer changed: re-add every unit's words
+                conn.execute(f"DELETE FROM {UNITS_TABLE}")
+                self.keywords.clear()
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    def embedder(self) -> Embedder:
+        with self._lock:
+            if self._embedder is None:
+                self._embedder = self._embedder_factory()
+            return self._embedder
+
+    def vectors(self) -> VectorIndex:
+        with self._lock:
+            if self._vectors is None:
+                self._vectors = self._vectors_factory()
+            return self._vectors
+
+    def count(self) -> int:
+        with self.store.lock:
+            return int(self.store.conn.execute(f"SELECT COUNT(*) FROM {UNITS_TABLE}").fetchone()[0])
+
+    # --- what needs indexing ----------------------------------------------------------------
+
+    def pending(self) -> list[UnitDoc]:
+        """Units missing or out of date: new turns, turns of a renamed session, new or
+        rewritten summaries (each unit's text hash tells)."""
+        with self.store.lock:
+            conn = self.store.conn
+            turns = conn.execute(f"{_TURN_SELECT} ORDER BY t.id").fetchall()
+            sessions = conn.execute(_SESSION_SELECT).fetchall()
+            hashes = dict(conn.execute(f"SELECT id, text_hash FROM {UNITS_TABLE}").fetchall())
+        docs = _turn_docs(turns) + _session_docs(sessions)
+        return [d for d in docs if hashes.get(d.id) != d.text_hash]
+
+    def docs_for_turns(self, turn_ids: Sequence[int]) -> list[UnitDoc]:
+        return self._docs_for([f"t:{i}" for i in turn_ids])
+
+    def _docs_for(self, unit_ids: Sequence[str]) -> list[UnitDoc]:
+        turn_ids = [int(u[2:]) for u in unit_ids if u.startswith("t:")]
+        session_ids = [u[2:] for u in unit_ids if u.startswith("s:")]
+        docs: list[UnitDoc] = []
+        with self.store.lock:
+            conn = self.store.conn
+            for start in range(0, len(turn_ids), 500):
+                part = turn_ids[start : start + 500]
+                docs += _turn_docs(conn.execute(
+                    f"{_TURN_SELECT} WHERE t.id IN ({','.join('?' * len(part))})", part))
+            for start in range(0, len(session_ids), 500):
+                names = session_ids[start : start + 500]
+                docs += _session_docs(conn.execute(
+                    f"{_SESSION_SELECT} WHERE s.id IN ({','.join('?' * len(names))})", names))
+        return docs
+
+    # --- writing ----------------------------------------------------------------------------
+
+    def sync(
+        self, *, batch_size: int = 128, progress: Callable[[int, int], None] | None = None
+    ) -> IndexReport:
+        """Index what is missing, drop what was deleted, repair vectors a crash lost."""
+        with self._lock:
+            removed, repaired = self.reconcile()
+            docs = self.pending()
+            for start in range(0, len(docs), batch_size):
+                self.write(docs[start : start + batch_size])
+                if progress is not None:
+                    progress(min(start + batch_size, len(docs)), len(docs))
+            return IndexReport(indexed=len(docs), repaired=repaired, removed=removed)
+
+    def write(self, docs: Sequence[UnitDoc]) -> None:
+        """Vectors first, then the units and their keywords in one SQLite transaction."""
+        if not docs:
+            return
+        vectors = self.embedder().embed_documents([d.embedding_text for d in docs])
+        self.vectors().upsert(
+            [d.id for d in docs], vectors,
+            [{"session": d.session_id, "kind": d.kind} for d in docs],
+        )
+        with self.store.transaction() as conn:
+            written: list[UnitDoc] = []
+            for doc in docs:
+                # An explicit delete (not INSERT OR REPLACE, which skips delete triggers) so a
+                # changed unit's old words leave the keyword table.
+                conn.execute(f"DELETE FROM {UNITS_TABLE} WHERE id = ?", (doc.id,))
+                cur = conn.execute(
+                    f"INSERT INTO {UNITS_TABLE} (id, kind, session_id, turn_id, created_at, "
+                    "text_hash) SELECT ?, ?, ?, ?, ?, ? WHERE EXISTS "
+                    "(SELECT 1 FROM sessions WHERE id = ?) AND (? IS NULL OR EXISTS "
+                    "(SELECT 1 FROM turns WHERE id = ?))",
+                    (doc.id, doc.kind, doc.session_id, doc.turn_id, doc.created_at,
+                     doc.text_hash, doc.session_id, doc.turn_id, doc.turn_id),
+                )
+                if cur.rowcount:  # the session may have been deleted meanwhile
+                    written.append(doc)
+            self.keywords.add((d.id, d.keyword_text) for d in written)
+
+    def _remove_orphans(self) -> int:
+        vectors = self.vectors()
+        with self.store.lock:
+            units = {r[0] for r in self.store.conn.execute(f"SELECT id FROM {UNITS_TABLE}")}
+        orphans = sorted(set(vectors.ids()) - units)
+        if orphans:
+            vectors.delete(orphans)
+        return len(orphans)
+
+    def reconcile(self) -> tuple[int, int]:
+        """Make Chroma hold exactly the units' vectors: (orphans removed, vectors re-embedded)."""
+        with self._lock:
+            vectors = self.vectors()
+            stored = set(vectors.ids())
+            with self.store.lock:
+                units = {r[0] for r in self.store.conn.execute(f"SELECT id FROM {UNITS_TABLE}")}
+            orphans = sorted(stored - units)
+            if orphans:
+                vectors.delete(orphans)
+            missing = sorted(units - stored)
+            for start in range(0, len(missing), 256):
+                docs = self._docs_for(missing[start : start + 256])
+                if docs:
+                    vectors.upsert(
+                        [d.id for d in docs],
+                        self.embedder().embed_documents([d.embedding_text for d in docs]),
+                        [{"session": d.session_id, "kind": d.kind} for d in docs],
+                    )
+            return len(orphans), len(missing)
+
+    def rebuild(self, *, progress: Callable[[int, int], None] | None = None) -> IndexReport:
+        """Drop the vectors and the keyword table's content, then index everything again."""
+        with self._lock:
+            self.vectors().drop()
+            self._vectors = None
+            with self.store.transaction() as conn:
+                conn.execute(f"DELETE FROM {UNITS_TABLE}")
+                self.keywords.clear()
+            return self.sync(progress=progress)
+
+    def forget(self, *, vectors: bool = True) -> int:
+        """After sessions were deleted: remove their vectors now and merge the keyword segments
+        so no token of theirs stays in the database file; returns vectors removed."""
+        with self._lock:
+            removed = self._remove_orphans() if vectors else 0
+            with self.store.transaction():
+                self.keywords.optimize()
+            if self._purge is not None:
+                self._purge()
+            return removed
+
+    def drop_all(self) -> None:
+        """Forget-all: the whole collection and every unit and keyword."""
+        with self._lock:
+            self.vectors().drop()
+            self._vectors = None
+            with self.store.transaction() as conn:
+                conn.execute(f"DELETE FROM {UNITS_TABLE}")
+                self.keywords.clear()
+                self.keywords.optimize()
+            if self._purge is not None:
+                self._purge()
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def units_between(
+        self, since: float | None, until: float | None, *, exclude_session: str | None = None
+    ) -> list[str]:
+        """Unit ids dated in `[since, until)`, latest first (not those of `exclude_session`)."""
+        with self.store.lock:
+            return [r[0] for r in self.store.conn.execute(
+                f"SELECT id FROM {UNITS_TABLE} WHERE (? IS NULL OR created_at >= ?) "
+                "AND (? IS NULL OR created_at < ?) AND session_id IS NOT ? "
+                "ORDER BY created_at DESC",
+                (since, since, until, until, exclude_session),
+            )]
+
+    def dense(self, query_vector: np.ndarray, k: int, ids: Sequence[str] | None) -> list[
+            tuple[str, float]]:
+        return self.vectors().query(query_vector, k, ids=ids)
+
+    def keyword(self, text: str, k: int, ids: Sequence[str] | None) -> list[tuple[str, float]]:
+        with self.store.lock:
+            return self.keywords.search(text, k, ids=ids)
+
+    def cosines(self, query_vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+        if not ids:
+            return {}
+        stored = self.vectors().get_embeddings(list(ids))
+        return {i: float(np.asarray(v, dtype=np.float32) @ query_vector) for i, v in stored.items()}

@@ -1,0 +1,195 @@
+"""Searching past conversations by meaning, words and date.
+
+The question's time phrase (or the `--since/--until` flags) becomes a date filter and leaves the
+text; the rest is searched in the dense and keyword indexes of the conversation units, restricted
+to the units of that period, and the two rankings are fused by the knowledge retrieval's RRF.
+A range read from the question that holds no conversation at all is dropped (and reported as not
+applied): "what did Caroline do two years ago" is about the events, not about when they were
+discussed, and must not come back empty. Flags are never dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from assistant.errors import UserError
+from assistant.retrieval.fusion import rrf
+from assistant.timephrases import split_query
+from assistant.timerange import TimeRange, local_now
+
+if TYPE_CHECKING:
+    from assistant.conversations.index import ConversationIndex
+
+
+@dataclass(frozen=True, slots=True)
+class SearchSettings:
+    top_k: int = 5
+    candidates: int = 50  # per retriever, before fusion
+    rrf_k: int = 60
+    dense_weight: float = 1.0
+    keyword_weight: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationHit:
+    rank: int
+    unit_id: str
+    session_id: str
+    title: str
+    seq: int | None  # None: the hit is the session itself (its title and summary)
+    created_at: float
+    question: str
+    answer: str
+    score: float  # display relevance 0-1 (the fused score over the best possible)
+    vector: float | None  # cosine similarity
+    keyword: float | None  # BM25 normalised to the best keyword hit (0-1)
+    fused: float
+    refs: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "session": self.session_id,
+            "title": self.title,
+            "seq": self.seq,
+            "created_at": _iso(self.created_at),
+            "question": self.question,
+            "answer": self.answer,
+            "score": round(self.score, 4),
+            "scores": {
+                "vector": None if self.vector is None else round(self.vector, 4),
+                "keyword": None if self.keyword is None else round(self.keyword, 4),
+                "fused": round(self.fused, 6),
+            },
+            "refs": list(self.refs),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationResult:
+    query: str
+    search_text: str  # what the retrievers saw (the time phrase removed)
+    time_range: TimeRange | None
+    applied: bool  # False: a range read from the question matched no conversation, not used
+    hits: list[ConversationHit] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "time_range": None if self.time_range is None
+            else self.time_range.to_json() | {"applied": self.applied},
+            "hits": [h.to_json() for h in self.hits],
+        }
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
+
+
+def search_conversations(
+    index: ConversationIndex,
+    query: str,
+    *,
+    time_range: TimeRange | None = None,
+    top_k: int | None = None,
+    settings: SearchSettings = SearchSettings(),
+    now: datetime | None = None,
+    exclude_session: str | None = None,
+) -> ConversationResult:
+    """The best `top_k` units for `query` within `time_range` (else a phrase in the query)."""
+    top_k = settings.top_k if top_k is None else top_k
+    if top_k < 1:
+        raise UserError(f"--top-k must be at least 1, got {top_k}")
+    if not query.strip() and time_range is None:
+        raise UserError("nothing to search for", hint='brain sessions search "what did we …"')
+    text, rng = split_query(query.strip(), now or local_now(), explicit=time_range)
+    allowed: list[str] | None = None
+    applied = rng is not None
+    if rng is not None:
+        allowed = index.units_between(*rng.bounds)
+        if not allowed and rng.origin == "query":
+            allowed, applied, text = None, False, query.strip()
+    if exclude_session is not None:  # the chat's own session is in its visible history
+        keep = set(index.units_between(*(rng.bounds if applied and rng else (None, None)),
+                                       exclude_session=exclude_session))
+        allowed = [u for u in allowed if u in keep] if allowed is not None else sorted(keep)
+    result = ConversationResult(query, text, rng, applied)
+    if allowed is not None and not allowed:
+        return result
+    ranked = _rank(index, text, allowed, settings, top_k)
+    return replace(result, hits=_hits(index, ranked, top_k, settings))
+
+
+_Ranked = list[tuple[str, float, float | None, float | None]]  # id, fused, cosine, keyword
+
+
+def _rank(
+    index: ConversationIndex,
+    text: str,
+    allowed: list[str] | None,
+    settings: SearchSettings,
+    top_k: int,
+) -> _Ranked:
+    pool = max(settings.candidates, top_k)
+    if not text.strip(" ?？!！.。,，"):
+        # Only a time phrase ("yesterday?"): everything of that period, latest first.
+        latest = (allowed or [])[:top_k]
+        only = (settings.dense_weight + settings.keyword_weight) / (settings.rrf_k + 1)
+        return [(u, only, None, None) for u in latest]
+    query_vector = index.embedder().embed_query(text)
+    dense = index.dense(query_vector, pool, allowed)
+    keyword = index.keyword(text, pool, allowed)
+    fused = rrf([[i for i, _ in dense], [i for i, _ in keyword]], k=settings.rrf_k,
+                weights=[settings.dense_weight, settings.keyword_weight])[:top_k]
+    cosine = dict(dense)
+    cosine.update(index.cosines(query_vector, [f.id for f in fused if f.id not in cosine]))
+    best_bm25 = max((s for _, s in keyword), default=0.0)
+    bm25 = dict(keyword)
+    return [
+        (f.id, f.score, cosine.get(f.id),
+         bm25[f.id] / best_bm25 if f.id in bm25 and best_bm25 > 0 else None)
+        for f in fused
+    ]
+
+
+def _hits(
+    index: ConversationIndex, ranked: _Ranked, top_k: int, settings: SearchSettings
+) -> list[ConversationHit]:
+    if not ranked:
+        return []
+    best = (settings.dense_weight + settings.keyword_weight) / (settings.rrf_k + 1)
+    ids = [r[0] for r in ranked]
+    marks = ",".join("?" * len(ids))
+    with index.store.lock:
+        conn = index.store.conn
+        rows = {r[0]: r for r in conn.execute(
+            "SELECT u.id, u.session_id, s.title, t.seq, u.created_at, t.question, t.answer, "
+            "COALESCE(ss.text, '') FROM conversation_units u "
+            "JOIN sessions s ON s.id = u.session_id "
+            "LEFT JOIN turns t ON t.id = u.turn_id "
+            f"LEFT JOIN session_summaries ss ON ss.session_id = u.session_id "
+            f"WHERE u.id IN ({marks})", ids)}
+        refs: dict[str, list[str]] = {}
+        for unit_id, ref in conn.execute(
+                "SELECT u.id, r.ref FROM conversation_units u JOIN turn_refs r "
+                f"ON r.turn_id = u.turn_id WHERE u.id IN ({marks}) "
+                "ORDER BY u.id, CASE r.role WHEN 'user' THEN 0 ELSE 1 END", ids):
+            refs.setdefault(unit_id, []).append(ref)
+    hits: list[ConversationHit] = []
+    for unit_id, fused, cosine, keyword in ranked:
+        row = rows.get(unit_id)
+        if row is None:  # deleted between ranking and reading
+            continue
+        is_turn = row[3] is not None
+        hits.append(ConversationHit(
+            rank=len(hits) + 1, unit_id=unit_id, session_id=row[1], title=row[2],
+            seq=int(row[3]) if is_turn else None, created_at=float(row[4]),
+            question=row[5] if is_turn else "", answer=row[6] if is_turn else row[7],
+            score=min(1.0, fused / best), vector=cosine, keyword=keyword, fused=fused,
+            refs=tuple(refs.get(unit_id, ())),
+        ))
+        if len(hits) >= top_k:
+            break
+    return hits
