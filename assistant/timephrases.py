@@ -398,19 +398,25 @@ def find_time_phrase(text: str, now: datetime) -> PhraseMatch | None:
                   or phrase.lower().startswith("since"))
     if since_mode:
         until = max(until, now)
-        if (m := _SINCE_BEFORE.search(before)) is not None:
-            before = before[: m.start()]
-        if (m := _SINCE_AFTER.match(after)) is not None:
-            after = after[m.end():]
+        before = _cut_end(_SINCE_BEFORE, before)
+        after = _cut_start(_SINCE_AFTER, after)
         if not phrase.lower().startswith("since"):
             phrase = "since " + phrase if phrase.isascii() else phrase + "以来"
     if not phrase.isascii():
-        if (m := _CN_BEFORE.search(before)) is not None:
-            before = before[: m.start()]
-        if (m := _CN_AFTER.match(after)) is not None:
-            after = after[m.end():]
+        before = _cut_end(_CN_BEFORE, before)
+        after = _cut_start(_CN_AFTER, after)
     return PhraseMatch(TimeRange(since, until, phrase.strip(), "query"), phrase.strip(),
                        _tidy(before, after))
+
+
+def _cut_end(pattern: re.Pattern[str], text: str) -> str:
+    found = pattern.search(text)
+    return text if found is None else text[: found.start()]
+
+
+def _cut_start(pattern: re.Pattern[str], text: str) -> str:
+    found = pattern.match(text)
+    return text if found is None else text[found.end():]
 
 
 def _tidy(before: str, after: str) -> str:

@@ -374,8 +374,8 @@ def _import(args: argparse.Namespace) -> int:
     for error in errors:
         print(f"{name}: {error}", file=sys.stderr)
     what = "ChatGPT export: " if kind == "chatgpt" else ""
-    summary = (f"{what}imported {report.turns} turns in {report.sessions} "
-               f"session{'s' if report.sessions != 1 else ''}")
+    summary = (f"{what}imported {report.turns} turn{'s' if report.turns != 1 else ''} in "
+               f"{report.sessions} session{'s' if report.sessions != 1 else ''}")
     if errors:
         summary += f"; {len(errors)} bad line(s) not imported"
     print(summary)

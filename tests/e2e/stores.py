@@ -93,3 +93,10 @@ def memory_state(home: Path, *, model: str, dimension: int) -> dict[str, Any]:
 
 def dump(state: dict[str, Any]) -> str:
     return json.dumps(state, indent=1, ensure_ascii=False, default=str)[:3000]
+
+
+def conversation_vector_ids(home: Path, *, model: str, dimension: int) -> list[str]:
+    """The ids in the conversation index's Chroma collection for this embedding model."""
+    from assistant.conversations.service import collection_name
+
+    return _collection_ids(home, collection_name(model, dimension), model, dimension)
