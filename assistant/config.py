@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from assistant.paths import FILE_MODE, AppPaths
+from indexing.errors import HintedError
 
 
-class ConfigError(Exception):
+class ConfigError(HintedError):
     """A config file that cannot be used; the message is one line meant for the user."""
 
 
@@ -107,7 +108,6 @@ class RetrievalConfig:
     reranker: str = _opt(
         "", "Cross-encoder for reranking (local path or cached HF name); empty = off."
     )
-    rewrite_queries: bool = _opt(False, "Ask the chat model to rewrite follow-up questions.")
 
 
 @dataclass(slots=True)
@@ -124,9 +124,6 @@ class MemoryConfig:
     extract_idle_seconds: int = _opt(120, "Extract memories after this much idle time (0 = off).")
     decay_after_days: int = _opt(90, "Memories unused this long start losing importance.")
     capacity: int = _opt(2000, "Most active memories; beyond, the lowest-scoring are archived.")
-    profile_every_sessions: int = _opt(
-        5, "Rewrite the user profile every this many sessions (0 = never)."
-    )
 
 
 @dataclass(slots=True)
@@ -237,6 +234,10 @@ def _check_value(value: Any, tp: Any, where: str) -> Any:
     return value
 
 
+# Settings that existed but never did anything (no code read them) and were removed: a config
+# file that still sets them loads, the value ignored, instead of failing on an "unknown key".
+RETIRED_KEYS = frozenset({"retrieval.rewrite_queries", "memory.profile_every_sessions"})
+
 # The valid range of every numeric setting (inclusive). A numeric setting without one is a bug
 # (tests/unit/test_config.py checks every field of the schema): a value such as
 # memory.capacity = -5 would otherwise be accepted and archive every memory.
@@ -266,7 +267,6 @@ RANGES: dict[str, tuple[float, float]] = {
     "memory.extract_idle_seconds": (0, 86_400),
     "memory.decay_after_days": (1, 36_500),
     "memory.capacity": (10, 10_000_000),
-    "memory.profile_every_sessions": (0, 10_000),
     "chat.history_turns": (0, 1000),
     "chat.answer_reserve": (0, 1_000_000),
 }
@@ -301,6 +301,8 @@ def _build_section(cls: type, data: dict[str, Any], section: str) -> Any:
     known = {f.name: f for f in fields(cls)}
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
+        if f"{section}.{key}" in RETIRED_KEYS:
+            continue
         if key not in known:
             raise ConfigError(
                 f"[{section}] unknown key {key!r}{_did_you_mean(key, known)} "

@@ -1,14 +1,12 @@
 """Opening the knowledge base from the app's config: the bridge from `assistant` to `indexing`.
 
 `indexing/` takes explicit settings dataclasses; this module is the one place that maps the
-user's config (`[indexing]`, `[store]`, `[embedding]`) onto them, and that turns indexing's
-exceptions into `UserError`s with hints for the CLI.
+user's config (`[indexing]`, `[store]`, `[embedding]`) onto them. Indexing's user-facing errors
+need no translation: they are `HintedError`s like the assistant's own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -69,47 +67,7 @@ def open_knowledge(
     (listing and removing folders, keyword search)."""
     from indexing.knowledge import KnowledgeBase
 
-    with indexing_errors():
-        embedder = ctx.embedder() if with_embedder else None
-        return KnowledgeBase.open(
-            ctx.paths.knowledge_db, vector_location(ctx), embedder, lock_timeout=lock_timeout
-        )
-
-
-def _user_error_types() -> tuple[type[BaseException], ...]:
-    from indexing.knowledge import KnowledgeError
-    from indexing.lock import IndexBusy
-    from indexing.manifest import ManifestError
-
-    types: list[type[BaseException]] = [KnowledgeError, IndexBusy, ManifestError]
-    try:
-        from indexing.embedder import EmbeddingModelError
-
-        types.append(EmbeddingModelError)
-    except ImportError:  # pragma: no cover - older checkouts
-        pass
-    try:
-        from indexing.vectors import EmbeddingModelMismatch, VectorStoreError
-
-        types += [EmbeddingModelMismatch, VectorStoreError]
-    except ImportError:  # pragma: no cover
-        pass
-    return tuple(types)
-
-
-@contextmanager
-def indexing_errors() -> Iterator[None]:
-    """Re-raise indexing's user-facing exceptions as `UserError` (printed without traceback)."""
-    try:
-        yield
-    except UserError:
-        raise
-    except Exception as exc:
-        if isinstance(exc, _user_error_types()):
-            hint = None
-            from indexing.lock import IndexBusy
-
-            if isinstance(exc, IndexBusy):
-                hint = "wait for the other `brain index` (or the app's live sync) to finish"
-            raise UserError(str(exc), hint=hint) from exc
-        raise
+    embedder = ctx.embedder() if with_embedder else None
+    return KnowledgeBase.open(
+        ctx.paths.knowledge_db, vector_location(ctx), embedder, lock_timeout=lock_timeout
+    )

@@ -171,10 +171,6 @@ class CachedEmbedder:
             if self._cache.get(_DIMENSION_KEY) != dimension:
                 self._cache.set(_DIMENSION_KEY, dimension)
 
-    def reset_counters(self) -> None:
-        with self._count_lock:
-            self.hits = self.misses = self.model_calls = 0
-
     def cached(self, text: str) -> bool:
         """Whether `text` would be served without calling the model."""
         return text_key(text) in self._cache

@@ -18,6 +18,7 @@ import re
 import sqlite3
 from collections.abc import Collection, Iterable, Sequence
 
+from indexing.errors import HintedError
 from indexing.tokenize import TOKENIZER_VERSION, query_tokens, tokenize
 
 _TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
@@ -31,7 +32,7 @@ _PRUNE_MIN_ITEMS = 10_000
 _BATCH = 500
 
 
-class KeywordIndexError(Exception):
+class KeywordIndexError(HintedError):
     """The keyword index cannot be used (bad table name, corrupted database)."""
 
 

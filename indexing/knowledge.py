@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from indexing.errors import HintedError
 from indexing.lock import IndexLock
 from indexing.manifest import Manifest
 from indexing.progress import ProgressCallback
@@ -40,7 +41,7 @@ COVERAGE_TTL = 30.0
 GLOB_CHARS = frozenset("*?[")
 
 
-class KnowledgeError(Exception):
+class KnowledgeError(HintedError):
     """A knowledge-base problem the user can act on; the message says how."""
 
 

@@ -14,14 +14,17 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from indexing.errors import HintedError
 
-class IndexBusy(Exception):
+
+class IndexBusy(HintedError):
     """Another process (or thread) is updating the index."""
 
     def __init__(self, path: Path, pid: int | None) -> None:
         who = f"PID {pid}" if pid else "another process"
         super().__init__(
-            f"the index is being updated by {who}; try again when it finishes ({path})"
+            f"the index is being updated by {who}; try again when it finishes ({path})",
+            "wait for the other `brain index` (or the app's live sync) to finish",
         )
         self.pid = pid
 

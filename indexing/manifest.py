@@ -5,7 +5,7 @@ Folders, files (stat + content hash + chunk ids + embedding model), and the chun
 lives in the same database, so one transaction updates a file's manifest rows and its keyword
 rows together: after a crash both are either the old or the new state, never half of each.
 
-Schema changes go through numbered migrations recorded in `schema_migrations`.
+Schema changes go through the numbered steps of `indexing.sqlite_db` (`PRAGMA user_version`).
 """
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-import time
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from indexing.errors import HintedError
+from indexing.sqlite_db import Schema, open_database, schema_version
 from indexing.types import Chunk
 
 if TYPE_CHECKING:
@@ -27,49 +28,62 @@ if TYPE_CHECKING:
 
 KEYWORD_TABLE = "chunk_fts"
 
-# Each migration is a list of statements applied in one transaction; never edit a released one.
-MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
-    (
-        1,
-        (
-            """CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
-            """CREATE TABLE folders (
-                path TEXT PRIMARY KEY,
-                added_at REAL NOT NULL,
-                last_sync REAL
-            )""",
-            """CREATE TABLE files (
-                path TEXT PRIMARY KEY,
-                folder TEXT NOT NULL,
-                size INTEGER NOT NULL,
-                mtime REAL NOT NULL,
-                content_hash TEXT NOT NULL,
-                chunk_ids TEXT NOT NULL,
-                model_id TEXT NOT NULL,
-                indexed_at REAL NOT NULL
-            )""",
-            """CREATE INDEX files_by_folder ON files(folder)""",
-            """CREATE TABLE chunks (
-                id TEXT PRIMARY KEY,
-                source TEXT NOT NULL,
-                root TEXT NOT NULL,
-                heading TEXT NOT NULL,
-                idx INTEGER NOT NULL,
-                start_char INTEGER NOT NULL,
-                end_char INTEGER NOT NULL,
-                start_line INTEGER NOT NULL,
-                end_line INTEGER NOT NULL,
-                page INTEGER,
-                mtime REAL NOT NULL,
-                content_hash TEXT NOT NULL,
-                language TEXT NOT NULL,
-                text TEXT NOT NULL
-            )""",
-            """CREATE INDEX chunks_by_source ON chunks(source, idx)""",
-        ),
-    ),
+# Steps of `indexing.sqlite_db`; never edit a released one.
+MIGRATIONS: tuple[str, ...] = (
+    # 1: folders, files, chunks (the keyword table is created by KeywordIndex itself)
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE folders (
+        path TEXT PRIMARY KEY,
+        added_at REAL NOT NULL,
+        last_sync REAL
+    );
+    CREATE TABLE files (
+        path TEXT PRIMARY KEY,
+        folder TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        mtime REAL NOT NULL,
+        content_hash TEXT NOT NULL,
+        chunk_ids TEXT NOT NULL,
+        model_id TEXT NOT NULL,
+        indexed_at REAL NOT NULL
+    );
+    CREATE INDEX files_by_folder ON files(folder);
+    CREATE TABLE chunks (
+        id TEXT PRIMARY KEY,
+        source TEXT NOT NULL,
+        root TEXT NOT NULL,
+        heading TEXT NOT NULL,
+        idx INTEGER NOT NULL,
+        start_char INTEGER NOT NULL,
+        end_char INTEGER NOT NULL,
+        start_line INTEGER NOT NULL,
+        end_line INTEGER NOT NULL,
+        page INTEGER,
+        mtime REAL NOT NULL,
+        content_hash TEXT NOT NULL,
+        language TEXT NOT NULL,
+        text TEXT NOT NULL
+    );
+    CREATE INDEX chunks_by_source ON chunks(source, idx);
+    """,
 )
-SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+def _adopt_legacy(conn: sqlite3.Connection) -> int:
+    """Manifests from before `user_version`: their version is in a `schema_migrations` table,
+    dropped once the version moves into `user_version`."""
+    if not conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+    ).fetchone():
+        return 0
+    version = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0]
+    conn.execute("DROP TABLE schema_migrations")
+    return int(version or 0)
+
+
+SCHEMA = Schema("knowledge database", MIGRATIONS, adopt=_adopt_legacy)
+SCHEMA_VERSION = SCHEMA.version
 
 _CHUNK_COLUMNS = (
     "id, text, source, root, heading, idx, start_char, end_char, start_line, end_line, page, "
@@ -77,7 +91,7 @@ _CHUNK_COLUMNS = (
 )
 
 
-class ManifestError(Exception):
+class ManifestError(HintedError):
     """The manifest database cannot be used (corrupt, from a newer version, unwritable)."""
 
 
@@ -141,56 +155,26 @@ class Manifest:
 
     @classmethod
     def open(cls, path: Path) -> Manifest:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE … COMMIT) so nothing
+        # commits half a file behind our back.
+        conn = open_database(
+            path, SCHEMA, error=ManifestError,
+            pragmas=("journal_mode=WAL", "synchronous=NORMAL", "busy_timeout=30000"),
+            damaged_hint="move the file away, then `brain index --rebuild` rebuilds it from "
+            "your folders",
+        )
+        manifest = cls(conn, path)
         try:
-            # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE … COMMIT) so nothing
-            # commits half a file behind our back.
-            conn = sqlite3.connect(
-                str(path), isolation_level=None, check_same_thread=False, timeout=30.0
-            )
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA busy_timeout=30000")
-            manifest = cls(conn, path)
-            manifest._migrate()
-        except sqlite3.DatabaseError as exc:
-            raise ManifestError(f"cannot open the knowledge database {path}: {exc}") from exc
+            _ = manifest.keywords  # its table has its own schema (KeywordIndex)
+        except BaseException:
+            conn.close()
+            raise
         with suppress(OSError):
             path.chmod(0o600)
         return manifest
 
-    def _migrate(self) -> None:
-        with self.lock:
-            self.conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations "
-                "(version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)"
-            )
-            current = self.schema_version()
-            if current > SCHEMA_VERSION:
-                raise ManifestError(
-                    f"{self.path} was written by a newer second-brain (schema {current}, "
-                    f"this version knows {SCHEMA_VERSION}); upgrade second-brain"
-                )
-            for version, statements in MIGRATIONS:
-                if version <= current:
-                    continue
-                with self.transaction():
-                    # Another process creating the same new home may have applied this step
-                    # while we waited for the write lock.
-                    if self.schema_version() >= version:
-                        continue
-                    for statement in statements:
-                        self.conn.execute(statement)
-                    self.conn.execute(
-                        "INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?)",
-                        (version, time.time()),
-                    )
-            # The keyword table is created by KeywordIndex itself (its own schema).
-            _ = self.keywords
-
     def schema_version(self) -> int:
-        row = self.conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
-        return int(row[0] or 0)
+        return schema_version(self.conn)
 
     @property
     def keywords(self) -> KeywordIndex:

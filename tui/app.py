@@ -28,7 +28,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer
 
 from assistant.context import AppContext
-from assistant.errors import UserError
+from assistant.errors import HintedError
 from tui import messages as msg
 from tui.actions import app_bindings, validate_keymap
 from tui.commands import ActionsProvider
@@ -312,7 +312,7 @@ class BrainApp(App[int]):
     def _warm_up(self) -> None:
         try:
             self.backend.knowledge.warm_up()
-        except UserError as exc:
+        except HintedError as exc:
             self.post_message(msg.ModelLoaded(error=str(exc)))
             return
         except Exception as exc:  # a broken model install must not kill the UI
@@ -376,7 +376,7 @@ class BrainApp(App[int]):
         """Run a backend call in a worker thread; report a failure instead of raising."""
         try:
             return call()
-        except UserError as exc:
+        except HintedError as exc:
             self.post_message(msg.BackendError(action, str(exc)))
         except Exception as exc:  # keep the UI alive; the message says what broke
             self.post_message(msg.BackendError(action, f"{type(exc).__name__}: {exc}"))
@@ -414,7 +414,7 @@ class BrainApp(App[int]):
                     break
                 if cancel.is_set():
                     break
-        except UserError as exc:
+        except HintedError as exc:
             self.post_message(msg.ChatStreamEvent(answer_id, Failed(str(exc))))
             return
         except Exception as exc:
@@ -581,7 +581,7 @@ class BrainApp(App[int]):
         result: Any = sentinel
         try:
             result = call()
-        except UserError as exc:
+        except HintedError as exc:
             self.post_message(msg.BackendError(action, str(exc)))
         except Exception as exc:
             self.post_message(msg.BackendError(action, f"{type(exc).__name__}: {exc}"))
@@ -802,7 +802,7 @@ class BrainApp(App[int]):
             summary = self.backend.knowledge.sync(folders, rebuild=rebuild, progress=progress)
         except SyncInterrupted:
             return
-        except UserError as exc:
+        except HintedError as exc:
             self.post_message(msg.SyncFinished(None, str(exc)))
             return
         except Exception as exc:
@@ -846,7 +846,7 @@ class BrainApp(App[int]):
 
         try:
             self.backend.knowledge.watch(changed, self._stop_watch)
-        except UserError as exc:
+        except HintedError as exc:
             self.post_message(msg.WatchEvent(f"watch off: {exc}"))
         except Exception as exc:
             self.post_message(msg.WatchEvent(f"watch off: {type(exc).__name__}"))
@@ -878,7 +878,7 @@ class BrainApp(App[int]):
         def load() -> Any:
             try:
                 return self.backend.sessions.turns(session_id)
-            except UserError:
+            except HintedError:
                 # Deleted elsewhere (e.g. `brain sessions rm`): start fresh instead.
                 self.call_from_thread(self._forget_session, session_id)
                 raise

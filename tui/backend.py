@@ -162,10 +162,7 @@ class KnowledgeAdapter:
         ]
 
     def add_folder(self, path: Path) -> FolderView:
-        from assistant.knowledge_service import indexing_errors
-
-        with indexing_errors():
-            added = self.kb().add_folder(path)
+        added = self.kb().add_folder(path)
         if added.status == "inside":
             raise UserError(f"{added.path} is already indexed as part of {added.parent}")
         if added.status == "already":
@@ -173,10 +170,7 @@ class KnowledgeAdapter:
         return FolderView(added.path, 0, 0)
 
     def remove_folder(self, path: str) -> None:
-        from assistant.knowledge_service import indexing_errors
-
-        with indexing_errors():
-            self.light().remove_folder(path)
+        self.light().remove_folder(path)
 
     def sync(
         self,
@@ -185,7 +179,7 @@ class KnowledgeAdapter:
         rebuild: bool,
         progress: Callable[[SyncProgress], None],
     ) -> SyncSummary:
-        from assistant.knowledge_service import indexing_errors, sync_settings
+        from assistant.knowledge_service import sync_settings
         from indexing.progress import Phase
 
         def relay(p: Any) -> None:
@@ -194,10 +188,9 @@ class KnowledgeAdapter:
             else:
                 progress(SyncProgress(p.files_done, p.files_total, p.path, str(p.phase)))
 
-        with indexing_errors():
-            report = self.kb().sync(
-                sync_settings(self.ctx.config), folders=folders, rebuild=rebuild, progress=relay
-            )
+        report = self.kb().sync(
+            sync_settings(self.ctx.config), folders=folders, rebuild=rebuild, progress=relay
+        )
         skipped = tuple(
             (path, f"{reason}: {detail}" if detail else reason)
             for reason, items in report.skipped.items()

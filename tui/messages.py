@@ -95,16 +95,6 @@ class MemoriesArrived(Message):
         self.memories = memories
 
 
-class MemoryChanged(Message):
-    """The user changed a memory; `memory` is None when it was deleted."""
-
-    def __init__(self, memory_id: str, memory: MemoryView | None, verb: str) -> None:
-        super().__init__()
-        self.memory_id = memory_id
-        self.memory = memory
-        self.verb = verb
-
-
 class SearchDone(Message):
     def __init__(self, result: SearchResult) -> None:
         super().__init__()

@@ -14,6 +14,7 @@ from pathlib import Path
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
+from assistant.errors import HintedError
 from themes import THEMES_DIR
 
 DEFAULT_THEME = "brain-dark"
@@ -25,7 +26,7 @@ _FLOAT_FIELDS = ("luminosity_spread", "text_alpha")
 _KNOWN = {f.name for f in fields(Theme)} | {"css"}
 
 
-class ThemeError(Exception):
+class ThemeError(HintedError):
     """A theme file that cannot be used; the message names the file and the problem."""
 
 

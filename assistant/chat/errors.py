@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Literal
 
-from assistant.errors import UserError
+from assistant.errors import HintedError, UserError
 
 log = logging.getLogger(__name__)
 
@@ -28,10 +28,6 @@ class ChatError(UserError):
         super().__init__(message, hint)
         self.kind = kind
         self.retryable = retryable
-
-    @property
-    def message(self) -> str:
-        return self.args[0]
 
 
 def dropped(partial: bool) -> ChatError:
@@ -66,7 +62,7 @@ def stage_failed(kind: ErrorKind, what: str, exc: BaseException) -> ChatError:
     flag = "--no-knowledge" if kind == "knowledge" else "--no-memory"
     return ChatError(
         kind,
-        f"{what} failed: {exc}",
+        f"{what} failed: {_without_hint(exc)}",
         getattr(exc, "hint", None) or f"retry, or ask without it ({flag} / the toggle in the UI)",
     )
 
@@ -74,10 +70,15 @@ def stage_failed(kind: ErrorKind, what: str, exc: BaseException) -> ChatError:
 def not_saved(exc: BaseException) -> ChatError:
     return ChatError(
         "server",
-        f"could not save the conversation: {exc}",
+        f"could not save the conversation: {_without_hint(exc)}",
         getattr(exc, "hint", None) or "check the free disk space and the permissions of the "
         "data folder (`brain config path` shows where it is)",
     )
+
+
+def _without_hint(exc: BaseException) -> str:
+    """The message alone: the hint goes into the ChatError's own hint, not twice."""
+    return exc.message if isinstance(exc, HintedError) else str(exc)
 
 
 def _is_overflow(text: str) -> bool:

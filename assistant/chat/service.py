@@ -234,16 +234,6 @@ class ChatService:
         self.store = store
         self.knowledge = knowledge
         self.memory = memory
-        self.personas: dict[str, str] = {}
-
-    def persona_prompt(self, name: str) -> str:
-        """The system prompt of a [personas] preset (UserError listing the names if unknown)."""
-        if name not in self.personas:
-            raise UserError(
-                f"no persona {name!r} (known: {', '.join(sorted(self.personas))})",
-                hint="add it under [personas] with `brain config edit`",
-            )
-        return self.personas[name]
 
     async def aclose(self) -> None:
         await self.engine.aclose()
@@ -306,9 +296,7 @@ def open_chat(
         catalog=OllamaCatalog(settings.host, settings.timeout),
         session_id=resolved,
     )
-    service = ChatService(engine, store, knowledge_source, memory_source)
-    service.personas = dict(ctx.config.personas)
-    return service
+    return ChatService(engine, store, knowledge_source, memory_source)
 
 
 

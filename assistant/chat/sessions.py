@@ -1,8 +1,8 @@
 """Persistent chat sessions in SQLite (paths.sessions_db).
 
-The schema is versioned with `PRAGMA user_version` and upgraded by an ordered list of
-migrations, each applied in one transaction, so a database written by any earlier release opens
-in this one; a database from a newer release is refused rather than damaged.
+The schema is upgraded by `indexing.sqlite_db` (ordered steps, each in its own transaction), so
+a database written by any earlier release opens in this one; a database from a newer release is
+refused rather than damaged.
 
 Each turn stores the numbered sources and recalled memories the model saw, copied by value (path,
 heading, lines, text) so a session can be shown and exported after the files changed or left the
@@ -24,6 +24,7 @@ from typing import Any
 from assistant.chat.turn import KnowledgeItem, MemoryItem, Session, Source, ToolUse, Turn
 from assistant.errors import UserError
 from assistant.paths import FILE_MODE
+from indexing.sqlite_db import Schema, open_database
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: sessions, turns, the sources and memories each turn used.
@@ -133,7 +134,8 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX conversation_units_by_session ON conversation_units(session_id);
     """,
 )
-SCHEMA_VERSION = len(MIGRATIONS)
+SCHEMA = Schema("sessions database", MIGRATIONS)
+SCHEMA_VERSION = SCHEMA.version
 TITLE_CHARS = 60
 
 
@@ -142,31 +144,6 @@ class SessionNotFound(UserError):
         super().__init__(
             f"no session matches {ref!r}", hint="`brain sessions list` shows the session ids"
         )
-
-
-def migrate(conn: sqlite3.Connection, path: Path | str = "") -> int:
-    """Bring the schema to SCHEMA_VERSION; returns the version found before."""
-    found = conn.execute("PRAGMA user_version").fetchone()[0]
-    if found > SCHEMA_VERSION:
-        raise UserError(
-            f"{path}: sessions database has schema version {found}, newer than this "
-            f"second-brain understands ({SCHEMA_VERSION})",
-            hint="upgrade second-brain, or move the file away to start fresh",
-        )
-    for version in range(found + 1, SCHEMA_VERSION + 1):
-        with conn:  # one transaction per migration: a crash leaves the old version intact
-            # BEGIN IMMEDIATE takes the write lock before re-reading the version: another
-            # process opening the same new home may have applied this step meanwhile.
-            # (Migrations are plain DDL/DML: no triggers, no ';' inside literals, so they can
-            # be run statement by statement inside this one transaction.)
-            conn.execute("BEGIN IMMEDIATE")
-            if conn.execute("PRAGMA user_version").fetchone()[0] >= version:
-                continue
-            for statement in MIGRATIONS[version - 1].split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {version}")
-    return found
 
 
 def new_session_id() -> str:
@@ -193,18 +170,15 @@ class SessionStore:
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             if not path.exists():
                 path.touch(mode=FILE_MODE)
-        try:
-            conn = sqlite3.connect(str(path), check_same_thread=False, timeout=10)
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA journal_mode = WAL")
-            # Deleted sessions are overwritten on disk, not left in free pages.
-            conn.execute("PRAGMA secure_delete = ON")
-            migrate(conn, path)
-        except sqlite3.DatabaseError as exc:
-            raise UserError(
-                f"{path}: cannot open the sessions database: {exc}",
-                hint="move the file away to start with no sessions",
-            ) from exc
+        conn = open_database(
+            path, SCHEMA, error=UserError, timeout=10, autocommit=False,
+            pragmas=(
+                "foreign_keys = ON", "journal_mode = WAL",
+                # Deleted sessions are overwritten on disk, not left in free pages.
+                "secure_delete = ON",
+            ),
+            damaged_hint="move the file away to start with no sessions",
+        )
         conn.row_factory = sqlite3.Row
         return cls(conn, path)
 

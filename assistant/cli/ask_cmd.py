@@ -103,16 +103,19 @@ def run(args: argparse.Namespace) -> int:
         ctx, session_id=session_id, knowledge=not args.no_knowledge,
         memory=False if args.no_memory else None, origin="ask",
     )
-    return asyncio.run(_ask(service, question, args))
+    persona = ctx.config.personas[args.persona] if args.persona is not None else None
+    return asyncio.run(_ask(service, question, args, persona))
 
 
-async def _ask(service: ChatService, question: str, args: argparse.Namespace) -> int:
+async def _ask(
+    service: ChatService, question: str, args: argparse.Namespace, persona: str | None
+) -> int:
     from assistant.chat.events import Done, Failed, Retrieved, Token, ToolCalled
 
     engine = service.engine
     try:
-        if args.persona is not None:
-            engine.set_persona(service.personas[args.persona])
+        if persona is not None:
+            engine.set_persona(persona)
         if args.model:
             # Unchecked: a missing model fails the turn, which saves the question for --retry.
             engine.set_model(args.model, check=False)

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from assistant.cli.common import context, print_json
-from assistant.knowledge_service import indexing_errors, open_knowledge
+from assistant.knowledge_service import open_knowledge
 
 
 def register(sub: Any) -> None:
@@ -39,8 +39,7 @@ def _iso(when: datetime | None) -> str | None:
 def list_folders(args: argparse.Namespace) -> int:
     kb = open_knowledge(context(args), with_embedder=False)
     try:
-        with indexing_errors():
-            folders = kb.folders()
+        folders = kb.folders()
     finally:
         kb.close()
     if args.json:
@@ -86,8 +85,7 @@ def list_folders(args: argparse.Namespace) -> int:
 def remove_folder(args: argparse.Namespace) -> int:
     kb = open_knowledge(context(args), with_embedder=False)
     try:
-        with indexing_errors():
-            removed = kb.remove_folder(args.path)
+        removed = kb.remove_folder(args.path)
     finally:
         kb.close()
     if args.json:

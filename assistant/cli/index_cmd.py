@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from assistant.cli.common import context, print_json
 from assistant.errors import UserError
-from assistant.knowledge_service import indexing_errors, open_knowledge, sync_settings
+from assistant.knowledge_service import open_knowledge, sync_settings
 
 if TYPE_CHECKING:
     from indexing.knowledge import KnowledgeBase
@@ -53,46 +53,44 @@ def run(args: argparse.Namespace) -> int:
     from indexing.knowledge import resolve_folder
 
     # Validate every path before registering any: a typo must not leave half the work done.
-    with indexing_errors():
-        folders = [resolve_folder(p) for p in args.paths]
+    folders = [resolve_folder(p) for p in args.paths]
     ctx = context(args)
     out = sys.stdout
     if not args.json and out.isatty():
         print("Loading the embedding model…", file=sys.stderr, flush=True)
     kb = open_knowledge(ctx)
     try:
-        with indexing_errors():
-            targets = _register(kb, folders, quiet=args.json)
-            if not kb.folders():
-                raise UserError(
-                    "no folders registered yet", hint="add one with `brain index PATH`"
-                )
-            if kb.reembed_needed and not args.json:
-                print(
-                    f"The embedding model changed ({kb.indexed_model} → "
-                    f"{ctx.config.embedding.model}): re-embedding the index into a fresh "
-                    "collection.",
-                    flush=True,
-                )
-            settings = sync_settings(ctx.config)
-            sync_all = args.sync or args.rebuild or (args.watch and not targets)
-            reporter = _Progress(out) if not args.json else None
-            try:
-                report = kb.sync(
-                    settings,
-                    folders=None if sync_all else targets,
-                    rebuild=args.rebuild,
-                    progress=reporter,
-                )
-            finally:
-                if reporter:
-                    reporter.close()
-            if args.json:
-                print_json(report_json(report, kb))
-            else:
-                _print_report(report, kb, verbose=args.verbose, out=out)
-            if args.watch:
-                return _watch(kb, settings, ctx, out=out, as_json=args.json)
+        targets = _register(kb, folders, quiet=args.json)
+        if not kb.folders():
+            raise UserError(
+                "no folders registered yet", hint="add one with `brain index PATH`"
+            )
+        if kb.reembed_needed and not args.json:
+            print(
+                f"The embedding model changed ({kb.indexed_model} → "
+                f"{ctx.config.embedding.model}): re-embedding the index into a fresh "
+                "collection.",
+                flush=True,
+            )
+        settings = sync_settings(ctx.config)
+        sync_all = args.sync or args.rebuild or (args.watch and not targets)
+        reporter = _Progress(out) if not args.json else None
+        try:
+            report = kb.sync(
+                settings,
+                folders=None if sync_all else targets,
+                rebuild=args.rebuild,
+                progress=reporter,
+            )
+        finally:
+            if reporter:
+                reporter.close()
+        if args.json:
+            print_json(report_json(report, kb))
+        else:
+            _print_report(report, kb, verbose=args.verbose, out=out)
+        if args.watch:
+            return _watch(kb, settings, ctx, out=out, as_json=args.json)
     finally:
         kb.close()
     return 0

@@ -16,8 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from assistant import __version__
-from assistant.config import ConfigError
-from assistant.errors import UserError
+from assistant.errors import HintedError, UserError
 from assistant.paths import apply_private_umask
 
 # Command modules, in `--help` order. Each defines `register(subparsers) -> None`.
@@ -78,12 +77,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command is not None:  # a group without its subcommand
                 parser.parse_args([*(argv or sys.argv[1:]), "--help"])
             return _run_tui(args)
-        from assistant.knowledge_service import indexing_errors
+        return handler(args)
+    except HintedError as exc:  # every error meant for the user: message and hint
 
-        # Any command may reach the vector store (memory too): its errors are user errors.
-        with indexing_errors():
-            return handler(args)
-    except (UserError, ConfigError) as exc:
         print(f"brain: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

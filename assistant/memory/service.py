@@ -102,10 +102,8 @@ class MemoryService:
         budget_share: float = 0.25,
         capacity: int = 2000,
         chat_fn: ChatFn | None = None,
-        profile_every_sessions: int = 5,
     ) -> None:
         self.store = store
-        self.profile_every_sessions = profile_every_sessions
         self.settings = settings or RecallSettings()
         self.budget_tokens = int(context_window * budget_share)
         self.capacity = capacity
@@ -123,7 +121,6 @@ class MemoryService:
             context_window=cfg.ollama.context_window,
             budget_share=cfg.memory.budget_share,
             capacity=cfg.memory.capacity,
-            profile_every_sessions=cfg.memory.profile_every_sessions,
             chat_fn=ollama_chat_fn(cfg.ollama.host, cfg.ollama.model, timeout=cfg.ollama.timeout,
                                    keep_alive=cfg.ollama.keep_alive),
         )
@@ -269,14 +266,6 @@ class MemoryService:
     def maintain(self) -> list[str]:
         """Enforce the capacity limit; returns the ids archived."""
         return enforce_capacity(self.store, self.capacity, self.settings)
-
-    def session_ended(self, *, every: int | None = None) -> ProfileRefresh | None:
-        """Count a finished chat session; rewrite the profile every `every` sessions."""
-        every = self.profile_every_sessions if every is None else every
-        count = self.store.bump_counter("sessions")
-        if every <= 0 or count % every or self.chat_fn is None or self.store.count() == 0:
-            return None
-        return refresh_profile(self.store, chat_fn=self.chat_fn)
 
     def refresh_profile(self, *, chat_fn: ChatFn | None = None) -> ProfileRefresh:
         chat = chat_fn or self.chat_fn

@@ -46,13 +46,13 @@ from assistant.memory.model import (
     Profile,
 )
 from assistant.memory.secrets import find_secret, find_secret_in
+from indexing.sqlite_db import Schema, open_database
 
 if TYPE_CHECKING:
     from indexing.embedder import Embedder
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
 KEYWORD_TABLE = "memory_fts"
 PROFILE_ID = "profile"
 _ID_BYTES = 4  # 8 hex chars: short enough to type, checked for collisions
@@ -171,6 +171,8 @@ _MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX imports_hash ON imports(content_hash, id);
     """,
 )
+SCHEMA = Schema("memory store", _MIGRATIONS)
+SCHEMA_VERSION = SCHEMA.version
 
 _COLUMNS = (
     "id, type, key, text, confidence, importance, status, pinned, created_at, updated_at, "
@@ -289,18 +291,19 @@ class MemoryStore:
         self._lock = threading.RLock()
         self._listeners: list[Callable[[], None]] = []
         self._local_changes = 0
-        self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(
-            self.db_path, check_same_thread=False, isolation_level=None, timeout=30.0
+        self.conn = open_database(
+            self.db_path, SCHEMA, error=UserError,
+            pragmas=(
+                "journal_mode=WAL", "synchronous=NORMAL",
+                "secure_delete=ON",  # deleted memories are zeroed on disk
+                "foreign_keys=ON",
+            ),
+            damaged_hint="restore the file from a backup, or move it away to start with no "
+            "memories (`brain doctor` checks the stores)",
         )
         self.conn.row_factory = sqlite3.Row
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
-        self.conn.execute("PRAGMA secure_delete=ON")  # deleted memories are zeroed on disk
-        self.conn.execute("PRAGMA foreign_keys=ON")
         with suppress(OSError):
             self.db_path.chmod(0o600)
-        self._migrate()
         if keywords is None:
             from assistant.memory.keywords import MemoryKeywords
 
@@ -309,32 +312,6 @@ class MemoryStore:
         self.keywords = keywords(self.conn, KEYWORD_TABLE)
 
     # --- plumbing ---------------------------------------------------------------------------
-
-    def _migrate(self) -> None:
-        with self._lock:
-            current = int(self.conn.execute("PRAGMA user_version").fetchone()[0])
-            if current > SCHEMA_VERSION:
-                raise UserError(
-                    f"{self.db_path} was written by a newer second-brain (schema {current})",
-                    hint="upgrade second-brain",
-                )
-            for number in range(current + 1, SCHEMA_VERSION + 1):
-                self.conn.execute("BEGIN IMMEDIATE")
-                try:
-                    # Re-read under the write lock: another process opening a new home at the
-                    # same moment may have applied this step while we waited for the lock.
-                    done = int(self.conn.execute("PRAGMA user_version").fetchone()[0])
-                    if done >= number:
-                        self.conn.execute("COMMIT")
-                        continue
-                    for statement in _MIGRATIONS[number - 1].split(";"):
-                        if statement.strip():
-                            self.conn.execute(statement)
-                    self.conn.execute(f"PRAGMA user_version={number}")
-                    self.conn.execute("COMMIT")
-                except BaseException:
-                    self.conn.execute("ROLLBACK")
-                    raise
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -872,14 +849,6 @@ class MemoryStore:
         self._after_write()
         return created
 
-    def set_importance(self, updates: Sequence[tuple[str, float]]) -> None:
-        """Decay: quiet importance changes (not history events; undo restores older values)."""
-        with self._write() as conn:
-            conn.executemany(
-                "UPDATE memories SET importance=? WHERE id=?",
-                [(max(0.0, min(1.0, v)), i) for i, v in updates],
-            )
-
     def archive(self, ids: Sequence[str], *, actor: Actor = Actor.ASSISTANT) -> int:
         """Capacity limit: archive active, unpinned memories (reversible with undo/restore)."""
         count = 0
@@ -1077,16 +1046,6 @@ class MemoryStore:
             return []
         with self._lock:
             return self.keywords.search(query, k)
-
-    def bump_counter(self, name: str) -> int:
-        with self._write() as conn:
-            conn.execute(
-                "INSERT INTO counters (name, value) VALUES (?, 1) "
-                "ON CONFLICT(name) DO UPDATE SET value = value + 1",
-                (name,),
-            )
-            return int(conn.execute("SELECT value FROM counters WHERE name=?",
-                                    (name,)).fetchone()[0])
 
     # --- profile ------------------------------------------------------------------------------
 

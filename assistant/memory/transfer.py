@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
@@ -185,6 +185,3 @@ def export_memories(store: MemoryStore, out: TextIO, *, include_inactive: bool =
         count += 1
     return count
 
-
-def iter_jsonl(stream: TextIO) -> Iterator[str]:
-    yield from stream

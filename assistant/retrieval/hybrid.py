@@ -26,7 +26,7 @@ from assistant.retrieval.filters import allowed_sources, modified_sources
 from assistant.retrieval.fusion import max_rrf, rrf
 from assistant.retrieval.gate import is_low_confidence
 from assistant.retrieval.hit import RetrievalResult, SearchHit
-from assistant.retrieval.query import build_search_query, is_follow_up, rewrite_query
+from assistant.retrieval.query import build_search_query
 from assistant.retrieval.recency import recency_boost
 from assistant.retrieval.rerank import Reranker
 from assistant.retrieval.scores import fused_display, keyword_score, term_coverage
@@ -98,7 +98,6 @@ class HybridRetriever(BaseRetriever):
         reranker: Reranker | None = None,
         log: ResultLog | None = None,
         origin: str = "cli",
-        complete: Callable[[str], str] | None = None,
         tokenizer: Callable[[str], list[str]] | None = None,
         clock: Callable[[], float] = time.time,
         parallel: bool = True,
@@ -111,7 +110,6 @@ class HybridRetriever(BaseRetriever):
         self.reranker = reranker
         self.log = log
         self.origin = origin
-        self._complete = complete  # chat model callable for optional query rewriting
         self._tokenize = tokenizer or _default_tokenizer
         self._clock = clock
         self._cwd = cwd
@@ -132,8 +130,6 @@ class HybridRetriever(BaseRetriever):
     # --- the pipeline -----------------------------------------------------------------------
 
     def search_query_for(self, query: str, history: Sequence[str] = ()) -> str:
-        if self.settings.rewrite_queries and self._complete is not None and is_follow_up(query):
-            return rewrite_query(query, history, self._complete)
         return build_search_query(query, history)
 
     def search(
@@ -152,10 +148,7 @@ class HybridRetriever(BaseRetriever):
         `modified` keeps files last modified in that range (`brain search --since/--until`).
         Raises UserError for an empty query, an empty index or a filter matching nothing.
         """
-        from assistant.knowledge_service import indexing_errors
-
-        with indexing_errors():  # e.g. "index built with another model": a UserError with a hint
-            return self._search(query, top_k, in_path, history, candidates, log, modified)
+        return self._search(query, top_k, in_path, history, candidates, log, modified)
 
     def _search(
         self,

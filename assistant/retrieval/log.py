@@ -8,7 +8,6 @@ become eval cases (`brain log --disliked --export`) so the golden set grows from
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 import time
 from collections.abc import Sequence
@@ -19,8 +18,12 @@ from typing import Any
 from assistant.errors import UserError
 from assistant.paths import FILE_MODE, ensure_private_dir
 from assistant.retrieval.hit import RetrievalResult
+from indexing.sqlite_db import Schema, open_database
 
-_SCHEMA = """
+# Steps of `indexing.sqlite_db`. Step 1 keeps IF NOT EXISTS: logs from before the log had a
+# schema version (user_version 0) already have these tables.
+_MIGRATIONS: tuple[str, ...] = (
+    """
 CREATE TABLE IF NOT EXISTS entries (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     time REAL NOT NULL,
@@ -36,7 +39,9 @@ CREATE TABLE IF NOT EXISTS entries (
     rated_at REAL
 );
 CREATE INDEX IF NOT EXISTS entries_rating ON entries(rating);
-"""
+""",
+)
+SCHEMA = Schema("retrieval log", _MIGRATIONS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,14 +80,10 @@ class RetrievalLog:
         ensure_private_dir(db_path.parent)
         self.path = db_path
         self._lock = threading.Lock()
-        try:
-            self._conn = sqlite3.connect(db_path, check_same_thread=False, timeout=10)
-            self._conn.executescript(_SCHEMA)
-        except sqlite3.DatabaseError as exc:
-            raise UserError(
-                f"cannot open the retrieval log {db_path}: {exc}",
-                hint="move the file away to start a new log",
-            ) from exc
+        self._conn = open_database(
+            db_path, SCHEMA, error=UserError, timeout=10, autocommit=False,
+            damaged_hint="move the file away to start a new log",
+        )
         db_path.chmod(FILE_MODE)
 
     @classmethod

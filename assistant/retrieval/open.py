@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from assistant.context import AppContext
-from assistant.errors import UserError
-from assistant.knowledge_service import indexing_errors, open_knowledge
+from assistant.knowledge_service import open_knowledge
 from assistant.retrieval.log import RetrievalLog
 from assistant.retrieval.rerank import make_reranker
 
@@ -15,31 +13,23 @@ if TYPE_CHECKING:
     from assistant.retrieval.hybrid import HybridRetriever
 
 
-def open_retriever(
-    ctx: AppContext,
-    *,
-    origin: str = "cli",
-    log: bool = True,
-    complete: Callable[[str], str] | None = None,
-) -> HybridRetriever:
+def open_retriever(ctx: AppContext, *, origin: str = "cli", log: bool = True) -> HybridRetriever:
     """Open the knowledge base with the configured embedder and build the retriever.
 
-    `complete` is the chat model as `prompt -> text`, used only when
-    retrieval.rewrite_queries is on. Close with `close_retriever`. Raises UserError when the
-    index was built with another embedding model (re-sync needed).
+    Close with `close_retriever`. Raises `ReembedNeeded` (a HintedError) when the index was
+    built with another embedding model (re-sync needed).
     """
     from assistant.retrieval.hybrid import HybridRetriever
 
     kb = open_knowledge(ctx)
     try:
-        with indexing_errors():
-            if kb.reembed_needed:
-                from indexing.knowledge import ReembedNeeded
+        if kb.reembed_needed:
+            from indexing.knowledge import ReembedNeeded
 
-                assert kb.embedder is not None
-                raise ReembedNeeded(kb.indexed_model or "?", kb.embedder.model_id)
+            assert kb.embedder is not None
+            raise ReembedNeeded(kb.indexed_model or "?", kb.embedder.model_id)
         retrieval_log = RetrievalLog.open(ctx.paths.retrieval_log_db) if log else None
-    except UserError:
+    except BaseException:
         kb.close()
         raise
     return HybridRetriever(
@@ -49,7 +39,6 @@ def open_retriever(
         reranker=make_reranker(ctx.config.retrieval.reranker, device=ctx.config.embedding.device),
         log=retrieval_log,
         origin=origin,
-        complete=complete,
     )
 
 

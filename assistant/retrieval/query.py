@@ -2,14 +2,15 @@
 
 "and for Chinese files?", "继续" or "that one" mean nothing to a retriever on their own. For
 such follow-ups the search query is built from the last user turns plus the new message. Pure
-functions: no model needed. An optional LLM rewrite (config retrieval.rewrite_queries) goes
-through a plain callable so the chat model can be swapped for a fake in tests.
+functions: no model needed, so building the query never adds a model call before the first
+token (an LLM rewrite was tried and removed: on a one-request-at-a-time local Ollama it costs a
+whole generation per follow-up).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 MAX_QUERY_CHARS = 600
 MAX_CONTEXT_TURNS = 3
@@ -103,48 +104,3 @@ def build_search_query(message: str, history: Sequence[str] = ()) -> str:
         # Keep the end: the newest words matter most.
         query = query[-MAX_QUERY_CHARS:].split(" ", 1)[-1]
     return query
-
-
-REWRITE_PROMPT = """Rewrite the user's last message as one self-contained search query for \
-their notes. Use the earlier messages only to resolve what it refers to. Keep the user's \
-language and any exact names, commands or identifiers. Reply with the query only.
-
-Earlier messages:
-{history}
-
-Last message: {message}
-
-Search query:"""
-
-
-def rewrite_query(
-    message: str,
-    history: Sequence[str],
-    complete: Callable[[str], str],
-) -> str:
-    """Ask a language model (via `complete(prompt) -> text`) to rewrite a follow-up.
-
-    Falls back to `build_search_query` when the message needs no rewrite, the model fails,
-    or its answer is empty or rambling — retrieval must never fail because of the rewrite.
-    """
-    fallback = build_search_query(message, history)
-    if not history or not is_follow_up(message):
-        return fallback
-    prompt = REWRITE_PROMPT.format(
-        history="\n".join(f"- {h.strip()}" for h in history[-MAX_CONTEXT_TURNS:]),
-        message=message.strip(),
-    )
-    try:
-        answer = complete(prompt)
-    except Exception:  # the model is optional here: any failure means the heuristic query
-        return fallback
-    lines = [line.strip() for line in (answer or "").strip().splitlines() if line.strip()]
-    if not lines:
-        return fallback
-    rewritten = lines[0].strip()
-    if rewritten.lower().startswith("search query:"):
-        rewritten = rewritten[len("search query:"):]
-    rewritten = rewritten.strip().strip('"“”').strip()
-    if not rewritten or len(rewritten) > MAX_QUERY_CHARS:
-        return fallback
-    return rewritten

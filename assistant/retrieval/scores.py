@@ -16,7 +16,7 @@ query length. So:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 
 Tokenizer = Callable[[str], list[str]]
 
@@ -56,7 +56,3 @@ def percent(similarity: float | None) -> str:
 def format_keyword(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
-
-def first_rank(ranks: Sequence[int | None]) -> int | None:
-    present = [r for r in ranks if r is not None]
-    return min(present) if present else None

@@ -51,7 +51,7 @@ def cli(
     """Run `brain ARGS…` in-process over the fake knowledge base; returns (code, out, err)."""
     import assistant.retrieval.open as opener
 
-    def fake_open(ctx, *, origin="cli", log=True, complete=None):  # type: ignore[no-untyped-def]
+    def fake_open(ctx, *, origin="cli", log=True):  # type: ignore[no-untyped-def]
         retrieval_log = RetrievalLog.open(ctx.paths.retrieval_log_db) if log else None
         return HybridRetriever(corpus_kb, corpus_kb.embedder, ctx.config.retrieval,
                                log=retrieval_log, origin=origin, parallel=False)

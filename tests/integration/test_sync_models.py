@@ -114,12 +114,38 @@ def test_manifest_schema_is_versioned(knowledge) -> None:
 
     kb = knowledge.open()
     assert kb.manifest.schema_version() == SCHEMA_VERSION
-    rows = kb.manifest.conn.execute("SELECT version FROM schema_migrations").fetchall()
-    assert [r[0] for r in rows] == list(range(1, SCHEMA_VERSION + 1))
     assert kb.manifest.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    kb.manifest.conn.execute(
-        "INSERT INTO schema_migrations(version, applied_at) VALUES (?, 0)", (SCHEMA_VERSION + 1,)
-    )
+    kb.manifest.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     kb.close()
-    with pytest.raises(ManifestError, match="newer second-brain"):
+    with pytest.raises(ManifestError, match="newer than this second-brain"):
         Manifest.open(knowledge.db)
+
+
+def test_a_manifest_from_before_user_version_is_adopted_with_its_data(knowledge) -> None:
+    """Manifests written before the shared migration runner kept their version in a
+    `schema_migrations` table: they open as that version, with every row kept."""
+    import sqlite3
+
+    from indexing.manifest import SCHEMA_VERSION, Manifest
+
+    knowledge.write("git.md", "# Stash\n\nSave work in progress with git stash.\n")
+    kb = knowledge.open()
+    kb.add_folder(knowledge.notes)
+    kb.sync(knowledge.settings())
+    chunks = kb.stats()[1]
+    kb.close()
+    conn = sqlite3.connect(knowledge.db)
+    conn.execute("PRAGMA user_version = 0")
+    conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
+    conn.execute("INSERT INTO schema_migrations VALUES (1, 0)")
+    conn.commit()
+    conn.close()
+    manifest = Manifest.open(knowledge.db)
+    try:
+        assert manifest.schema_version() == SCHEMA_VERSION
+        assert manifest.conn.execute("SELECT count(*) FROM chunks").fetchone()[0] == chunks > 0
+        assert not manifest.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE name = 'schema_migrations'"
+        ).fetchone()
+    finally:
+        manifest.close()

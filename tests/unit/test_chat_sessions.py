@@ -113,7 +113,7 @@ def test_migrates_an_empty_database_and_refuses_a_newer_one(tmp_path: Path) -> N
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     conn.commit()
     conn.close()
-    with pytest.raises(UserError, match="newer than this"):
+    with pytest.raises(UserError, match="newer than this second-brain"):
         SessionStore.open(path)
 
 

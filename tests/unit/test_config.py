@@ -104,6 +104,18 @@ def test_unknown_key_suggests_the_right_one(tmp_path: Path) -> None:
     assert "known: context_window, host" in message
 
 
+def test_removed_settings_still_load_and_do_nothing(tmp_path: Path) -> None:
+    """retrieval.rewrite_queries and memory.profile_every_sessions never did anything and
+    were removed; a file that still sets them must keep loading."""
+    path = tmp_path / "config.toml"
+    path.write_text("[retrieval]\nrewrite_queries = true\ntop_k = 4\n"
+                    "[memory]\nprofile_every_sessions = 3\n", encoding="utf-8")
+    config = load_config(path)
+    assert config.retrieval.top_k == 4
+    assert not hasattr(config.retrieval, "rewrite_queries")
+    assert not hasattr(config.memory, "profile_every_sessions")
+
+
 def test_unknown_section_and_setting_outside_its_section(tmp_path: Path) -> None:
     assert "unknown section or key 'olama' (did you mean 'ollama'?)" in _error(
         tmp_path, "[olama]\nmodel = \"x\"\n"

@@ -162,7 +162,7 @@ def test_recall_puts_the_profile_first(memory_store: MemoryStore) -> None:
     assert items[1].memory.text.endswith("carbonara")
 
 
-def test_profile_refresh_every_n_sessions(memory_store: MemoryStore) -> None:
+def test_profile_refresh_writes_the_models_profile(memory_store: MemoryStore) -> None:
     from assistant.memory.service import MemoryService
 
     calls = []
@@ -171,10 +171,10 @@ def test_profile_refresh_every_n_sessions(memory_store: MemoryStore) -> None:
         calls.append(messages)
         return '{"profile": "A person who likes carbonara."}'
 
-    service = MemoryService(memory_store, chat_fn=model, profile_every_sessions=3)
-    assert service.session_ended() is None  # no memories yet, and only session 1
+    service = MemoryService(memory_store, chat_fn=model)
+    empty = service.refresh_profile()  # no memories yet: nothing to ask the model
+    assert empty.error and calls == []
     memory_store.add(NewMemory("The user's favourite pasta is carbonara"))
-    assert service.session_ended() is None
-    refreshed = service.session_ended()
-    assert refreshed is not None and refreshed.profile.text == "A person who likes carbonara."
+    refreshed = service.refresh_profile()
+    assert refreshed.error is None and refreshed.profile.text == "A person who likes carbonara."
     assert len(calls) == 1 and "carbonara" in calls[0][0]["content"]

@@ -161,26 +161,12 @@ def test_parallel_and_sequential_give_the_same_ranking() -> None:
     parallel.close()
 
 
-def test_follow_up_uses_history_and_optional_rewrite() -> None:
+def test_follow_up_uses_history() -> None:
     kb = build_kb()
     r = retriever(kb)
     result = r.search("and for zip?", history=["how do I compress files"], top_k=2)
     assert result.search_query == "how do I compress files and for zip?"
     assert result.query == "and for zip?"
-    calls: list[str] = []
-
-    def model(prompt: str) -> str:
-        calls.append(prompt)
-        return "zip compress files"
-
-    rewriting = HybridRetriever(
-        kb, kb.embedder, RetrievalConfig(rewrite_queries=True), complete=model, clock=lambda: NOW
-    )
-    assert rewriting.search("and for zip?", history=["compress files"]).search_query == (
-        "zip compress files"
-    )
-    rewriting.search("tar archive", history=["compress files"])  # not a follow-up: no call
-    assert len(calls) == 1
 
 
 def test_every_search_is_logged_without_chunk_text(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Conversation-aware query building (pure) and the optional LLM rewrite."""
+"""Conversation-aware query building (pure: no model call)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from assistant.retrieval.query import (
     build_search_query,
     is_continuation,
     is_follow_up,
-    rewrite_query,
 )
 
 
@@ -64,32 +63,3 @@ def test_chains_of_follow_ups_stop_at_the_topic_and_are_bounded() -> None:
     assert bounded.endswith("and that?")
 
 
-def test_rewrite_uses_the_model_for_follow_ups_only() -> None:
-    prompts: list[str] = []
-
-    def model(prompt: str) -> str:
-        prompts.append(prompt)
-        return 'Search query: "compress a folder with zip"\nextra rambling'
-
-    history = ["how do I compress a folder with tar"]
-    assert rewrite_query("and for zip?", history, model) == "compress a folder with zip"
-    assert "how do I compress a folder with tar" in prompts[0]
-    assert rewrite_query("list docker containers", history, model) == "list docker containers"
-    assert len(prompts) == 1
-
-
-@pytest.mark.parametrize("answer", ["", "   \n", "x" * (MAX_QUERY_CHARS + 1)])
-def test_rewrite_falls_back_on_useless_answers(answer: str) -> None:
-    history = ["how do I compress a folder with tar"]
-    expected = build_search_query("and for zip?", history)
-    assert rewrite_query("and for zip?", history, lambda _: answer) == expected
-
-
-def test_rewrite_falls_back_when_the_model_fails() -> None:
-    def broken(prompt: str) -> str:
-        raise ConnectionError("ollama is down")
-
-    history = ["how do I compress a folder with tar"]
-    assert rewrite_query("and for zip?", history, broken) == (
-        "how do I compress a folder with tar and for zip?"
-    )
