@@ -9,7 +9,8 @@ n-1 to n. `open_database` connects, sets the store's pragmas and runs the missin
 - `BEGIN IMMEDIATE` takes the write lock *before* the version is read again: another process
   opening the same new home at the same moment may have applied the step while we waited;
 - a database written by a newer release is refused with a hint, never "upgraded" backwards;
-- a file that is not a database (damaged, truncated) becomes the store's own user-facing error.
+- a file that is not a database (damaged, truncated) becomes the store's own user-facing error;
+  an operational failure (locked, read-only) is raised as it is, since it is not damage.
 
 Steps are plain DDL/DML (no triggers, no ';' inside string literals), so each is run statement
 by statement inside its one transaction. Never edit a released step: add a new one.
@@ -69,7 +70,12 @@ def open_database(
         for pragma in pragmas:
             conn.execute(f"PRAGMA {pragma}")
         migrate(conn, schema, path=path, error=error)
-    except sqlite3.DatabaseError as exc:
+    except sqlite3.OperationalError:
+        # Locked, read-only, vanished directory: not damage. The caller says what to fix
+        # (the CLI checks whether the data dir is writable).
+        conn.close()
+        raise
+    except sqlite3.DatabaseError as exc:  # "file is not a database", "malformed"
         conn.close()
         raise error(f"cannot open the {schema.label} {path}: {exc}", damaged_hint) from exc
     except BaseException:

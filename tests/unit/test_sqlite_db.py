@@ -50,7 +50,7 @@ def test_a_failing_step_leaves_the_previous_version_intact(tmp_path: Path) -> No
     path = tmp_path / "n.db"
     open_notes(path, STEPS[:1]).close()
     broken = (STEPS[0], "ALTER TABLE notes ADD COLUMN pinned INTEGER;CREATE TABLE notes (x)")
-    with pytest.raises(StoreError, match="cannot open the notes database"):
+    with pytest.raises(sqlite3.OperationalError, match="already exists"):
         open_notes(path, broken)
     conn = sqlite3.connect(path)
     assert schema_version(conn) == 1
