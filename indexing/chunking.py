@@ -6,11 +6,15 @@
 3. Blocks over `chunk_size` are split at paragraph → line → sentence (CJK too) → clause →
    whitespace → character boundaries with `chunk_overlap` (`chunk_split`); overlap never
    reaches across a block boundary.
+4. A chunk whose text repeats an earlier chunk of the same file is dropped: a log of one
+   repeated line would otherwise become thousands of identical chunks that fill every result
+   list (issue 13). Searching finds the text once; its first occurrence is the citation.
 
 Invariants, checked by property tests: `chunk.text == decoded.text[chunk.start_char:
-chunk.end_char]`; every non-whitespace character of the text is in some chunk; chunks never
-start or end with whitespace; `len(chunk.text) <= chunk_size` (no tolerance needed: only a
-block that already fits is kept whole, and every atom of a split is at most `chunk_size`).
+chunk.end_char]`; every non-whitespace character of the text is in some chunk or in a span
+whose text equals a kept chunk's (`distinct=False` keeps those too); chunks never start or end
+with whitespace; `len(chunk.text) <= chunk_size` (no tolerance needed: only a block that
+already fits is kept whole, and every atom of a split is at most `chunk_size`).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from indexing.sources import SourceFile
 from indexing.types import Chunk
 
 __all__ = [
+    "CHUNKER_VERSION",
     "ChunkSettings",
     "chunk_file",
     "chunk_id",
@@ -34,6 +39,12 @@ __all__ = [
     "content_hash",
     "detect_language",
 ]
+
+
+# Bump whenever the chunks of some file change for the same settings: indexes record it with
+# the settings and re-chunk every file on the next sync (embeddings of unchanged texts come
+# from the cache). 2: a text repeated within a file is stored once.
+CHUNKER_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +97,13 @@ def chunk_text(
     root: str = "",
     mtime: float = 0.0,
     pages: tuple[tuple[int, int], ...] | None = None,
+    distinct: bool = True,
 ) -> list[Chunk]:
-    """`chunk_file` without the file: for tests, benchmarks and text that is not on disk."""
+    """`chunk_file` without the file: for tests, benchmarks and text that is not on disk.
+
+    `distinct=False` keeps chunks that repeat an earlier chunk's text (tests use it to check
+    that every character is covered).
+    """
     if not text or text.isspace():
         return []
     lines = text.split("\n")
@@ -103,10 +119,15 @@ def chunk_text(
     page_starts = [start for start, _ in pages] if pages else []
     file_language = detect_language(text) if code_language is None else code_language
     chunks: list[Chunk] = []
+    seen: set[str] = set()
     for block in blocks:
         for start, end in _split_block(text, block, settings, code=is_code):
             body = text[start:end]
             digest = content_hash(body)
+            if distinct:
+                if digest in seen:
+                    continue
+                seen.add(digest)
             index = len(chunks)
             page = None
             if pages:

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from indexing.chunking import CHUNKER_VERSION
 from indexing.errors import HintedError
 from indexing.lock import IndexLock
 from indexing.manifest import Manifest
@@ -93,7 +94,10 @@ def collection_name(model_id: str, dimension: int) -> str:
 
 def _chunking_fingerprint(settings: SyncSettings) -> str:
     c = settings.chunking
-    return f"size={c.chunk_size} overlap={c.chunk_overlap} min={c.min_chunk_chars}"
+    return (
+        f"size={c.chunk_size} overlap={c.chunk_overlap} min={c.min_chunk_chars}"
+        f" chunker={CHUNKER_VERSION}"
+    )
 
 
 def _when(ts: float | None) -> datetime | None:

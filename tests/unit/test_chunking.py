@@ -33,6 +33,11 @@ def check_invariants(text: str, chunks: list[Chunk], settings: ChunkSettings) ->
     covered = bytearray(len(text))
     for chunk in chunks:
         covered[chunk.start_char : chunk.end_char] = b"\x01" * (chunk.end_char - chunk.start_char)
+        # A repeat of a kept chunk's text is dropped (stored once per file): it counts as kept.
+        at = text.find(chunk.text, chunk.end_char)
+        while at >= 0:
+            covered[at : at + len(chunk.text)] = b"\x01" * len(chunk.text)
+            at = text.find(chunk.text, at + 1)
     lost = [i for i, c in enumerate(text) if not c.isspace() and not covered[i]]
     assert not lost, f"characters not in any chunk at {lost[:10]}: {text[lost[0] : lost[0] + 20]!r}"
 
@@ -231,9 +236,11 @@ def test_paragraph_boundary_preferred_over_sentence() -> None:
 def test_one_enormous_word_is_hard_split() -> None:
     text = "x" * 3000
     settings = ChunkSettings(chunk_size=1000, chunk_overlap=100)
-    chunks = chunk_text(text, fmt="text", settings=settings)
+    chunks = chunk_text(text, fmt="text", settings=settings, distinct=False)
     check_invariants(text, chunks, settings)
     assert [len(c.text) for c in chunks] == [1000, 1000, 1000]
+    # Stored, the three identical pieces are one chunk.
+    assert len(chunk_text(text, fmt="text", settings=settings)) == 1
 
 
 def test_ids_are_stable_and_change_with_content() -> None:
@@ -352,3 +359,17 @@ def test_pdf_end_to_end_keeps_page_numbers(tmp_path: Path) -> None:
     chunks = chunk_file(source, decoded, settings)
     check_invariants(decoded.text, chunks, settings)
     assert [(c.page, c.text) for c in chunks] == list(enumerate(pages, start=1))
+
+
+def test_a_repeated_text_is_stored_once_per_file() -> None:
+    """A 3.6 MB log of one line once became ~3,900 identical chunks (issue 13)."""
+    line = "status: the weekly report was archived and the backup finished without errors\n"
+    settings = ChunkSettings(chunk_size=300, chunk_overlap=50)
+    text = "# Log\n\n" + line * 200 + "\nThe end: one different line.\n"
+    chunks = chunk_text(text, fmt="text", settings=settings, source="/n/log.txt")
+    every = chunk_text(text, fmt="text", settings=settings, source="/n/log.txt", distinct=False)
+    assert len(every) > 50
+    assert len(chunks) <= 4 and len({c.text for c in chunks}) == len(chunks)
+    assert chunks[-1].text.endswith("one different line.")
+    assert [c.index for c in chunks] == list(range(len(chunks)))
+    check_invariants(text, chunks, settings)

@@ -1,8 +1,9 @@
 """Property tests: for any text, chunking never raises, never loses and never invents text.
 
 Checked for every format by `check_invariants`: each chunk equals its span of the source,
-chunks cover every non-whitespace character, no chunk is longer than `chunk_size` (the cap is
-exact: no tolerance), chunks are ordered, trimmed, and line numbers and ids match.
+chunks cover every non-whitespace character (a text repeated in a file is stored once), no
+chunk is longer than `chunk_size` (the cap is exact: no tolerance), chunks are ordered,
+trimmed, and line numbers and ids match.
 """
 
 from __future__ import annotations
@@ -100,6 +101,12 @@ def test_chunking_never_loses_or_invents_text(
     text = text.replace("\r", "\n")  # readers normalise newlines before chunking
     chunks = chunk_text(text, fmt=fmt, settings=chunk_settings, source="/p/f")
     check_invariants(text, chunks, chunk_settings)
+    # The distinct chunks are the first occurrences of each text among all chunks.
+    every = chunk_text(text, fmt=fmt, settings=chunk_settings, source="/p/f", distinct=False)
+    firsts = {c.text: c for c in reversed(every)}
+    assert [(c.text, c.start_char) for c in chunks] == sorted(
+        ((c.text, c.start_char) for c in firsts.values()), key=lambda pair: pair[1]
+    )
 
 
 @settings(max_examples=60, deadline=None)
