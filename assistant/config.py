@@ -94,6 +94,11 @@ class RetrievalConfig:
     top_k: int = _opt(6, "Chunks given to the model per question.")
     candidates: int = _opt(50, "Candidates taken from each retriever before fusion.")
     rrf_k: int = _opt(60, "Reciprocal Rank Fusion constant.")
+    per_file: int = _opt(
+        2,
+        "Most chunks of one file among the results (0 = no cap); the file's other matches are "
+        "counted under its best hit (\"+2 more from this file\").",
+    )
     # Gate defaults calibrated on the tldr benchmark (bench/retrieval.py, bundled model).
     score_threshold: float = _opt(
         0.44,

@@ -174,6 +174,8 @@ def print_result(result: RetrievalResult) -> None:
         where = f"{_display_path(c.source)}:{c.start_line}"
         if c.page is not None:
             where += f" (page {c.page})"
+        if hit.more_from_file:
+            where += f"  (+{hit.more_from_file} more from this file)"
         out.write(f"\n{hit.rank:>2}. {where}\n")
         if c.heading:
             out.write(f"    {c.heading}\n")

@@ -40,6 +40,9 @@ SEARCH_RESULT_SCHEMA: dict[str, Any] = {
                         },
                     },
                     "chunk_id": {"type": "string", "minLength": 1},
+                    # Added later (so not required of older output): the file's other
+                    # matching chunks folded under this hit (0 on every hit but a file's best).
+                    "more_from_file": {"type": "integer", "minimum": 0},
                 },
             },
         },
@@ -60,6 +63,7 @@ def hit_to_json(hit: SearchHit) -> dict[str, Any]:
             "fused": round(hit.fused, 8),
         },
         "chunk_id": hit.chunk_id,
+        "more_from_file": hit.more_from_file,
     }
 
 

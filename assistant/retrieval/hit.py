@@ -26,6 +26,8 @@ class SearchHit:
     keyword_rank: int | None = None  # 1-based rank in the keyword list
     recency_boost: float = 0.0  # the fraction added to the fused score, 0.2 = +20 %
     rerank_score: float | None = None  # reranker relevance in [0, 1], when a reranker ran
+    # On a file's best hit: its other matching chunks not shown (retrieval.per_file), else 0
+    more_from_file: int = 0
 
     @property
     def chunk_id(self) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +22,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from assistant.config import RetrievalConfig
 from assistant.errors import UserError
 from assistant.retrieval.coverage import vector_gap_warning
+from assistant.retrieval.diversify import cap_per_file
 from assistant.retrieval.filters import allowed_sources, modified_sources
 from assistant.retrieval.fusion import max_rrf, rrf
 from assistant.retrieval.gate import is_low_confidence
@@ -200,7 +201,7 @@ class HybridRetriever(BaseRetriever):
         timings["rerank"] = (time.perf_counter() - t) * 1000
 
         t = time.perf_counter()
-        chosen = ranked[:top_k]
+        chosen = cap_per_file(ranked, top_k, self.settings.per_file, _source_of)
         query_terms = self._tokenize(search_query)
         best_raw = keyword[0][1] if keyword else 0.0
         coverage: dict[str, float] = {}
@@ -209,14 +210,6 @@ class HybridRetriever(BaseRetriever):
             if chunk.id not in coverage:
                 coverage[chunk.id] = term_coverage(query_terms, self._tokenize(chunk.text))
             return coverage[chunk.id]
-
-        best_keyword: float | None = None
-        if keyword:
-            top_kw = self.kb.get_chunks([keyword[0][0]]).get(keyword[0][0])
-            if top_kw is not None:
-                best_keyword = keyword_score(best_raw, best_raw, cover(top_kw))
-        # An English-only model's cosine on a Chinese query says nothing: it must not vouch.
-        best_cosine = dense[0][1] if dense and dense_trusted(weight) else None
         # The best possible fused score: first in both lists, from a file modified just now.
         best_possible = (
             (weight + kw_weight)
@@ -243,9 +236,15 @@ class HybridRetriever(BaseRetriever):
                 keyword_rank=c.keyword_rank,
                 recency_boost=c.boost,
                 rerank_score=rerank_scores.get(c.chunk.id),
+                more_from_file=more,
             )
-            for position, c in enumerate(chosen, start=1)
+            for position, (c, more) in enumerate(chosen, start=1)
         ]
+        # The gate vouches only with evidence from what is shown: a strong match the list
+        # does not hold must not make a list of weak ones look confident. An English-only
+        # model's cosine on a Chinese query says nothing: it must not vouch either.
+        best_cosine = _best(h.cosine for h in hits) if dense_trusted(weight) else None
+        best_keyword = _best(h.keyword for h in hits)
         low = not hits or is_low_confidence(
             best_cosine,
             best_keyword,
@@ -354,6 +353,15 @@ class HybridRetriever(BaseRetriever):
             )
         out.sort(key=lambda c: -c.fused)  # stable: RRF order among equals
         return out
+
+
+def _source_of(candidate: _Candidate) -> str:
+    return candidate.chunk.source
+
+
+def _best(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
 
 
 def _with_log_id(result: RetrievalResult, entry_id: int) -> RetrievalResult:

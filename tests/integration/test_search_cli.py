@@ -77,6 +77,7 @@ def test_search_json_follows_the_contract(cli: Callable[..., tuple[int, str, str
     assert obj["hits"][0]["heading"] == "git stash"
     assert "dirty working directory" in obj["hits"][0]["text"]
     assert obj["hits"][0]["score"] > 0.5  # normalised, not a raw RRF value
+    assert all(h["more_from_file"] == 0 for h in obj["hits"])  # one chunk per file here
     assert obj["low_confidence"] is False
 
 
@@ -89,6 +90,7 @@ def test_the_schema_rejects_contract_breaks() -> None:
         {**good, "extra": 1},
         {**good, "hits": [{**good["hits"][0], "source": "relative.md"}]},
         {**good, "hits": [{**good["hits"][0], "scores": {"vector": 1, "fused": 0.1}}]},
+        {**good, "hits": [{**good["hits"][0], "more_from_file": -1}]},
     ):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(broken, SEARCH_RESULT_SCHEMA)
@@ -221,25 +223,6 @@ def test_log_lists_searches_and_exports_disliked(
 
 
 # --- a real index (SQLite manifest + FTS5 + embedded Chroma) -----------------------------------
-
-@pytest.fixture
-def real_cli(
-    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-) -> Iterator[tuple[Callable[..., tuple[int, str, str]], dict[str, object]]]:
-    """`brain …` over a real index; `model["embedder"]` is what AppContext.embedder returns
-    (a HashEmbedder unless a test swaps in the real model)."""
-    from assistant.context import AppContext
-
-    model: dict[str, object] = {"embedder": HashEmbedder(model_id="test:hash-a")}
-    monkeypatch.setattr(AppContext, "embedder", lambda self: model["embedder"])
-
-    def run(*argv: str) -> tuple[int, str, str]:
-        code = main(["--home", str(home), *argv])
-        captured = capsys.readouterr()
-        return code, captured.out, captured.err
-
-    yield run, model
-
 
 def _write_corpus(root: Path) -> None:
     for rel, (heading, text) in CORPUS.items():

@@ -197,3 +197,49 @@ def test_llama_index_retrieve_returns_nodes_with_citation_metadata() -> None:
     assert 0 <= (first.score or 0) <= 1
     assert "uncommitted" in first.node.get_content()
     assert to_nodes(r.search("tar", top_k=2))[0].node.metadata["rank"] == 1
+
+
+def test_one_file_holds_at_most_per_file_hits_and_folds_the_rest() -> None:
+    kb = build_kb()
+    for n in range(5):
+        kb.add(make_chunk("/notes/tools/tar-long.md", f"tar archive extract part {n} of the page",
+                          index=n + 1, mtime=OLD))
+    result = retriever(kb, per_file=2).search("tar archive extract", top_k=4)
+    sources = [h.source for h in result.hits]
+    assert sources.count("/notes/tools/tar-long.md") == 2 and len(sources) == 4
+    best = next(h for h in result.hits if h.source == "/notes/tools/tar-long.md")
+    assert best.more_from_file == 3
+    assert sum(h.more_from_file for h in result.hits if h.source.endswith("tar-long.md")) == 3
+    uncapped = retriever(kb, per_file=0).search("tar archive extract", top_k=4)
+    assert all(h.more_from_file == 0 for h in uncapped.hits)
+
+
+class _FixedLists(FakeKnowledgeBase):
+    """Dense and keyword lists given outright, to pin down what the gate sees."""
+
+    def __init__(self, dense: list[tuple[str, float]], keyword: list[tuple[str, float]]) -> None:
+        super().__init__(HashEmbedder())
+        self.fixed = (dense, keyword)
+
+    def dense_search(self, query_embedding, k, *, sources=None):  # type: ignore[no-untyped-def]
+        return self.fixed[0][:k]
+
+    def keyword_search(self, query, k, *, sources=None):  # type: ignore[no-untyped-def]
+        return self.fixed[1][:k]
+
+
+def test_the_gate_vouches_only_with_evidence_it_shows() -> None:
+    """A strong keyword match that the list does not show must not make it look confident."""
+    weak = make_chunk("/notes/weak.md", "nothing much in common", mtime=OLD)
+    strong = make_chunk("/notes/strong.md", "zebra crossing rules", mtime=OLD)
+    # weak: first by meaning and second by keywords, so it fuses first; strong: keyword #1 only.
+    kb = _FixedLists([(weak.id, 0.2)], [(strong.id, 9.0), (weak.id, 1.0)])
+    kb.add(weak, strong)
+    r = retriever(kb, score_threshold=0.5, keyword_threshold=0.5, per_file=0)
+    both = r.search("zebra crossing rules", top_k=2)
+    assert [h.source for h in both.hits] == ["/notes/weak.md", "/notes/strong.md"]
+    assert not both.low_confidence and both.best_keyword == 1.0
+    first = r.search("zebra crossing rules", top_k=1)
+    assert [h.source for h in first.hits] == ["/notes/weak.md"]
+    assert first.low_confidence
+    assert first.best_keyword == 0.0 and first.best_cosine == pytest.approx(0.2)
