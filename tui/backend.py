@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from assistant.context import AppContext
 from assistant.errors import UserError
+from indexing.lazy import Lazy
 from tui.views import (
     ChatEvent,
     Failed,
@@ -38,6 +39,7 @@ from tui.views import (
 )
 
 if TYPE_CHECKING:
+    from assistant.chat.sessions import SessionStore
     from assistant.chat.turn import KnowledgeItem, MemoryItem, Source, Turn
     from assistant.memory.model import Memory
     from assistant.memory.store import MemoryStore
@@ -107,10 +109,14 @@ class KnowledgeAdapter:
 
     def __init__(self, ctx: AppContext) -> None:
         self.ctx = ctx
-        self._lock = threading.RLock()
-        self._kb: KnowledgeBase | None = None
-        self._light: KnowledgeBase | None = None  # without the model: folders, stats, remove
-        self._retriever: HybridRetriever | None = None
+        # Search goes through `open_retriever` like every other caller: the wrong-model check
+        # included, and the retriever's own index and log closed with it.
+        self._retriever = Lazy(lambda: _open_retriever(ctx), close=_close_retriever)
+        # For writes (add, sync) when the retriever cannot open: e.g. the index was built with
+        # another model, which only a sync (re-embedding) can fix.
+        self._writer = Lazy(lambda: _open_knowledge(ctx, True), close=_close_kb)
+        # Without the model: folders and stats work even when the model cannot load.
+        self._light = Lazy(lambda: _open_knowledge(ctx, False), close=_close_kb)
 
     def warm_up(self) -> None:
         self.retriever()
@@ -118,39 +124,21 @@ class KnowledgeAdapter:
         # this loads the model now, not when the user asks the first question.
         self.ctx.embedder().embed_query("warm up")
 
-    def kb(self) -> KnowledgeBase:
-        from assistant.knowledge_service import open_knowledge
-
-        with self._lock:
-            if self._kb is None:
-                self._kb = open_knowledge(self.ctx)
-            return self._kb
-
     def retriever(self) -> HybridRetriever:
-        from assistant.retrieval.hybrid import HybridRetriever
-        from assistant.retrieval.log import RetrievalLog
-        from assistant.retrieval.rerank import make_reranker
+        return self._retriever.get()
 
-        with self._lock:
-            if self._retriever is None:
-                cfg = self.ctx.config
-                self._retriever = HybridRetriever(
-                    self.kb(), self.ctx.embedder(), cfg.retrieval,
-                    reranker=make_reranker(cfg.retrieval.reranker, device=cfg.embedding.device),
-                    log=RetrievalLog.open(self.ctx.paths.retrieval_log_db), origin="tui",
-                )
-            return self._retriever
+    def kb(self) -> KnowledgeBase:
+        """The index with the embedding model: the retriever's when it is open."""
+        retriever = self._retriever.peek()
+        return retriever.kb if retriever is not None else self._writer.get()
 
     def light(self) -> KnowledgeBase:
         """The index without the embedding model, so listing works even if it cannot load."""
-        from assistant.knowledge_service import open_knowledge
-
-        with self._lock:
-            if self._kb is not None:
-                return self._kb
-            if self._light is None:
-                self._light = open_knowledge(self.ctx, with_embedder=False)
-            return self._light
+        retriever = self._retriever.peek()
+        if retriever is not None:
+            return retriever.kb
+        writer = self._writer.peek()
+        return writer if writer is not None else self._light.get()
 
     def stats(self) -> tuple[int, int]:
         return self.light().stats()
@@ -237,19 +225,44 @@ class KnowledgeAdapter:
             kb.close()
 
     def close(self) -> None:
-        with self._lock:
-            if self._light is not None:
-                self._light.close()
-                self._light = None
-            if self._retriever is not None:
-                from assistant.retrieval.open import close_retriever
+        for opened in (self._light, self._writer, self._retriever):
+            opened.close()
 
-                close_retriever(self._retriever)
-                self._retriever = None
-                self._kb = None
-            elif self._kb is not None:
-                self._kb.close()
-                self._kb = None
+
+# Openers import inside: this module is imported before the first frame.
+
+def _open_retriever(ctx: AppContext) -> HybridRetriever:
+    from assistant.retrieval.open import open_retriever
+
+    return open_retriever(ctx, origin="tui")
+
+
+def _close_retriever(retriever: HybridRetriever) -> None:
+    from assistant.retrieval.open import close_retriever
+
+    close_retriever(retriever)
+
+
+def _open_knowledge(ctx: AppContext, with_embedder: bool) -> KnowledgeBase:
+    from assistant.knowledge_service import open_knowledge
+
+    return open_knowledge(ctx, with_embedder=with_embedder)
+
+
+def _close_kb(kb: KnowledgeBase) -> None:
+    kb.close()
+
+
+def _open_memory(ctx: AppContext) -> MemoryStore:
+    from assistant.memory.service import open_memory
+
+    return open_memory(ctx)
+
+
+def _open_sessions(ctx: AppContext) -> SessionStore:
+    from assistant.chat.sessions import SessionStore
+
+    return SessionStore.open(ctx.paths.sessions_db)
 
 
 def _is_recent(path: str, ctx: AppContext) -> bool:
@@ -307,17 +320,11 @@ def memory_view(memory: Memory) -> MemoryView:
 class MemoryAdapter:
     def __init__(self, ctx: AppContext) -> None:
         self.ctx = ctx
-        self._lock = threading.Lock()
-        self._store: MemoryStore | None = None
+        self._store = Lazy(lambda: _open_memory(ctx), close=lambda store: store.close())
         self._seen_version = -1
 
     def store(self) -> MemoryStore:
-        from assistant.memory.service import open_memory
-
-        with self._lock:
-            if self._store is None:
-                self._store = open_memory(self.ctx)
-            return self._store
+        return self._store.get()
 
     def list(self, *, all_active: bool, type_: str | None, query: str) -> list[MemoryView]:
         from assistant.memory.model import MemoryType
@@ -385,10 +392,7 @@ class MemoryAdapter:
         return fresh, max(newest, stamp)
 
     def close(self) -> None:
-        with self._lock:
-            if self._store is not None:
-                self._store.close()
-                self._store = None
+        self._store.close()
 
 
 # --- sessions -----------------------------------------------------------------------------------
@@ -414,16 +418,10 @@ def turn_view(turn: Turn, ctx: AppContext) -> TurnView:
 class SessionsAdapter:
     def __init__(self, ctx: AppContext) -> None:
         self.ctx = ctx
-        self._lock = threading.Lock()
-        self._store: Any = None
+        self._store = Lazy(lambda: _open_sessions(ctx), close=lambda store: store.close())
 
-    def store(self) -> Any:
-        from assistant.chat.sessions import SessionStore
-
-        with self._lock:
-            if self._store is None:
-                self._store = SessionStore.open(self.ctx.paths.sessions_db)
-            return self._store
+    def store(self) -> SessionStore:
+        return self._store.get()
 
     def list(self) -> list[SessionView]:
         return [SessionView(s.id, s.title, _iso(s.updated_at), s.turn_count)
@@ -461,10 +459,7 @@ class SessionsAdapter:
         return path
 
     def close(self) -> None:
-        with self._lock:
-            if self._store is not None:
-                self._store.close()
-                self._store = None
+        self._store.close()
 
 
 # --- chat ---------------------------------------------------------------------------------------

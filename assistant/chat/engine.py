@@ -58,7 +58,14 @@ class KnowledgeSource(Protocol):
 class MemorySource(Protocol):
     """What the engine needs from long-term memory (see service.py for the real one)."""
 
-    def recall(self, query: str, k: int) -> list[MemoryItem]: ...
+    def recall(self, query: str, k: int) -> list[MemoryItem]:
+        """Candidates, most important first (profile, pinned, then the `k` most relevant);
+        the prompt's memory budget decides which go in."""
+        ...
+
+    def used(self, memory_ids: Sequence[str]) -> None:
+        """The memories the prompt included (recall counts them as used)."""
+        ...
 
     def note(self, message: str, *, session_id: str | None) -> MemoryItem | None:
         """Store an explicit "remember that …" in the user's message; None if there is none."""
@@ -510,6 +517,8 @@ class ChatEngine:
         state.prompt = prompt
         state.sources = list(prompt.sources)
         state.memories = prompt.memories
+        if prompt.memories and self.memory is not None:
+            self._mark_used(self.memory, [m.memory_id for m in prompt.memories])
         state.low_confidence = bool(retrieval and retrieval.low_confidence)
         state.timings["window"] = window
         state.timings["prompt_tokens"] = prompt.total_tokens
@@ -641,6 +650,16 @@ class ChatEngine:
         except Exception as exc:
             raise errors.stage_failed("memory", "memory recall", exc) from exc
         return list(result), round((time.perf_counter() - start) * 1000, 2), noted, refused
+
+    def _mark_used(self, memory: MemorySource, ids: list[str]) -> None:
+        """Off the answer's path, on the memory thread (SQLite); a failure is only logged."""
+        def done(future: asyncio.Future[None]) -> None:
+            if not future.cancelled() and future.exception() is not None:
+                log.warning("could not mark memories as used: %s", future.exception())
+
+        asyncio.get_running_loop().run_in_executor(
+            self._memory_pool, memory.used, ids
+        ).add_done_callback(done)
 
     def _tool_search(self, query: str, top_k: int) -> Retrieval:
         assert self.knowledge is not None

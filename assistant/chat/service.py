@@ -12,7 +12,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from assistant.chat.engine import ChatEngine, EngineSettings
 from assistant.chat.models import OllamaCatalog
@@ -20,13 +20,17 @@ from assistant.chat.sessions import SessionStore
 from assistant.chat.turn import KnowledgeItem, MemoryItem, Retrieval
 from assistant.context import AppContext
 from assistant.errors import UserError
+from indexing.lazy import Lazy
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from assistant.chat.blocking import BlockingChat
     from assistant.memory.model import RecalledMemory
     from assistant.memory.service import MemoryService
     from assistant.retrieval.hit import SearchHit
     from assistant.retrieval.hybrid import HybridRetriever
+    from indexing.embedder import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -65,15 +69,10 @@ class RetrieverKnowledge:
     """KnowledgeSource over HybridRetriever, opened on first use."""
 
     def __init__(self, open_retriever: Callable[[], HybridRetriever]) -> None:
-        self._open = open_retriever
-        self._retriever: HybridRetriever | None = None
-        self._lock = threading.Lock()
+        self._retriever = Lazy(open_retriever, close=_close_retriever)
 
     def retriever(self) -> HybridRetriever:
-        with self._lock:
-            if self._retriever is None:
-                self._retriever = self._open()
-            return self._retriever
+        return self._retriever.get()
 
     def warm_up(self) -> None:
         """Open the index and load the embedding model (one query embedded)."""
@@ -98,34 +97,32 @@ class RetrieverKnowledge:
         )
 
     def close(self) -> None:
-        with self._lock:
-            if self._retriever is not None:
-                from assistant.retrieval.open import close_retriever
+        self._retriever.close()
 
-                close_retriever(self._retriever)
-                self._retriever = None
+
+def _close_retriever(retriever: HybridRetriever) -> None:
+    from assistant.retrieval.open import close_retriever
+
+    close_retriever(retriever)
 
 
 class ServiceMemory:
     """MemorySource over MemoryService, opened on first use."""
 
     def __init__(self, open_service: Callable[[], MemoryService]) -> None:
-        self._open = open_service
-        self._service: MemoryService | None = None
-        self._lock = threading.Lock()
+        self._service = Lazy(open_service, close=lambda service: service.close())
 
     def service(self) -> MemoryService:
-        with self._lock:
-            if self._service is None:
-                self._service = self._open()
-            return self._service
+        return self._service.get()
 
     def warm_up(self) -> None:
         self.service()
 
     def recall(self, query: str, k: int) -> list[MemoryItem]:
-        recalled = self.service().recall(query)
-        return [item_from_memory(r) for r in recalled[: max(k, 0) or None]]
+        return [item_from_memory(r) for r in self.service().recall(query, top_k=k)]
+
+    def used(self, memory_ids: Sequence[str]) -> None:
+        self.service().mark_used(memory_ids)
 
     def note(self, message: str, *, session_id: str | None) -> MemoryItem | None:
         """Store an explicit "remember that …" from the user's message."""
@@ -155,10 +152,7 @@ class ServiceMemory:
             raise RuntimeError(outcome.error)
 
     def close(self) -> None:
-        with self._lock:
-            if self._service is not None:
-                self._service.close()
-                self._service = None
+        self._service.close()
 
 
 class SingleFlightEmbedder:
@@ -169,16 +163,28 @@ class SingleFlightEmbedder:
     after the other (it is not re-entrant) — a second embedding on every turn's critical path.
     """
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Embedder) -> None:
         self._inner = inner
         self._lock = threading.Lock()
-        self._inflight: dict[str, Future[Any]] = {}
+        self._inflight: dict[str, Future[np.ndarray]] = {}
         self.merged = 0  # calls served by another caller's embedding
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)  # model_id, dimension, embed_documents, close…
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
 
-    def embed_query(self, text: str) -> Any:
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self._inner.embed_documents(texts)
+
+    def __getattr__(self, name: str) -> Any:
+        # Beyond the Embedder protocol: the cache's counters and `cached(text)`, for benches.
+        return getattr(self._inner, name)
+
+    def embed_query(self, text: str) -> np.ndarray:
         with self._lock:
             pending = self._inflight.get(text)
             if pending is None:
@@ -201,23 +207,16 @@ class SingleFlightEmbedder:
         return vector
 
 
-class _ChatContext:
+class _ChatContext(AppContext):
     """The AppContext as the chat's retriever and memory see it: the same paths, config and
     embedding model, the latter behind a SingleFlightEmbedder (loaded on first use)."""
 
     def __init__(self, ctx: AppContext) -> None:
-        self._ctx = ctx
-        self._shared: SingleFlightEmbedder | None = None
-        self._embedder_lock = threading.Lock()
+        super().__init__(paths=ctx.paths, config=ctx.config)
+        self._shared = Lazy(lambda: SingleFlightEmbedder(ctx.embedder()))
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._ctx, name)
-
-    def embedder(self) -> Any:
-        with self._embedder_lock:
-            if self._shared is None:
-                self._shared = SingleFlightEmbedder(self._ctx.embedder())
-            return self._shared
+    def embedder(self) -> Embedder:
+        return self._shared.get()
 
 
 class ChatService:
@@ -265,7 +264,7 @@ def open_chat(
     new one. `memory=None` follows memory.enabled.
     """
     store = open_sessions(ctx)
-    shared = cast(AppContext, _ChatContext(ctx))
+    shared = _ChatContext(ctx)
     try:
         resolved = store.resolve(session_id).id if session_id else None
     except UserError:

@@ -18,7 +18,6 @@ from assistant.memory.scoring import (
     DecaySettings,
     ScoreWeights,
     decayed_importance,
-    estimate_tokens,
     recall_score,
 )
 from assistant.memory.store import PROFILE_ID, MemoryStore
@@ -92,26 +91,22 @@ def recall(
     store: MemoryStore,
     query: str,
     *,
-    budget_tokens: int,
     settings: RecallSettings = RecallSettings(),
     top_k: int | None = None,
 ) -> list[RecalledMemory]:
-    """Memories for the chat prompt, within `budget_tokens`: the user profile (id "profile",
-    reason "user-profile"), pinned memories, sure profile facts, then the most relevant.
-    Marks what it returns as used."""
+    """Candidates for the chat prompt, most important first: the user profile (id "profile",
+    reason "user-profile"), pinned memories, sure profile facts, then the `top_k` most relevant.
+
+    No token budget here: the prompt assembly (assistant/chat/budget.py) is the one place that
+    fits memories into the context window, and the caller marks as used only what it kept
+    (`MemoryStore.mark_used`)."""
     chosen: list[RecalledMemory] = []
     seen: set[str] = set()
-    used = 0
 
-    def take(item: RecalledMemory) -> bool:
-        nonlocal used
-        cost = estimate_tokens(item.memory.text)
-        if item.memory.id in seen or used + cost > budget_tokens:
-            return False
-        chosen.append(item)
-        seen.add(item.memory.id)
-        used += cost
-        return True
+    def take(item: RecalledMemory) -> None:
+        if item.memory.id not in seen:
+            chosen.append(item)
+            seen.add(item.memory.id)
 
     now_iso = store.now()
     profile = store.profile()
@@ -134,7 +129,6 @@ def recall(
     k = settings.top_k if top_k is None else top_k
     for item in search(store, query, top_k=k, settings=settings):
         take(item)
-    store.mark_used([item.memory.id for item in chosen if item.memory.id != PROFILE_ID])
     return chosen
 
 

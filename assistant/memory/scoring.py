@@ -48,8 +48,3 @@ def recall_score(
         + weights.freshness * freshness(days_since_update)
     )
 
-
-def estimate_tokens(text: str) -> int:
-    """Rough token count: ~4 characters per token for Latin text, 1 per CJK character."""
-    cjk = sum(1 for ch in text if "\u3000" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af")
-    return cjk + max(1, (len(text) - cjk + 3) // 4) + 4  # + per-item formatting overhead

@@ -24,7 +24,13 @@ from assistant.memory.profile import ProfileRefresh, refresh_profile
 from assistant.memory.recall import RecallSettings, recall, search
 from assistant.memory.scoring import DecaySettings, ScoreWeights
 from assistant.memory.secrets import find_secret
-from assistant.memory.store import MemoryStore, NotGrounded, SecretRejected, VectorIndex
+from assistant.memory.store import (
+    PROFILE_ID,
+    MemoryStore,
+    NotGrounded,
+    SecretRejected,
+    VectorIndex,
+)
 
 log = logging.getLogger(__name__)
 
@@ -98,14 +104,11 @@ class MemoryService:
         store: MemoryStore,
         *,
         settings: RecallSettings | None = None,
-        context_window: int = 8192,
-        budget_share: float = 0.25,
         capacity: int = 2000,
         chat_fn: ChatFn | None = None,
     ) -> None:
         self.store = store
         self.settings = settings or RecallSettings()
-        self.budget_tokens = int(context_window * budget_share)
         self.capacity = capacity
         self.chat_fn = chat_fn
         self._extract_lock = threading.Lock()
@@ -118,8 +121,6 @@ class MemoryService:
         return cls(
             open_memory(ctx, clock=clock, eager_vectors=eager_vectors),
             settings=recall_settings(ctx),
-            context_window=cfg.ollama.context_window,
-            budget_share=cfg.memory.budget_share,
             capacity=cfg.memory.capacity,
             chat_fn=ollama_chat_fn(cfg.ollama.host, cfg.ollama.model, timeout=cfg.ollama.timeout,
                                    keep_alive=cfg.ollama.keep_alive),
@@ -127,10 +128,14 @@ class MemoryService:
 
     # --- recall -------------------------------------------------------------------------------
 
-    def recall(self, query: str, *, budget_tokens: int | None = None) -> list[RecalledMemory]:
-        """Memories for a chat prompt (pinned + sure profile facts + top-k relevant)."""
-        budget = self.budget_tokens if budget_tokens is None else budget_tokens
-        return recall(self.store, query, budget_tokens=budget, settings=self.settings)
+    def recall(self, query: str, *, top_k: int | None = None) -> list[RecalledMemory]:
+        """Memories for a chat prompt (profile + pinned + sure profile facts + `top_k` relevant,
+        memory.top_k by default), before the prompt's token budget; see `mark_used`."""
+        return recall(self.store, query, settings=self.settings, top_k=top_k)
+
+    def mark_used(self, memory_ids: Sequence[str]) -> None:
+        """The memories a prompt really included (what decay and freshness count as used)."""
+        self.store.mark_used([i for i in memory_ids if i != PROFILE_ID])
 
     def search(self, query: str, top_k: int | None = None) -> list[RecalledMemory]:
         k = self.settings.top_k if top_k is None else top_k
@@ -152,10 +157,7 @@ class MemoryService:
             raise SecretRejected(f"not remembered: {finding.message()}")
         candidate = NewMemory(text=text, type=MemoryType.FACT, importance=0.7, source=source,
                               session_id=session_id, source_text=utterance)
-        decision = reconcile.decide(self.store, candidate)
-        if decision.action is reconcile.Action.SKIP and decision.target is not None:
-            return decision.target
-        return self.store.add(candidate, actor=Actor.USER)
+        return self._reconcile(candidate, Actor.USER).memory
 
     def remember_proposed(
         self,
@@ -175,10 +177,15 @@ class MemoryService:
             actor=Actor.ASSISTANT,
         )
         candidate = replace(candidate, evidence=tuple(said))
+        return self._reconcile(candidate, Actor.ASSISTANT)
+
+    def _reconcile(self, candidate: NewMemory, actor: Actor) -> Proposed:
+        """The one way a memory asked for in the chat is stored, whoever asked: what is already
+        known is not stored twice, a new value for a key supersedes the old one."""
         decision = reconcile.decide(self.store, candidate)
         if decision.action is reconcile.Action.SKIP:
             return Proposed(decision.target, stored=False)
-        stored = reconcile.apply(self.store, candidate, decision, actor=Actor.ASSISTANT)
+        stored = reconcile.apply(self.store, candidate, decision, actor=actor)
         return Proposed(stored, stored=stored is not None)
 
     def extract(

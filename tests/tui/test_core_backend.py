@@ -367,3 +367,34 @@ async def test_idle_extraction_over_the_real_core(core, fake_ollama) -> None:  #
                          timeout=30, what="extracted memory shown")
         formats = [b for b in fake_ollama.chat_requests if "format" in b]
         assert len(formats) == 1  # one extraction request for the one turn
+
+
+def test_search_refuses_an_index_built_with_another_model_and_sync_fixes_it(
+    ollama_home: Path, tmp_path: Path
+) -> None:
+    """The TUI opens its retriever with `open_retriever`, like the CLI: an index embedded with
+    another model is a clear error (not silently poor results), and a sync re-embeds it."""
+    from indexing.knowledge import ReembedNeeded
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "git.md").write_text("# Git\n\nUse git stash pop to apply a stash.\n")
+    first = AppContext.load(str(ollama_home))
+    first._embedder = HashEmbedder(model_id="test:hash-old")
+    backend = CoreBackend(first)
+    try:
+        backend.knowledge.add_folder(notes)
+        backend.knowledge.sync(None, rebuild=False, progress=lambda p: None)
+    finally:
+        backend.close()
+    ctx = AppContext.load(str(ollama_home))
+    ctx._embedder = HashEmbedder(model_id="test:hash-new")
+    backend = CoreBackend(ctx)
+    try:
+        with pytest.raises(ReembedNeeded, match="brain index --sync"):
+            backend.knowledge.search("git stash")
+        backend.knowledge.sync(None, rebuild=False, progress=lambda p: None)
+        result = backend.knowledge.search("git stash")
+        assert [s.relpath for s in result.sources] == ["git.md"]
+    finally:
+        backend.close()

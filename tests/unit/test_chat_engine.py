@@ -603,3 +603,21 @@ async def test_a_reply_that_only_looks_like_a_think_tag_is_not_lost(chat_rig: Ch
     chat_rig.fake.script_chat(["<th"])
     done = await chat_rig.make().ask("q")
     assert isinstance(done, Done) and done.turn.answer == "<th"
+
+
+async def test_the_prompt_is_the_one_memory_budget_and_marks_only_what_it_kept(
+    chat_rig: ChatRig,
+) -> None:
+    """Recall proposes (top-k applied once, in recall); the prompt's memory share of the real
+    window decides what goes in; only those memories are reported as used."""
+    text = "The user likes hiking in the mountains near the lake. " * 5
+    chat_rig.memory.items = [memory_item(n, f"{n}: {text}", score=1 - n / 10) for n in range(6)]
+    engine = chat_rig.make(context_cap=2048, memory_share=0.1, memory_top_k=6)
+    chat_rig.fake.script_chat("Hiking.")
+    done = await engine.ask("what do I like?")
+    assert isinstance(done, Done)
+    kept = [m.memory_id for m in done.turn.memories]
+    assert 0 < len(kept) < 6
+    assert kept == [f"mem-{n}" for n in range(len(kept))]  # best scores first
+    await wait_until(lambda: chat_rig.memory.used_ids != [])
+    assert chat_rig.memory.used_ids == [kept]

@@ -14,7 +14,6 @@ from assistant.memory.scoring import (
     DecaySettings,
     ScoreWeights,
     decayed_importance,
-    estimate_tokens,
     freshness,
     recall_score,
 )
@@ -95,22 +94,22 @@ def test_keyword_only_candidates_get_their_exact_cosine(memory_store: MemoryStor
     assert hit.similarity == pytest.approx(expected)
 
 
-def test_recall_includes_pinned_and_profile_facts_within_budget(
+def test_recall_puts_pinned_and_profile_facts_before_the_relevant(
         memory_store: MemoryStore) -> None:
     pinned = memory_store.add(NewMemory("The user is allergic to penicillin", pinned=True))
     profile = memory_store.add(NewMemory("The user is called Mara", key="name", confidence=0.95))
     unsure = memory_store.add(NewMemory("The user may live in Rome", key="city", confidence=0.6))
     relevant = memory_store.add(NewMemory("The user's favourite pasta is carbonara"))
-    items = recall(memory_store, "what pasta should I cook", budget_tokens=1000)
+    items = recall(memory_store, "what pasta should I cook")
     by_id = {r.memory.id: r.reason for r in items}
     assert by_id[pinned.id] == "pinned" and by_id[profile.id] == "profile"
     assert by_id[relevant.id] == "relevant"
     assert [r.memory.id for r in items][:2] == [pinned.id, profile.id]
-    assert all(memory_store.get(i).use_count == 1 for i in by_id)
+    # Recall only proposes: the prompt decides what fits, and only that is marked used.
+    assert all(memory_store.get(i).use_count == 0 for i in by_id)
     assert unsure.id not in by_id or by_id[unsure.id] == "relevant"
-    small = recall(memory_store, "pasta", budget_tokens=estimate_tokens(pinned.text))
-    assert [r.memory.id for r in small] == [pinned.id]
-    assert recall(memory_store, "pasta", budget_tokens=0) == []
+    assert [r.memory.id for r in recall(memory_store, "pasta", top_k=0)] == [
+        pinned.id, profile.id]
 
 
 def test_capacity_archives_lowest_never_pinned_and_is_reversible(
@@ -152,11 +151,10 @@ def test_recall_puts_the_profile_first(memory_store: MemoryStore) -> None:
     from assistant.memory.model import Actor
 
     memory_store.add(NewMemory("The user's favourite pasta is carbonara"))
-    assert all(r.reason != "user-profile" for r in recall(memory_store, "pasta",
-                                                            budget_tokens=500))
+    assert all(r.reason != "user-profile" for r in recall(memory_store, "pasta"))
     memory_store.set_profile("Mara, a nurse in Leeds who likes short answers.",
                              actor=Actor.USER)
-    items = recall(memory_store, "pasta", budget_tokens=500)
+    items = recall(memory_store, "pasta")
     assert items[0].reason == "user-profile" and items[0].memory.id == "profile"
     assert items[0].memory.text.startswith("Mara")
     assert items[1].memory.text.endswith("carbonara")
