@@ -4,23 +4,35 @@ Code under test talks to it over real sockets with the real clients (httpx, the 
 package, llama-index's `Ollama` LLM), so protocol details — NDJSON streaming with chunked
 transfer encoding, error bodies, status codes — are exercised exactly as against Ollama.
 
+It behaves like the real server, not a kinder one (tests/fake_ollama_runtime.py lists each rule
+with the ollama/ollama source it follows): the default `qwen3:4b` is the thinking-only
+Qwen3-2507 — `think` absent streams its reasoning in `message.thinking`, `think: false` puts
+untagged reasoning and `</think>` in `content`; nothing is sent before the first token (load +
+prompt reading happen in silence, and a client leaving aborts them); one request at a time per
+model; another `options.num_ctx` reloads the model; the prompt cache is the longest common
+prefix; an over-long prompt loses old messages, then its middle; `num_predict` cuts the reply
+with `done_reason: "length"`. Delays are zero unless a `FakeTiming` says otherwise.
+
 Scripting, per test::
 
     fake.add_model("llama3.2:1b", context_length=131072, capabilities=("completion",))
     fake.script_chat("Hello there")                  # streamed word by word
     fake.script_chat(["Hel", "lo"], chunk_delay=0.05)
+    fake.script_chat("Answer", thinking="Hmm…")      # the model's reasoning ("" = none)
     fake.script_chat(format_json={"facts": []})      # answer to a `format` request
     fake.script_chat(tool_calls=[{"name": "search", "arguments": {"q": "x"}}])
     fake.script_chat(fail=500, error="llama runner process has terminated")
     fake.script_chat("partial answer", disconnect_after=1)
     fake.script("/api/tags", delay=3)                # any endpoint can be slow or fail
+    fake.timing = FakeTiming.cpu(scale=0.01)         # load, prompt reading, generation delays
     fake.stop(); fake.start()                        # Ollama goes down, comes back, same port
 
 Scripts are consumed FIFO per endpoint; a script with `match=` only answers requests it
 accepts (e.g. `match=lambda body: "format" in body` for a background extraction call).
-Without a script, /api/chat and /api/generate echo the last user message, and `format`
-requests get a minimal JSON instance of the requested schema. Requests are recorded in
-`fake.requests`.
+Without a script, /api/chat and /api/generate echo the first paragraph of the last user
+message, and `format` requests get a minimal JSON instance of the requested schema. Requests
+are recorded in `fake.requests`; what the server did in `fake.loads`, `fake.generations`
+(prompt tokens, cached, evaluated, truncation) and `fake.disconnects`.
 """
 
 from __future__ import annotations
@@ -30,20 +42,47 @@ import hashlib
 import json
 import math
 import re
+import select
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.fake_ollama_runtime import (
+    DEFAULT_NUM_CTX,
+    REASONING_STYLES,
+    Disconnect,
+    FakeTiming,
+    Generation,
+    Load,
+    Runner,
+    Scheduler,
+    cap_pieces,
+    common_prefix,
+    count_tokens,
+    default_reasoning,
+    fit_prompt,
+    prefill_for,
+    reasoning_route,
+    tokenize,
+)
+
+__all__ = [
+    "DEFAULT_ERROR", "OLLAMA_VERSION", "Disconnect", "FakeModel", "FakeOllama", "FakeTiming",
+    "Generation", "Load", "RecordedRequest", "Script", "deterministic_embedding",
+    "instance_of_schema", "normalize_model",
+]
 
 OLLAMA_VERSION = "0.12.6"
 DEFAULT_ERROR = "llama runner process has terminated: exit status 2"
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _CHUNK = re.compile(r"\s*\S+\s*|\s+")
+_POLL = 0.01  # how often a waiting request checks that its client is still there
 
 
 def normalize_model(name: str) -> str:
@@ -54,20 +93,73 @@ def normalize_model(name: str) -> str:
     return name
 
 
+# Chat templates as `ollama show` prints them, by reasoning style. What matters to clients:
+# a switchable thinking model's template reads .Think/.IsThinkSet (Qwen3's /think, /no_think);
+# the thinking-only 2507 template ignores `think` and always opens <think>.
+_QWEN_HEAD = (
+    "{{- if .Messages }}{{- if or .System .Tools }}<|im_start|>system\n{{- if .System }}\n"
+    "{{ .System }}\n{{- end }}{{- if .Tools }}\n\n# Tools\n<tools>\n{{- range .Tools }}\n"
+    "{\"type\": \"function\", \"function\": {{ .Function }}}\n{{- end }}\n</tools>{{- end }}"
+    "<|im_end|>\n{{ end }}{{- range $i, $_ := .Messages }}{{- $last := eq (len (slice "
+    "$.Messages $i)) 1 -}}"
+)
+TEMPLATES: dict[str, str] = {
+    "always": _QWEN_HEAD + (
+        "{{- if eq .Role \"user\" }}<|im_start|>user\n{{ .Content }}<|im_end|>\n"
+        "{{ else if eq .Role \"assistant\" }}<|im_start|>assistant\n{{ .Content }}"
+        "{{ if not $last }}<|im_end|>\n{{ end }}{{ end }}"
+        "{{- if and (ne .Role \"assistant\") $last }}<|im_start|>assistant\n<think>\n"
+        "{{ end }}{{- end }}{{- end }}"
+    ),
+    "hybrid": _QWEN_HEAD + (
+        "{{- if eq .Role \"user\" }}<|im_start|>user\n{{ .Content }}"
+        "{{- if and $.IsThinkSet (eq $i $lastUserIdx) }}{{- if $.Think }} /think"
+        "{{- else }} /no_think{{- end }}{{- end }}<|im_end|>\n"
+        "{{ else if eq .Role \"assistant\" }}<|im_start|>assistant\n"
+        "{{- if (and $.IsThinkSet (and .Thinking $.Think)) -}}<think>{{ .Thinking }}</think>"
+        "{{ end }}{{ .Content }}{{ if not $last }}<|im_end|>\n{{ end }}{{ end }}"
+        "{{- if and (ne .Role \"assistant\") $last }}<|im_start|>assistant\n"
+        "{{- if and $.IsThinkSet (not $.Think) -}}<think>\n\n</think>\n\n{{ end }}"
+        "{{ end }}{{- end }}{{- end }}"
+    ),
+    "mandatory": (
+        "<|start|>system<|message|>You are ChatGPT, a large language model trained by "
+        "OpenAI.\nReasoning: {{- if .ThinkLevel }} {{ .ThinkLevel }}{{ else }} medium{{ end }}"
+        "\n# Valid channels: analysis, commentary, final.<|end|>{{- range .Messages }}"
+        "<|start|>{{ .Role }}<|message|>{{ .Content }}<|end|>{{- end }}<|start|>assistant"
+    ),
+    "inline": (
+        "{{- range $i, $_ := .Messages }}{{- if eq .Role \"user\" }}<｜User｜>{{ .Content }}"
+        "{{- else if eq .Role \"assistant\" }}<｜Assistant｜>{{ .Content }}<｜end▁of▁sentence｜>"
+        "{{- end }}{{- end }}<｜Assistant｜>"
+    ),
+    "none": (
+        "<|start_header_id|>system<|end_header_id|>\n\n{{ if .System }}{{ .System }}{{ end }}"
+        "<|eot_id|>{{- range .Messages }}<|start_header_id|>{{ .Role }}<|end_header_id|>\n\n"
+        "{{ .Content }}<|eot_id|>{{- end }}<|start_header_id|>assistant<|end_header_id|>\n\n"
+    ),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class FakeModel:
     name: str
     family: str = "qwen3"
     parameter_size: str = "4.0B"
     quantization_level: str = "Q4_K_M"
-    context_length: int = 40960
+    context_length: int = 262144
     embedding_length: int = 2560
     capabilities: tuple[str, ...] = ("completion", "tools", "thinking")
     size: int = 2_497_293_931
+    reasoning: str = "always"  # see fake_ollama_runtime.REASONING_STYLES
 
     @property
     def digest(self) -> str:
         return hashlib.sha256(self.name.encode()).hexdigest()
+
+    @property
+    def template(self) -> str:
+        return TEMPLATES.get(self.reasoning, TEMPLATES["none"])
 
     def details(self) -> dict[str, Any]:
         return {
@@ -78,6 +170,44 @@ class FakeModel:
             "parameter_size": self.parameter_size,
             "quantization_level": self.quantization_level,
         }
+
+    def model_info(self) -> dict[str, Any]:
+        """What `ollama show` returns in model_info for a GGUF model: many keys besides the
+        context length, some of which also end in `context_length` (YaRN-scaled models carry
+        the original training length), and the tokenizer arrays as null when not verbose."""
+        arch = self.family
+        info: dict[str, Any] = {
+            "general.architecture": arch,
+            "general.basename": self.name.split(":")[0],
+            "general.file_type": 15,
+            "general.finetune": "Thinking" if self.reasoning == "always" else "Instruct",
+            "general.license": "apache-2.0",
+            "general.parameter_count": 4_022_468_096,
+            "general.quantization_version": 2,
+            "general.size_label": self.parameter_size.replace(".0", ""),
+            "general.type": "model",
+            f"{arch}.attention.head_count": 32,
+            f"{arch}.attention.head_count_kv": 8,
+            f"{arch}.attention.key_length": 128,
+            f"{arch}.attention.layer_norm_rms_epsilon": 1e-06,
+            f"{arch}.block_count": 36,
+            f"{arch}.context_length": self.context_length,
+            f"{arch}.embedding_length": self.embedding_length,
+            f"{arch}.feed_forward_length": 9728,
+            f"{arch}.rope.freq_base": 5_000_000,
+            "tokenizer.ggml.add_bos_token": False,
+            "tokenizer.ggml.bos_token_id": 151643,
+            "tokenizer.ggml.eos_token_id": 151645,
+            "tokenizer.ggml.merges": None,
+            "tokenizer.ggml.model": "gpt2",
+            "tokenizer.ggml.pre": "qwen2",
+            "tokenizer.ggml.token_type": None,
+            "tokenizer.ggml.tokens": None,
+        }
+        if self.context_length > 32768:
+            info[f"{arch}.rope.scaling.original_context_length"] = 32768
+            info[f"{arch}.rope.scaling.type"] = "yarn"
+        return info
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +225,7 @@ class Script:
     chunks: list[str] | None = None
     format_json: Any = None
     tool_calls: list[dict[str, Any]] | None = None
-    thinking: str | None = None
+    thinking: str | None = None  # the model's reasoning; None = its default, "" = none
     fail: int | None = None
     error: str | None = None
     error_after: int | None = None
@@ -163,6 +293,10 @@ def instance_of_schema(schema: Any) -> Any:
     return {"array": [], "string": "", "integer": 0, "number": 0, "boolean": False}.get(kind)
 
 
+def _first_paragraph(text: str) -> str:
+    return text.strip().split("\n\n", 1)[0].strip()
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
@@ -217,10 +351,41 @@ class _Disconnect(Exception):
     """Abort the response and drop the connection (scripted, or the server is stopping)."""
 
 
+class _ClientGone(Exception):
+    """The client closed its connection while the fake was working on its request."""
+
+    def __init__(self, phase: str, chunk: int = 0) -> None:
+        super().__init__(phase)
+        self.phase = phase
+        self.chunk = chunk
+
+
+def _client_gone(conn: socket.socket) -> bool:
+    """The peer closed the connection (a readable socket with nothing to read). A client says
+    nothing else while it waits for a reply, so readable means EOF or an error."""
+    try:
+        readable, _, _ = select.select([conn], [], [], 0)
+        if not readable:
+            return False
+        return conn.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
+
+
+@dataclass(slots=True)
+class _Reply:
+    """What one chat/generate request produces: reasoning, content pieces, how it ends."""
+
+    thinking: list[str] = field(default_factory=list)  # message.thinking deltas
+    content: list[str] = field(default_factory=list)  # message.content deltas
+    done_reason: str = "stop"
+
+
 class FakeOllama:
     """The fake server. `start()` binds a random loopback port; `url` is its base URL."""
 
-    def __init__(self, *, models: Sequence[FakeModel] | None = None) -> None:
+    def __init__(self, *, models: Sequence[FakeModel] | None = None,
+                 timing: FakeTiming | None = None) -> None:
         self._lock = threading.RLock()
         self._models: dict[str, FakeModel] = {}
         for model in models if models is not None else self.default_models():
@@ -232,11 +397,14 @@ class FakeOllama:
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self._port = 0
+        self._sched = Scheduler()
+        self.timing = timing or FakeTiming()
         self.version = OLLAMA_VERSION
 
     @staticmethod
     def default_models() -> list[FakeModel]:
-        """What a fresh install with the default chat model plus an embedder would list."""
+        """What a fresh install with the default chat model plus an embedder would list:
+        `ollama pull qwen3:4b` gives the thinking-only Qwen3-4B-Thinking-2507."""
         return [
             FakeModel("qwen3:4b"),
             FakeModel(
@@ -248,6 +416,7 @@ class FakeOllama:
                 embedding_length=768,
                 capabilities=("embedding",),
                 size=274_302_450,
+                reasoning="none",
             ),
         ]
 
@@ -296,7 +465,8 @@ class FakeOllama:
         return self
 
     def stop(self) -> None:
-        """Stop listening and drop open connections, like a killed `ollama serve`."""
+        """Stop listening and drop open connections, like a killed `ollama serve` (which also
+        takes its loaded models with it)."""
         with self._lock:
             server, thread = self._server, self._thread
             self._server = self._thread = None
@@ -311,6 +481,8 @@ class FakeOllama:
                 conn.shutdown(socket.SHUT_RDWR)
         if thread is not None:
             thread.join(timeout=5)
+        with self._sched.lock:
+            self._sched.runners.clear()
 
     def __enter__(self) -> FakeOllama:
         return self.start()
@@ -337,7 +509,14 @@ class FakeOllama:
         quantization_level: str = "Q4_K_M",
         embedding_length: int = 2560,
         capabilities: Sequence[str] = ("completion", "tools", "thinking"),
+        reasoning: str | None = None,
     ) -> FakeModel:
+        """Add a model; `reasoning` (see fake_ollama_runtime) defaults to "hybrid" for a model
+        with the thinking capability (switchable, like the first Qwen3) and "none" otherwise."""
+        caps = tuple(capabilities)
+        style = reasoning or ("hybrid" if "thinking" in caps else "none")
+        if style not in REASONING_STYLES:
+            raise ValueError(f"unknown reasoning style {style!r}")
         model = FakeModel(
             normalize_model(name),
             family=family,
@@ -345,7 +524,8 @@ class FakeOllama:
             quantization_level=quantization_level,
             context_length=context_length,
             embedding_length=embedding_length,
-            capabilities=tuple(capabilities),
+            capabilities=caps,
+            reasoning=style,
         )
         with self._lock:
             self._models[model.name] = model
@@ -388,11 +568,13 @@ class FakeOllama:
         """Queue a /api/chat reply: text (split into word deltas) or explicit chunks.
 
         Options: format_json (answer to `format` requests; dict/list are JSON-encoded),
-        tool_calls ([{"name", "arguments"}]), thinking, fail (HTTP status) + error (message),
-        error_after (N chunks then an in-stream {"error"}), delay (before the first byte),
-        chunk_delay, disconnect_after (N chunks then drop the connection), done_reason
-        (e.g. "length"), prompt_eval_count/eval_count (token counts), raw_body/content_type
-        (send these bytes verbatim), match (predicate on the body)."""
+        tool_calls ([{"name", "arguments"}]), thinking (the model's reasoning: None = a
+        default for thinking models, "" = none; where it lands depends on the model and
+        `think`), fail (HTTP status) + error (message), error_after (N chunks then an in-stream
+        {"error"}), delay (before the first byte), chunk_delay, disconnect_after (N chunks then
+        drop the connection), done_reason (e.g. "length"), prompt_eval_count/eval_count (token
+        counts), raw_body/content_type (send these bytes verbatim), match (predicate on the
+        body)."""
         return self.script("/api/chat", reply, **options)
 
     def script_generate(self, reply: str | Sequence[str] | None = None, **options: Any) -> Script:
@@ -415,7 +597,7 @@ class FakeOllama:
                     return queue.pop(i)
         return None
 
-    # --- recorded requests ----------------------------------------------------------------
+    # --- what happened --------------------------------------------------------------------
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -430,6 +612,10 @@ class FakeOllama:
         """Bodies of the /api/chat requests received so far."""
         return [r.body for r in self.requests_to("/api/chat")]
 
+    def chat_options(self) -> list[dict[str, Any]]:
+        """`options` of every /api/chat request, in order ({} when absent)."""
+        return [dict(b.get("options") or {}) for b in self.chat_requests if isinstance(b, dict)]
+
     def last_chat(self) -> dict[str, Any]:
         bodies = self.chat_requests
         if not bodies:
@@ -439,6 +625,10 @@ class FakeOllama:
     def clear_requests(self) -> None:
         with self._lock:
             self._requests.clear()
+        with self._sched.lock:
+            self._sched.loads.clear()
+            self._sched.generations.clear()
+            self._sched.disconnects.clear()
 
     def wait_for_requests(self, path: str, count: int = 1, timeout: float = 5.0) -> None:
         """Block until `count` requests reached `path` (for work done in background threads)."""
@@ -449,11 +639,56 @@ class FakeOllama:
                 raise AssertionError(f"expected {count} request(s) to {path}, got {got}")
             time.sleep(0.01)
 
+    @property
+    def loads(self) -> list[Load]:
+        with self._sched.lock:
+            return list(self._sched.loads)
+
+    @property
+    def reloads(self) -> int:
+        """Loads caused by another num_ctx than the loaded runner's (each costs a full load)."""
+        return sum(1 for load in self.loads if load.reason == "num_ctx" and not load.aborted)
+
+    @property
+    def generations(self) -> list[Generation]:
+        with self._sched.lock:
+            return list(self._sched.generations)
+
+    @property
+    def disconnects(self) -> list[Disconnect]:
+        with self._sched.lock:
+            return list(self._sched.disconnects)
+
+    def loaded(self) -> dict[str, int]:
+        """Loaded models and their num_ctx (what /api/ps reports), without waiting."""
+        with self._sched.lock:
+            return {n: r.num_ctx for n, r in self._sched.runners.items() if not r.loading}
+
+    def preload(self, model: str, num_ctx: int = DEFAULT_NUM_CTX) -> None:
+        """Have `model` loaded at `num_ctx` already (as after an earlier session)."""
+        started = self._sched.begin_load(normalize_model(model), num_ctx)
+        if started is not None:
+            runner, _reason = started
+            self._sched.end_load(runner, ok=True)
+            self._sched.release(runner, None)
+
     # --- request handling -----------------------------------------------------------------
 
     def _pause(self, seconds: float) -> None:
         if seconds > 0 and self._stopping.wait(seconds):
             raise _Disconnect
+
+    def _wait(self, h: _Handler, seconds: float, phase: str, chunk: int = 0) -> None:
+        """Sleep `seconds` while watching the client: raises _ClientGone when it leaves."""
+        deadline = time.monotonic() + seconds
+        while True:
+            if _client_gone(h.connection):
+                raise _ClientGone(phase, chunk)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            if self._stopping.wait(min(left, _POLL)):
+                raise _Disconnect
 
     def _dispatch(self, h: _Handler, method: str) -> None:
         path = h.path.split("?", 1)[0]
@@ -470,6 +705,12 @@ class FakeOllama:
             self._requests.append(RecordedRequest(method, path, body, dict(h.headers.items())))
         try:
             self._route(h, method, path, body, bad_json)
+        except _ClientGone as gone:
+            model = str(body.get("model") or "") if isinstance(body, dict) else ""
+            with self._sched.lock:
+                self._sched.disconnects.append(
+                    Disconnect(path, normalize_model(model), gone.phase, gone.chunk))
+            h.close_connection = True
         except _Disconnect:
             h.close_connection = True
             with contextlib.suppress(OSError):
@@ -534,25 +775,6 @@ class FakeOllama:
         # Exactly Ollama's wording (server/routes.go), which clients and users recognise.
         self._error(h, 404, f'model "{name}" not found, try pulling it first')
 
-    def _stream(self, h: _Handler, objects: Iterator[Any], script: Script) -> None:
-        """NDJSON over chunked transfer encoding; honours chunk_delay / disconnect_after."""
-        h.send_response(200)
-        h.send_header("Content-Type", "application/x-ndjson")
-        h.send_header("Transfer-Encoding", "chunked")
-        h.send_header("Date", h.date_time_string())
-        h.end_headers()
-        h.wfile.flush()
-        for sent, obj in enumerate(objects):
-            if sent and script.chunk_delay:
-                self._pause(script.chunk_delay)
-            if script.disconnect_after is not None and sent >= script.disconnect_after:
-                raise _Disconnect
-            data = json.dumps(obj).encode() + b"\n"
-            h.wfile.write(b"%X\r\n%s\r\n" % (len(data), data))
-            h.wfile.flush()
-        h.wfile.write(b"0\r\n\r\n")
-        h.wfile.flush()
-
     def _root(self, h: _Handler, body: Any, script: Script) -> None:
         self._send(h, 200, b"Ollama is running", "text/plain; charset=utf-8")
 
@@ -574,7 +796,25 @@ class FakeOllama:
         self._json(h, 200, {"models": models})
 
     def _ps(self, h: _Handler, body: Any, script: Script) -> None:
-        self._json(h, 200, {"models": []})
+        # server/routes.go PsHandler over sched.loadedModels(), which waits for a loading
+        # runner: /api/ps does not answer while a model loads.
+        runners = self._sched.loaded()
+        out = []
+        now = time.monotonic()
+        for runner in runners:
+            model = self._model(runner.model)
+            if model is None:
+                continue
+            left = 10 * 365 * 86400.0 if runner.expires_at is None else runner.expires_at - now
+            expires = datetime.now(UTC) + timedelta(seconds=left)
+            out.append({
+                "name": model.name, "model": model.name, "size": model.size,
+                "digest": model.digest, "details": model.details(),
+                "expires_at": expires.isoformat().replace("+00:00", "Z"),
+                "size_vram": 0,  # CPU only
+                "context_length": runner.num_ctx,
+            })
+        self._json(h, 200, {"models": out})
 
     def _show(self, h: _Handler, body: dict[str, Any], script: Script) -> None:
         name = str(body.get("model") or body.get("name") or "")
@@ -585,22 +825,20 @@ class FakeOllama:
         if model is None:
             self._error(h, 404, f"model '{name}' not found")
             return
-        arch = model.family
         self._json(h, 200, {
             "license": "Apache License 2.0",
-            "modelfile": f"# Modelfile generated by \"ollama show\"\nFROM {model.name}\n",
-            "parameters": "temperature 0.6\ntop_k 20\ntop_p 0.95",
-            "template": "{{ .Prompt }}",
+            "modelfile": (f"# Modelfile generated by \"ollama show\"\n# To build a new "
+                          f"Modelfile based on this, replace FROM with:\n# FROM {model.name}\n\n"
+                          f"FROM /usr/share/ollama/.ollama/models/blobs/sha256-{model.digest}\n"
+                          f"TEMPLATE \"\"\"{model.template}\"\"\"\n"),
+            "parameters": ("repeat_penalty                 1\nstop                           "
+                           "\"<|im_start|>\"\nstop                           \"<|im_end|>\"\n"
+                           "temperature                    0.6\ntop_k                          "
+                           "20\ntop_p                          0.95"),
+            "template": model.template,
             "details": model.details(),
-            "model_info": {
-                "general.architecture": arch,
-                "general.basename": arch,
-                "general.file_type": 15,
-                "general.parameter_count": 4_022_468_096,
-                f"{arch}.context_length": model.context_length,
-                f"{arch}.embedding_length": model.embedding_length,
-                f"{arch}.block_count": 36,
-            },
+            "model_info": model.model_info(),
+            "tensors": [],
             "capabilities": list(model.capabilities),
             "modified_at": "2025-10-01T12:00:00.000000000Z",
         })
@@ -625,7 +863,130 @@ class FakeOllama:
             return None
         return model
 
-    def _answer(self, body: dict[str, Any], script: Script, prompt: str) -> list[str]:
+    # --- scheduling: queue, load, prompt reading ---------------------------------------------
+
+    def _num_ctx(self, model: FakeModel, body: dict[str, Any]) -> int:
+        options = body.get("options") or {}
+        requested = options.get("num_ctx") if isinstance(options, dict) else None
+        if not isinstance(requested, int) or isinstance(requested, bool) or requested <= 0:
+            requested = DEFAULT_NUM_CTX
+        # server/sched.go effectiveContext: never beyond what the model was trained for.
+        return min(requested, model.context_length)
+
+    @contextlib.contextmanager
+    def _slot(self, h: _Handler, model: FakeModel) -> Iterator[None]:
+        """One request at a time per model; a queued request whose client left is skipped."""
+        slot = self._sched.slot(model.name)
+        while not slot.acquire(timeout=_POLL):
+            if self._stopping.is_set():
+                raise _Disconnect
+            if _client_gone(h.connection):
+                raise _ClientGone("queued")
+        try:
+            yield
+        finally:
+            slot.release()
+
+    def _runner(self, h: _Handler, model: FakeModel, num_ctx: int) -> tuple[Runner, float]:
+        """The loaded runner at `num_ctx`, loading (or reloading) it first; the load time."""
+        started = self._sched.begin_load(model.name, num_ctx)
+        if started is None:
+            runner = self._sched.runner(model.name)
+            assert runner is not None
+            return runner, 0.0
+        runner, reason = started
+        seconds = self.timing.load()
+        ok = False
+        try:
+            self._wait(h, seconds, "loading")
+            ok = True
+        finally:
+            self._sched.end_load(runner, ok=ok)
+            with self._sched.lock:
+                self._sched.loads.append(Load(model.name, num_ctx, reason, seconds,
+                                              aborted=not ok))
+        return runner, seconds
+
+    # --- chat and generate ------------------------------------------------------------------
+
+    def _chat(self, h: _Handler, body: dict[str, Any], script: Script) -> None:
+        model = self._check_model(h, body, "chat")
+        if model is None:
+            return
+        messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+        self._complete(h, "/api/chat", body, script, model, messages)
+
+    def _generate(self, h: _Handler, body: dict[str, Any], script: Script) -> None:
+        model = self._check_model(h, body, "generate")
+        if model is None:
+            return
+        prompt = str(body.get("prompt") or "")
+        messages: list[dict[str, Any]] = []
+        if body.get("system"):
+            messages.append({"role": "system", "content": str(body["system"])})
+        if prompt:
+            messages.append({"role": "user", "content": prompt})
+        self._complete(h, "/api/generate", body, script, model, messages, generate=True)
+
+    def _complete(self, h: _Handler, path: str, body: dict[str, Any], script: Script,
+                  model: FakeModel, messages: list[dict[str, Any]], *,
+                  generate: bool = False) -> None:
+        num_ctx = self._num_ctx(model, body)
+        stream = body.get("stream", True) is not False
+        keep_alive = body.get("keep_alive")
+        with self._slot(h, model):
+            if not messages and keep_alive is not None and keep_alive in (0, "0", "0s"):
+                self._sched.unload(model.name)  # routes.go: empty request + keep_alive 0
+                self._json(h, 200, self._frame(model, generate, "", done=True,
+                                               done_reason="unload"))
+                return
+            runner, load_seconds = self._runner(h, model, num_ctx)
+            try:
+                if not messages:  # routes.go: "load the model" — one JSON object, not a stream
+                    self._json(h, 200, self._frame(model, generate, "", done=True,
+                                                   done_reason="load"))
+                    return
+                self._generate_reply(h, path, body, script, model, messages, runner,
+                                     load_seconds, stream=stream, generate=generate)
+            finally:
+                self._sched.release(runner, keep_alive)
+
+    def _reply_for(self, body: dict[str, Any], script: Script, model: FakeModel,
+                   question: str) -> _Reply:
+        """What the model writes, routed like the real server (see fake_ollama_runtime)."""
+        think = body.get("think")
+        route = reasoning_route(model.reasoning, think)
+        fmt = body.get("format")
+        reasoning = script.thinking
+        if reasoning is None:
+            reasoning = default_reasoning(question) if route != "none" else ""
+        if route == "none":
+            reasoning = ""
+        if fmt and route in ("untagged", "inline"):
+            reasoning = ""  # the schema constrains the reply from the first token
+        options = body.get("options") if isinstance(body.get("options"), dict) else {}
+        limit = options.get("num_predict") if isinstance(options, dict) else None
+        limit = limit if isinstance(limit, int) and not isinstance(limit, bool) else None
+        answer = self._answer(body, script, question)
+        reply = _Reply(done_reason=script.done_reason)
+        if route == "field":
+            reply.thinking, cut = cap_pieces(_split_text(reasoning) if reasoning else [], limit)
+            if cut and not fmt:
+                reply.done_reason = "length"
+                return reply  # the budget went on thinking: no answer at all
+            reply.content, cut = cap_pieces(answer, limit)
+        else:
+            pieces = list(answer)
+            if reasoning and route == "untagged":
+                pieces = [*_split_text(reasoning), "\n</think>\n\n", *pieces]
+            elif reasoning and route == "inline":
+                pieces = ["<think>\n", *_split_text(reasoning), "\n</think>\n\n", *pieces]
+            reply.content, cut = cap_pieces(pieces, limit)
+        if cut:
+            reply.done_reason = "length"
+        return reply
+
+    def _answer(self, body: dict[str, Any], script: Script, question: str) -> list[str]:
         fmt = body.get("format")
         if fmt:
             value = script.format_json
@@ -638,49 +999,164 @@ class FakeOllama:
             return script.chunks
         if script.tool_calls:
             return []
-        return _split_text(f"echo: {prompt}")
+        return _split_text(f"echo: {_first_paragraph(question)}")
 
-    def _final_stats(self, prompt: str, pieces: Sequence[str]) -> dict[str, Any]:
-        return {
-            "total_duration": 1_200_000_000,
-            "load_duration": 50_000_000,
-            "prompt_eval_count": _tokens(prompt),
-            "prompt_eval_duration": 300_000_000,
-            "eval_count": max(len(pieces), 1),
-            "eval_duration": 800_000_000,
-        }
-
-    def _chat(self, h: _Handler, body: dict[str, Any], script: Script) -> None:
-        model = self._check_model(h, body, "chat")
-        if model is None:
-            return
-        messages = body.get("messages") or []
-        if not messages:  # Ollama's "load the model" call
-            self._reply(h, body, script, model, [], None, done_reason="load")
-            return
-        last_user = next(
-            (str(m.get("content") or "") for m in reversed(messages)
-             if isinstance(m, dict) and m.get("role") == "user"),
-            "",
+    def _generate_reply(self, h: _Handler, path: str, body: dict[str, Any], script: Script,
+                        model: FakeModel, messages: list[dict[str, Any]], runner: Runner,
+                        load_seconds: float, *, stream: bool, generate: bool) -> None:
+        think = body.get("think")
+        tools = body.get("tools") if not generate else None
+        prefill = prefill_for(model.reasoning, think)
+        fitted = fit_prompt(messages, tools, prefill, runner.num_ctx)
+        cached = common_prefix(runner.cache, fitted.tokens)
+        cached = min(cached, max(len(fitted.tokens) - 1, 0))  # the last token is always read
+        evaluated = len(fitted.tokens) - cached
+        question = next((str(m.get("content") or "") for m in reversed(messages)
+                         if m.get("role") == "user"), "")
+        reply = self._reply_for(body, script, model, question)
+        calls = self._tool_calls(script) if (tools or script.tool_calls) and not generate else []
+        record = Generation(
+            path, model.name, runner.num_ctx, len(fitted.tokens), cached, evaluated,
+            fitted.dropped_messages, fitted.cut_tokens, think, bool(body.get("format")),
+            dict(body.get("options") or {}) if isinstance(body.get("options"), dict) else {},
+            started=time.monotonic(),
         )
-        prompt_text = " ".join(
-            str(m.get("content") or "") for m in messages if isinstance(m, dict)
-        )
-        pieces = self._answer(body, script, last_user)
-        self._reply(h, body, script, model, pieces, prompt_text, done_reason=script.done_reason)
+        # Prompt reading, in silence; the slot forgets its old content as soon as it starts.
+        runner.cache = list(fitted.tokens[:cached])
+        prompt_seconds = self.timing.prompt(evaluated)
+        self._wait(h, prompt_seconds, "prompt")
+        runner.cache = list(fitted.tokens)
+        output: list[str] = []
+        sent = 0
+        started = time.monotonic()
 
-    def _generate(self, h: _Handler, body: dict[str, Any], script: Script) -> None:
-        model = self._check_model(h, body, "generate")
-        if model is None:
+        def produced(piece: str) -> None:
+            output.append(piece)
+            runner.cache.extend(tokenize(piece))
+
+        def stats() -> dict[str, Any]:
+            eval_count = script.eval_count if script.eval_count is not None else max(
+                sum(count_tokens(p) for p in output), 1)
+            generated = time.monotonic() - started
+            return {
+                "total_duration": int((load_seconds + prompt_seconds + generated) * 1e9) + 1,
+                "load_duration": int(load_seconds * 1e9) + 1,
+                "prompt_eval_count": (script.prompt_eval_count
+                                      if script.prompt_eval_count is not None
+                                      else len(fitted.tokens)),
+                "prompt_eval_duration": int(prompt_seconds * 1e9) + 1,
+                "eval_count": eval_count,
+                "eval_duration": int(generated * 1e9) + 1,
+            }
+
+        def finish(done_reason: str) -> None:
+            with self._sched.lock:
+                self._sched.generations.append(replace(
+                    record, output_tokens=sum(count_tokens(p) for p in output),
+                    done_reason=done_reason, finished=time.monotonic()))
+
+        if not stream:
+            if script.disconnect_after is not None:
+                raise _Disconnect
+            for i, piece in enumerate([*reply.thinking, *reply.content]):
+                self._wait(h, self.timing.generate(count_tokens(piece)) +
+                           (script.chunk_delay if i else 0.0), "prompt")
+                produced(piece)
+            final = self._frame(model, generate, "".join(reply.content),
+                                thinking="".join(reply.thinking), calls=calls, done=True,
+                                done_reason=reply.done_reason, stats=stats(),
+                                context=len(fitted.tokens))
+            finish(reply.done_reason)  # logged before the client can see the reply
+            self._json(h, 200, final)
             return
-        prompt = str(body.get("prompt") or "")
-        if not prompt:
-            self._reply(h, body, script, model, [], None, done_reason="load", generate=True)
-            return
-        pieces = self._answer(body, script, prompt)
-        full_prompt = f"{body.get('system') or ''} {prompt}"
-        self._reply(h, body, script, model, pieces, full_prompt,
-                    done_reason=script.done_reason, generate=True)
+
+        # (text produced, the NDJSON object, whether it counts as a content chunk for
+        # disconnect_after/error_after: scripts count answer chunks, not reasoning)
+        frames: list[tuple[str, dict[str, Any], bool]] = []
+        for piece in reply.thinking:
+            frames.append((piece, self._frame(model, generate, "", thinking=piece), False))
+        for i, piece in enumerate(reply.content):
+            if script.error_after is not None and i >= script.error_after:
+                frames.append(("", {"error": script.error or DEFAULT_ERROR}, False))
+                break
+            frames.append((piece, self._frame(model, generate, piece), True))
+        else:
+            if script.error_after is not None and len(reply.content) >= script.error_after:
+                frames.append(("", {"error": script.error or DEFAULT_ERROR}, False))
+            elif calls and not generate:
+                frames.append(("", self._frame(model, generate, "", calls=calls), True))
+        headers_sent = False
+        content_sent = 0
+        try:
+            for piece, obj, is_content in frames:
+                self._wait(h, self.timing.generate(count_tokens(piece)) +
+                           (script.chunk_delay if sent else 0.0),
+                           "streaming" if headers_sent else "prompt", sent)
+                if not headers_sent:
+                    self._start_stream(h)
+                    headers_sent = True
+                if (is_content and script.disconnect_after is not None
+                        and content_sent >= script.disconnect_after):
+                    raise _Disconnect  # scripted: the server drops the stream mid-reply
+                produced(piece)
+                self._chunk(h, obj)
+                sent += 1
+                content_sent += is_content
+                if "error" in obj:
+                    finish("error")
+                    self._end_stream(h)
+                    return
+            if sent and script.chunk_delay:
+                self._wait(h, script.chunk_delay, "streaming", sent)
+            if not headers_sent:
+                self._start_stream(h)
+            final = self._frame(model, generate, "", done=True, done_reason=reply.done_reason,
+                                stats=stats(), context=len(fitted.tokens))
+            finish(reply.done_reason)
+            self._chunk(h, final)
+            self._end_stream(h)
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise _ClientGone("streaming", sent) from exc
+
+    def _frame(self, model: FakeModel, generate: bool, content: str, *, thinking: str = "",
+               calls: list[dict[str, Any]] | None = None, done: bool = False,
+               done_reason: str = "stop", stats: dict[str, Any] | None = None,
+               context: int | None = None) -> dict[str, Any]:
+        obj: dict[str, Any] = {"model": model.name, "created_at": _now()}
+        if generate:
+            obj["response"] = content
+            if thinking:
+                obj["thinking"] = thinking
+        else:
+            message: dict[str, Any] = {"role": "assistant", "content": content}
+            if thinking:
+                message["thinking"] = thinking
+            if calls:
+                message["tool_calls"] = calls
+            obj["message"] = message
+        obj["done"] = done
+        if done:
+            obj["done_reason"] = done_reason
+            if generate and context is not None:
+                obj["context"] = list(range(1, context + 1))
+            obj.update(stats or {})
+        return obj
+
+    def _start_stream(self, h: _Handler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "application/x-ndjson")
+        h.send_header("Transfer-Encoding", "chunked")
+        h.send_header("Date", h.date_time_string())
+        h.end_headers()
+
+    def _chunk(self, h: _Handler, obj: dict[str, Any]) -> None:
+        data = json.dumps(obj).encode() + b"\n"
+        h.wfile.write(b"%X\r\n%s\r\n" % (len(data), data))
+        h.wfile.flush()
+
+    def _end_stream(self, h: _Handler) -> None:
+        h.wfile.write(b"0\r\n\r\n")
+        h.wfile.flush()
 
     def _tool_calls(self, script: Script) -> list[dict[str, Any]]:
         calls = []
@@ -696,75 +1172,7 @@ class FakeOllama:
             })
         return calls
 
-    def _reply(
-        self,
-        h: _Handler,
-        body: dict[str, Any],
-        script: Script,
-        model: FakeModel,
-        pieces: list[str],
-        prompt: str | None,
-        *,
-        done_reason: str,
-        generate: bool = False,
-    ) -> None:
-        stream = body.get("stream", True) is not False
-        tool_calls = self._tool_calls(script) if body.get("tools") or script.tool_calls else []
-        thinking = script.thinking if body.get("think") is not False else None
-        stats = self._final_stats(prompt or "", pieces) if prompt is not None else {}
-        if stats and script.prompt_eval_count is not None:
-            stats["prompt_eval_count"] = script.prompt_eval_count
-        if stats and script.eval_count is not None:
-            stats["eval_count"] = script.eval_count
-
-        def frame(content: str, *, thinking_delta: str | None = None,
-                  calls: list[dict[str, Any]] | None = None, done: bool = False) -> dict[str, Any]:
-            obj: dict[str, Any] = {"model": model.name, "created_at": _now()}
-            if generate:
-                obj["response"] = content
-                if thinking_delta:
-                    obj["thinking"] = thinking_delta
-            else:
-                message: dict[str, Any] = {"role": "assistant", "content": content}
-                if thinking_delta:
-                    message["thinking"] = thinking_delta
-                if calls:
-                    message["tool_calls"] = calls
-                obj["message"] = message
-            obj["done"] = done
-            if done:
-                obj["done_reason"] = done_reason
-                if generate and prompt is not None:
-                    obj["context"] = list(range(1, len(pieces) + 4))
-                obj.update(stats)
-            return obj
-
-        if not stream:
-            if script.disconnect_after is not None:
-                raise _Disconnect
-            final = frame("".join(pieces), thinking_delta=thinking, calls=tool_calls, done=True)
-            self._json(h, 200, final)
-            return
-
-        def frames() -> Iterator[dict[str, Any]]:
-            count = 0
-            if thinking:
-                for piece in _split_text(thinking):
-                    yield frame("", thinking_delta=piece)
-            for piece in pieces:
-                if script.error_after is not None and count >= script.error_after:
-                    yield {"error": script.error or DEFAULT_ERROR}
-                    return
-                yield frame(piece)
-                count += 1
-            if script.error_after is not None and count >= script.error_after:
-                yield {"error": script.error or DEFAULT_ERROR}
-                return
-            if tool_calls and not generate:
-                yield frame("", calls=tool_calls)
-            yield frame("", done=True)
-
-        self._stream(h, frames(), script)
+    # --- embeddings -------------------------------------------------------------------------
 
     def _embed(self, h: _Handler, body: dict[str, Any], script: Script) -> None:
         model = self._check_model(h, body, "embed")
@@ -795,4 +1203,3 @@ class FakeOllama:
             return
         prompt = str(body.get("prompt") or "")
         self._json(h, 200, {"embedding": deterministic_embedding(prompt, model.embedding_length)})
-

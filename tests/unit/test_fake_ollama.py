@@ -38,7 +38,7 @@ def test_ollama_client_lists_and_shows(fake_ollama: FakeOllama) -> None:
     client = ollama.Client(host=fake_ollama.url)
     assert [m.model for m in client.list().models] == ["qwen3:4b", "nomic-embed-text:latest"]
     info = client.show("qwen3:4b")
-    assert info.modelinfo["qwen3.context_length"] == 40960
+    assert info.modelinfo["qwen3.context_length"] == 262144  # Qwen3-4B-2507
     assert "tools" in (info.capabilities or [])
     assert info.details is not None and info.details.parameter_size == "4.0B"
 
@@ -66,7 +66,7 @@ def test_default_reply_echoes_and_bare_name_means_latest(fake_ollama: FakeOllama
 
 
 def test_non_streaming_chat_is_one_json_object(fake_ollama: FakeOllama) -> None:
-    fake_ollama.script_chat(["Hel", "lo"])
+    fake_ollama.script_chat(["Hel", "lo"], thinking="")  # no reasoning
     with httpx.Client(base_url=fake_ollama.url) as client:
         r = client.post("/api/chat", json={"model": "qwen3:4b", "stream": False,
                                            "messages": [{"role": "user", "content": "hi"}]})
@@ -77,7 +77,7 @@ def test_non_streaming_chat_is_one_json_object(fake_ollama: FakeOllama) -> None:
 
 
 def test_stream_is_chunked_ndjson(fake_ollama: FakeOllama) -> None:
-    fake_ollama.script_chat(["a", "b", "c"])
+    fake_ollama.script_chat(["a", "b", "c"], thinking="")
     with httpx.Client(base_url=fake_ollama.url) as client, client.stream(
         "POST", "/api/chat", json={"model": "qwen3:4b", "messages": _USER_X}
     ) as r:
@@ -147,7 +147,8 @@ def test_unknown_model_is_404_with_ollamas_wording(fake_ollama: FakeOllama) -> N
 
 def test_scripted_500_and_in_stream_error(fake_ollama: FakeOllama) -> None:
     fake_ollama.script_chat(fail=500, error="out of memory")
-    fake_ollama.script_chat("one two three", error_after=1, error="runner crashed")
+    fake_ollama.script_chat("one two three", error_after=1, error="runner crashed",
+                            thinking="")
     client = ollama.Client(host=fake_ollama.url)
     msgs = [{"role": "user", "content": "x"}]
     with pytest.raises(ollama.ResponseError) as err:
@@ -161,7 +162,7 @@ def test_scripted_500_and_in_stream_error(fake_ollama: FakeOllama) -> None:
 
 
 def test_mid_stream_disconnect(fake_ollama: FakeOllama) -> None:
-    fake_ollama.script_chat(["a", "b", "c", "d"], disconnect_after=2)
+    fake_ollama.script_chat(["a", "b", "c", "d"], disconnect_after=2, thinking="")
     received = []
     body = {"model": "qwen3:4b", "messages": _USER_X}
     with (
@@ -187,7 +188,7 @@ def test_slow_first_byte_times_out_the_client(fake_ollama: FakeOllama) -> None:
 
 
 def test_chunk_delay_paces_the_stream(fake_ollama: FakeOllama) -> None:
-    fake_ollama.script_chat(["a", "b", "c"], chunk_delay=0.1)
+    fake_ollama.script_chat(["a", "b", "c"], chunk_delay=0.1, thinking="")
     stamps = []
     with httpx.Client(base_url=fake_ollama.url) as client, client.stream(
         "POST", "/api/chat", json={"model": "qwen3:4b", "messages": _USER_X}
@@ -298,7 +299,7 @@ def test_llama_index_stream_chat(fake_ollama: FakeOllama) -> None:
     from llama_index.core.llms import ChatMessage
     from llama_index.llms.ollama import Ollama
 
-    fake_ollama.script_chat("Streaming through LlamaIndex works.")
+    fake_ollama.script_chat("Streaming through LlamaIndex works.", thinking="")
     llm = Ollama(model="qwen3:4b", base_url=fake_ollama.url, context_window=8192,
                  request_timeout=5)
     deltas = [r.delta for r in llm.stream_chat([ChatMessage(role="user", content="test")])]
@@ -308,7 +309,7 @@ def test_llama_index_stream_chat(fake_ollama: FakeOllama) -> None:
     assert sent["messages"] == [{"role": "user", "content": "test"}]
     # Without context_window it asks /api/show, which the fake answers like Ollama.
     llm2 = Ollama(model="qwen3:4b", base_url=fake_ollama.url, request_timeout=5)
-    assert llm2.metadata.context_window == 40960
+    assert llm2.metadata.context_window == 262144
 
 
 async def test_llama_index_astream_chat(fake_ollama: FakeOllama) -> None:
@@ -324,7 +325,7 @@ async def test_llama_index_astream_chat(fake_ollama: FakeOllama) -> None:
 
 
 def test_client_hanging_up_mid_stream_does_not_hurt_the_server(fake_ollama: FakeOllama) -> None:
-    fake_ollama.script_chat([f"w{i} " for i in range(50)], chunk_delay=0.01)
+    fake_ollama.script_chat([f"w{i} " for i in range(50)], chunk_delay=0.01, thinking="")
     body = {"model": "qwen3:4b", "messages": _USER_X}
     with httpx.Client(base_url=fake_ollama.url) as client, client.stream(
         "POST", "/api/chat", json=body
