@@ -252,25 +252,39 @@ class Scheduler:
 
 # --- prompts ------------------------------------------------------------------------------------
 
-def render_chat(messages: Sequence[dict[str, Any]], tools: Sequence[Any] | None,
-                prefill: str) -> str:
-    """A Qwen-style chat template: tools go into the (first) system message, as real templates
-    put them, so a change of tool specs changes the prompt's beginning."""
-    parts: list[str] = []
-    tool_text = ""
-    if tools:
-        tool_text = "\n\n# Tools\n<tools>\n" + "\n".join(
-            json.dumps(t, sort_keys=True) for t in tools
-        ) + "\n</tools>"
-    if tool_text and not (messages and messages[0].get("role") == "system"):
-        parts.append(f"<|im_start|>system\n{tool_text.strip()}<|im_end|>\n")
-        tool_text = ""
-    for i, message in enumerate(messages):
+def collate(messages: Sequence[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """template/template.go `collate`: every system message, wherever it is, joins `.System`
+    (rendered at the top by chat templates), and consecutive messages of one role (except
+    tool) merge into one, separated by a blank line."""
+    system: list[str] = []
+    collated: list[dict[str, Any]] = []
+    for message in messages:
         role = str(message.get("role") or "user")
         content = str(message.get("content") or "")
-        if i == 0 and role == "system" and tool_text:
-            content += tool_text
-        parts.append(f"<|im_start|>{role}\n{content}<|im_end|>\n")
+        if role == "system":
+            system.append(content)
+        if collated and collated[-1]["role"] == role and role != "tool":
+            collated[-1]["content"] += "\n\n" + content
+        else:
+            collated.append({"role": role, "content": content})
+    return "\n\n".join(system), [m for m in collated if m["role"] != "system"]
+
+
+def render_chat(messages: Sequence[dict[str, Any]], tools: Sequence[Any] | None,
+                prefill: str) -> str:
+    """A Qwen-style chat template over `collate`d messages: the system text and the tools
+    open the prompt, so a change to either (or a system message anywhere) changes the
+    prompt's beginning and voids the prefix cache."""
+    system, rest = collate(messages)
+    if tools:
+        system += "\n\n# Tools\n<tools>\n" + "\n".join(
+            json.dumps(t, sort_keys=True) for t in tools
+        ) + "\n</tools>"
+    parts: list[str] = []
+    if system.strip():
+        parts.append(f"<|im_start|>system\n{system.strip()}<|im_end|>\n")
+    for message in rest:
+        parts.append(f"<|im_start|>{message['role']}\n{message['content']}<|im_end|>\n")
     parts.append("<|im_start|>assistant\n" + prefill)
     return "".join(parts)
 

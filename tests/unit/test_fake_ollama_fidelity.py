@@ -233,6 +233,27 @@ def test_prompt_reading_is_proportional_to_tokens_not_in_the_prefix_cache(
     assert warm.evaluated_tokens < 40  # the answer and the new question only
 
 
+def test_a_system_message_anywhere_is_rendered_at_the_top(fake_ollama: FakeOllama) -> None:
+    # template/template.go collate: all system messages join .System, which chat templates
+    # render first — a per-turn system message after the history voids the whole cache.
+    system = {"role": "system", "content": "Persona and instructions. " * 30}
+    history = [*USER, {"role": "assistant", "content": "It saves changes. " * 20}]
+    chat(fake_ollama, think=False, messages=[system, *history,
+         {"role": "system", "content": "Material for turn 2."},
+         {"role": "user", "content": "and then?"}])
+    chat(fake_ollama, think=False, messages=[system, *history,
+         {"role": "system", "content": "Material for turn 3."},
+         {"role": "user", "content": "and then?"}])
+    late = fake_ollama.generations[-1]
+    assert late.evaluated_tokens > 80  # diverged in the system block: the history is re-read
+    chat(fake_ollama, think=False, messages=[system, *history,
+         {"role": "user", "content": "and then?\n\nMaterial for turn 4."}])
+    chat(fake_ollama, think=False, messages=[system, *history,
+         {"role": "user", "content": "and then?\n\nMaterial for turn 5."}])
+    inline = fake_ollama.generations[-1]
+    assert inline.evaluated_tokens < 20  # only the new material was read
+
+
 def test_prompt_eval_count_is_the_whole_prompt_even_when_cached(fake_ollama: FakeOllama) -> None:
     # llm/llama_server.go promptEvalCount() = CacheN + PromptN (#16428: "preserve Ollama's
     # pre-0.30 full-context prompt_eval_count semantics"); only prompt_eval_duration shows
