@@ -90,15 +90,37 @@ def _client_key(location: str | Path) -> tuple[str, ...]:
     return ("path", str(Path(location).expanduser().resolve()))
 
 
+_PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
+                    "all_proxy")
+
+
+@contextlib.contextmanager
+def _proxies_ignored() -> Iterator[None]:
+    """The environment without HTTP(S)_PROXY/ALL_PROXY, while a Chroma client is made.
+
+    chromadb builds its httpx client with the default trust_env=True, which reads proxies from
+    the environment once, when the client is created: built without them, it never sends the
+    user's vectors and texts to a proxy (nor fails behind a dead one). The variables are put
+    back at once; `_clients_lock` is held by the caller."""
+    import os
+
+    saved = {name: os.environ.pop(name) for name in _PROXY_VARIABLES if name in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
 def _connect(key: tuple[str, ...], location: str | Path) -> Any:
     import chromadb
 
     if key[0] == "http":
         _, scheme, host, port = key
         try:
-            return chromadb.HttpClient(
-                host=host, port=int(port), ssl=scheme == "https", settings=_settings()
-            )
+            with _proxies_ignored():
+                return chromadb.HttpClient(
+                    host=host, port=int(port), ssl=scheme == "https", settings=_settings()
+                )
         except Exception as exc:
             raise VectorStoreError(
                 f"Cannot reach the Chroma server at {location} ({exc}).",

@@ -162,3 +162,29 @@ def test_server_down_and_back(tmp_path: Path) -> None:
         assert store.query(unit(0), 1)[0][0] == "a"
     finally:
         server.stop()
+
+
+def test_a_proxy_in_the_environment_is_never_used(
+    chroma_server: ChromaServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 12: HTTP(S)_PROXY/ALL_PROXY pointing at a dead port must neither see the vectors
+    nor break the store (chromadb's own httpx client trusts the environment)."""
+    import socket
+
+    from indexing.vectors import close_all
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}"  # nothing listens once closed
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "all_proxy"):
+        monkeypatch.setenv(name, dead)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    close_all()  # a fresh client, made with the proxy variables set
+    vectors = VectorStore.open(chroma_server.url, "proxied", model_id="test:model",
+                               dimension=DIM)
+    vectors.upsert(["p"], np.stack([unit(2)]))
+    assert vectors.query(unit(2), 1)[0][0] == "p"
+    import os
+
+    assert os.environ["HTTP_PROXY"] == dead  # put back for everything else
