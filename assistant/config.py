@@ -47,7 +47,22 @@ class OllamaConfig:
         metadata={"help": "Ollama server URL (default: $OLLAMA_HOST, else http://localhost:11434)."},
     )
     model: str = _opt("qwen3:4b", "Chat model, as listed by `ollama list`.")
-    timeout: float = _opt(60.0, "Seconds to wait for Ollama before giving up on a request.")
+    timeout: float = _opt(
+        60.0,
+        "Seconds of silence allowed between two pieces of a streamed answer (and for quick "
+        "requests such as listing models) before giving up; the partial answer is kept.",
+    )
+    first_token_timeout: float = _opt(
+        900.0,
+        "Seconds to wait for the first token of an answer: Ollama sends nothing while it loads "
+        "the model and reads the prompt, which takes minutes on a CPU.",
+    )
+    think: str = _opt(
+        "auto",
+        "Reasoning of thinking models: `auto`/`on` ask Ollama to think and keep the reasoning "
+        "apart (shown dim, never stored as the answer), `off` asks not to (thinking-only "
+        "models such as qwen3:4b reason anyway; it is still kept apart).",
+    )
     temperature: float = _opt(0.3, "Sampling temperature for answers.")
     context_window: int = _opt(
         8192,
@@ -248,6 +263,7 @@ RETIRED_KEYS = frozenset({"retrieval.rewrite_queries", "memory.profile_every_ses
 # memory.capacity = -5 would otherwise be accepted and archive every memory.
 RANGES: dict[str, tuple[float, float]] = {
     "ollama.timeout": (0.1, 3600),
+    "ollama.first_token_timeout": (1, 86_400),
     "ollama.temperature": (0, 2),
     "ollama.context_window": (512, 10_000_000),
     "ollama.num_ctx": (0, 10_000_000),
@@ -353,6 +369,10 @@ def config_from_dict(data: dict[str, Any]) -> Config:
         raise ConfigError(
             "memory.weight_similarity, weight_importance, weight_freshness: expected at least "
             "one above 0 (recall ranks memories by them), got all 0"
+        )
+    if config.ollama.think not in ("auto", "on", "off"):
+        raise ConfigError(
+            f"ollama.think: expected one of auto, on, off, got {config.ollama.think!r}"
         )
     if config.ollama.persona not in config.personas:
         raise ConfigError(

@@ -183,8 +183,13 @@ def _ollama_checks(ctx: AppContext) -> list[Check]:
                       f"start Ollama, then `ollama pull {model}` if it is missing"),
             ]
         up = Check("ollama", True, f"Ollama {version} at {client.host}")
-        return [up, _guarded("chat model",
-                             lambda: _model_check(client, model, wants_tools=config.tools))]
+        checks = [up, _guarded("chat model",
+                               lambda: _model_check(client, model, wants_tools=config.tools))]
+        if checks[-1].ok:
+            checks.append(_guarded("thinking", lambda: _thinking_check(client, model,
+                                                                       config.think),
+                                   essential=False))
+        return checks
 
 
 def _model_check(client: Any, model: str, *, wants_tools: bool = False) -> Check:
@@ -202,6 +207,36 @@ def _model_check(client: Any, model: str, *, wants_tools: bool = False) -> Check
     if wants_tools and not info.supports_tools:
         detail += "; it cannot use tools, so [ollama] tools = true has no effect"
     return Check("chat model", True, detail)
+
+
+FAST_MODELS = "qwen3:4b-instruct-2507, gemma3:4b or llama3.2:3b"
+
+
+def _thinking_check(client: Any, model: str, think: str) -> Check:
+    """How the model reasons, and what that costs: a thinking-only model (the default
+    qwen3:4b is Qwen3-4B-Thinking-2507) reasons before every answer whatever `think` says —
+    minutes per answer on a CPU — so suggest an instruct model."""
+    info = client.show(model)
+    if not info.supports_thinking:
+        if think == "on":
+            return Check("thinking", False, f"{model} cannot think, so ollama.think = on has "
+                         "no effect", "choose a thinking model, or set ollama.think = auto",
+                         essential=False)
+        return Check("thinking", True, f"{model} answers without a reasoning phase",
+                     essential=False)
+    if info.thinking_only:
+        return Check(
+            "thinking", False,
+            f"{model} is thinking-only: it reasons before every answer, even with "
+            "ollama.think = off (shown apart, never stored as the answer), which takes "
+            "minutes on a CPU",
+            f"for faster answers: `ollama pull qwen3:4b-instruct-2507` (or {FAST_MODELS}) "
+            "and set [ollama] model",
+            essential=False,
+        )
+    state = "off (faster)" if think == "off" else "on, shown apart from the answer"
+    return Check("thinking", True, f"{model} can think; thinking is {state} "
+                 f"(ollama.think = {think})", essential=False)
 
 
 # --- local checks -----------------------------------------------------------------------------

@@ -120,6 +120,18 @@ def _from_status(status: int, error: str, host: str, model: str | None) -> Ollam
                              status=status)
 
 
+def in_stream_error(error: str, host: str, model: str | None) -> OllamaError:
+    """Ollama failed in the middle of a reply (it sends {"error": …} as a stream line; the
+    ollama package reports it with status code -1, which means nothing to a user)."""
+    if "model" in error and "not found" in error:
+        return model_not_found(model or _quoted_model(error) or "<model>", host)
+    return OllamaServerError(
+        f"Ollama stopped with an error: {error or 'no details'}",
+        "see Ollama's log (`journalctl -u ollama` or ~/.ollama/logs/server.log)",
+        status=500,
+    )
+
+
 def _quoted_model(error: str) -> str | None:
     for quote in ('"', "'"):
         start = error.find(quote)
@@ -181,6 +193,8 @@ def _map_one(
     except ImportError:  # pragma: no cover - it is a dependency
         ollama = None  # type: ignore[assignment]
     if ollama is not None and isinstance(exc, ollama.ResponseError):
+        if exc.status_code < 0:  # an {"error"} line inside a stream: no HTTP status to show
+            return in_stream_error(str(exc.error), host, model)
         return _from_status(exc.status_code, str(exc.error), host, model)
     if isinstance(exc, ConnectionError) and "connect to Ollama" in str(exc):
         return unavailable(host)
@@ -219,6 +233,8 @@ class ModelInfo:
     parameter_size: str
     quantization: str
     capabilities: tuple[str, ...]
+    template: str = ""  # the chat template (`ollama show --template`)
+    modelfile: str = ""
 
     @property
     def supports_tools(self) -> bool:
@@ -227,6 +243,11 @@ class ModelInfo:
     @property
     def supports_thinking(self) -> bool:
         return "thinking" in self.capabilities
+
+    @property
+    def thinking_only(self) -> bool:
+        """The model reasons whatever `think` says (see `thinking_only`)."""
+        return thinking_only(self.capabilities, self.template, self.modelfile, self.family)
 
     @property
     def supports_chat(self) -> bool:
@@ -309,15 +330,28 @@ class OllamaClient:
         details = data.get("details") or {}
         if not isinstance(info, dict) or not isinstance(details, dict):
             raise self._malformed("/api/show", "model_info is not an object")
+        arch = str(info.get("general.architecture") or "")
         return ModelInfo(
             name=model,
-            context_length=_suffixed_int(info, ".context_length"),
-            embedding_length=_suffixed_int(info, ".embedding_length"),
-            family=str(details.get("family") or info.get("general.architecture") or ""),
+            context_length=_arch_int(info, arch, "context_length"),
+            embedding_length=_arch_int(info, arch, "embedding_length"),
+            family=str(details.get("family") or arch),
             parameter_size=str(details.get("parameter_size") or ""),
             quantization=str(details.get("quantization_level") or ""),
             capabilities=tuple(str(c) for c in data.get("capabilities") or ()),
+            template=str(data.get("template") or ""),
+            modelfile=str(data.get("modelfile") or ""),
         )
+
+    def running(self) -> list[RunningModel]:
+        """Models loaded right now (/api/ps) with the context size they were loaded with.
+        Ollama answers only once a model being loaded is ready (its scheduler holds the
+        runner while loading): give this client a short timeout to tell "loading"."""
+        data = self._request("GET", "/api/ps")
+        models = data.get("models")
+        if not isinstance(models, list):
+            raise self._malformed("/api/ps", "no model list")
+        return [running_model(item) for item in models if isinstance(item, dict)]
 
     def embed(self, model: str, texts: Sequence[str]) -> list[list[float]]:
         """Embeddings for `texts`, in order (batched; empty input → empty list)."""
@@ -373,9 +407,72 @@ class OllamaClient:
         )
 
 
-def _suffixed_int(info: dict[str, Any], suffix: str) -> int | None:
-    for key, value in info.items():
-        if key.endswith(suffix) and isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None
+def _arch_int(info: dict[str, Any], arch: str, name: str) -> int | None:
+    """`<arch>.<name>` from model_info. Other keys end the same way (YaRN-scaled models carry
+    `<arch>.rope.scaling.original_context_length`), so the exact key comes first; without
+    an architecture, the shortest key with that ending."""
+    def ok(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+    if arch and ok(info.get(f"{arch}.{name}")):
+        return int(info[f"{arch}.{name}"])
+    keys = sorted((k for k in info if k.endswith(f".{name}") and ok(info[k])), key=len)
+    return int(info[keys[0]]) if keys else None
+
+
+def thinking_only(capabilities: Sequence[str], template: str, modelfile: str = "",
+                  family: str = "") -> bool:
+    """Whether a thinking model reasons even when asked not to. Ollama's switchable models
+    (the first Qwen3, DeepSeek-R1 under newer templates) read `.Think`/`.IsThinkSet` in their
+    template; the thinking-only Qwen3-2507 releases do not (their template always opens
+    `<think>`) or use the `qwen3-thinking` parser; gpt-oss ignores `think: false`."""
+    if "thinking" not in capabilities:
+        return False
+    if family.startswith("gptoss") or family.startswith("gpt-oss"):
+        return True
+    if "qwen3-thinking" in modelfile:
+        return True
+    if not template.strip():
+        return False  # a built-in renderer we cannot read: assume it can be switched off
+    return ".Think" not in template and "IsThinkSet" not in template
+
+
+@dataclass(frozen=True, slots=True)
+class RunningModel:
+    """One line of `ollama ps`."""
+
+    name: str
+    context_length: int | None
+    expires_at: str
+    size_vram: int
+
+
+def running_model(item: dict[str, Any]) -> RunningModel:
+    context = item.get("context_length")
+    return RunningModel(
+        name=str(item.get("name") or item.get("model") or ""),
+        context_length=context if isinstance(context, int) and context > 0 else None,
+        expires_at=str(item.get("expires_at") or ""),
+        size_vram=int(item.get("size_vram") or 0),
+    )
+
+
+def http_timeout(timeout: float, *, first_byte: float | None = None,
+                 connect: float = CONNECT_TIMEOUT) -> httpx.Timeout:
+    """httpx timeouts for Ollama: connecting fails fast (a local server accepts at once or
+    refuses); reading may wait `first_byte` (the silent model load + prompt reading) when
+    given — a backstop a little beyond it, the caller enforces the exact limits — else
+    `timeout`."""
+    read = first_byte + max(timeout, 5.0) if first_byte else timeout
+    return httpx.Timeout(read, connect=connect, read=read, write=max(timeout, connect),
+                         pool=connect)
+
+
+def async_ollama_client(host: str, timeout: httpx.Timeout | float) -> Any:
+    """The `ollama` package's AsyncClient, built so it never uses a proxy: Ollama is local
+    (or on the user's own network), and the environment's HTTP(S)_PROXY / ALL_PROXY must
+    not see prompts — nor break every answer when the proxy is down."""
+    import ollama
+
+    return ollama.AsyncClient(host=normalize_host(host), timeout=timeout, trust_env=False)
 

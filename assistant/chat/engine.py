@@ -1,12 +1,25 @@
 """The chat engine: one turn = retrieve ∥ recall → assemble → stream → store.
 
 `ChatEngine.send(message)` returns a `TurnStream`, an async iterator of typed events
-(`Retrieved`, `ToolCalled`, `Token`, then `Done` or `Failed`). `TurnStream.cancel()` stops the
-generation at once — the HTTP stream is closed, which makes Ollama stop — and the turn ends with
-`Done` marked interrupted, the partial answer stored.
+(`Retrieved`, `Waiting`, `Thinking`, `ToolCalled`, `Token`, then `Done` or `Failed`).
+`TurnStream.cancel()` stops the generation at once — the HTTP stream is closed, which makes
+Ollama stop, even while it is still loading the model or reading the prompt — and the turn ends
+with `Done` marked interrupted, the partial answer stored.
 
 Every turn is stored, whatever happens: complete, interrupted (partial answer), or failed (the
 user's message and the error), so a message typed is never lost and `retry()` can send it again.
+The model's reasoning is shown apart (`Thinking`) and never stored as the answer.
+
+What a real Ollama on a laptop needs (see README "Ollama on a laptop"):
+- one model and one context size per session: every request for the chat model — turns, the
+  preload, background jobs — carries the same `options.num_ctx`, since another value makes
+  Ollama reload the model;
+- a cacheable prompt (prompt.py): Ollama reuses the longest common prefix of the previous
+  request, so a turn re-reads only what is new;
+- background jobs (memory extraction, the rolling summary) only while the user is idle, and
+  cancelled the moment a question is sent (Ollama serves one request at a time);
+- a long, silent first-token wait (`first_token_timeout`, with `Waiting` progress) and a short
+  limit between chunks (`timeout`).
 
 Knowledge search and memory recall are blocking (SQLite, the embedding model); each runs on its
 own single worker thread, concurrently, and always on the same thread (SQLite connections are
@@ -26,16 +39,30 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from assistant.chat import errors
+from assistant.chat.background import BackgroundJobs, ModelCall
 from assistant.chat.budget import ContextOverflow
 from assistant.chat.citations import mark_cited
 from assistant.chat.errors import ChatError
 from assistant.chat.events import ChatEvent, Done, Failed, Retrieved, Token, ToolCalled
 from assistant.chat.models import ModelCatalog, ModelFacts, effective_window
 from assistant.chat.prompt import HistoryTurn, Prompt, PromptInputs, PromptMessage, assemble
+from assistant.chat.reply import ReplyReader, WaitInfo
 from assistant.chat.sessions import SessionNotFound, SessionStore
-from assistant.chat.summary import SUMMARY_SYSTEM, clean_summary, summary_request, turns_to_fold
-from assistant.chat.tokens import count_message
+from assistant.chat.summary import (
+    NUM_PREDICT as SUMMARY_NUM_PREDICT,
+)
+from assistant.chat.summary import (
+    SUMMARY_SCHEMA,
+    SUMMARY_SYSTEM,
+    bounded,
+    clean_summary,
+    summary_request,
+    turns_to_fold,
+)
+from assistant.chat.thinking import think_value
+from assistant.chat.tokens import count_message, count_tokens
 from assistant.chat.tools import MAX_TOOL_ROUNDS, TOOL_SPECS, run_tool
+from assistant.chat.transport import OllamaTransport
 from assistant.chat.turn import MemoryItem, Retrieval, Session, Source, ToolUse, Turn
 from assistant.errors import UserError
 
@@ -45,6 +72,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RETRIEVAL_HISTORY_TURNS = 3  # earlier user messages given to the retriever for follow-ups
+EXTRACTION_BATCH_TOKENS = 1500  # user text per extraction request (memory/extraction.py)
+EXTRACTION_NUM_PREDICT = 1024
+PROFILE_MEMORY_ID = "profile"  # assistant.memory.store.PROFILE_ID
+REMEMBERED = "Remembered: {text}"
+NOT_REMEMBERED = "Not remembered: {reason}"
+
+ChatFn = Callable[[list[dict[str, str]], dict[str, Any]], str]
 
 
 class KnowledgeSource(Protocol):
@@ -60,7 +94,9 @@ class MemorySource(Protocol):
 
     def recall(self, query: str, k: int) -> list[MemoryItem]:
         """Candidates, most important first (profile, pinned, then the `k` most relevant);
-        the prompt's memory budget decides which go in."""
+        the prompt's memory budget decides which go in. The user's profile, if any, is the
+        item with memory_id PROFILE_MEMORY_ID: it goes into the stable system message, the
+        rest after the question."""
         ...
 
     def used(self, memory_ids: Sequence[str]) -> None:
@@ -79,8 +115,10 @@ class MemorySource(Protocol):
         otherwise (or for a secret) a UserError says why it was refused."""
         ...
 
-    def extract(self, exchanges: Sequence[tuple[str, str]], *, session_id: str) -> None:
-        """Run long-term memory extraction over (question, answer) pairs."""
+    def extract(self, exchanges: Sequence[tuple[str, str]], *, session_id: str,
+                chat: ChatFn | None = None) -> None:
+        """Run long-term memory extraction over (question, answer) pairs, asking the model
+        through `chat` (the engine's cancellable background call) when given."""
         ...
 
 
@@ -88,7 +126,9 @@ class MemorySource(Protocol):
 class EngineSettings:
     host: str
     model: str
-    timeout: float = 60.0
+    timeout: float = 60.0  # silence allowed between two chunks of an answer
+    first_token_timeout: float = 900.0  # the silent load + prompt reading before them
+    think: str = "auto"  # auto | on | off (thinking.py)
     temperature: float = 0.3
     num_ctx: int = 0
     context_cap: int = 8192
@@ -96,6 +136,7 @@ class EngineSettings:
     persona: str = "You are second-brain, a private assistant. Answer clearly and concisely."
     tools: bool = False
     history_turns: int = 8
+    fold_batch: int = 4  # fold old turns into the summary this many at a time (summary.py)
     answer_reserve: int = 1024
     memory_share: float = 0.25
     knowledge_share: float = 0.45
@@ -110,6 +151,8 @@ class EngineSettings:
             host=o.host,
             model=o.model,
             timeout=o.timeout,
+            first_token_timeout=o.first_token_timeout,
+            think=o.think,
             temperature=o.temperature,
             num_ctx=o.num_ctx,
             context_cap=o.context_window,
@@ -196,6 +239,7 @@ class _TurnState:
     started: float
     model: str
     parts: list[str] = field(default_factory=list)
+    thinking: list[str] = field(default_factory=list)  # shown apart, never stored as answer
     sources: list[Source] = field(default_factory=list)
     memories: tuple[MemoryItem, ...] = ()
     low_confidence: bool = False
@@ -215,46 +259,8 @@ class _TurnState:
         self.timings[key] = round((time.perf_counter() - (since or self.started)) * 1000, 2)
 
 
-class _ThinkFilter:
-    """Hide a leading <think>…</think> block from models that inline their reasoning."""
-
-    def __init__(self) -> None:
-        self._buffer = ""
-        self._state = "start"  # start → (thinking → after →) answer
-
-    def feed(self, text: str) -> str:
-        if self._state == "answer":
-            return text
-        if self._state == "after":  # drop the blank lines between the reasoning and the answer
-            text = text.lstrip()
-            if text:
-                self._state = "answer"
-            return text
-        self._buffer += text
-        if self._state == "start":
-            stripped = self._buffer.lstrip()
-            if not stripped:
-                return ""
-            if "<think>".startswith(stripped[:7]) and len(stripped) < 7:
-                return ""  # could still become "<think>"
-            if not stripped.startswith("<think>"):
-                self._state = "answer"
-                out, self._buffer = self._buffer, ""
-                return out
-            self._state = "thinking"
-        end = self._buffer.find("</think>")
-        if end == -1:
-            return ""
-        rest = self._buffer[end + len("</think>"):]
-        self._buffer = ""
-        self._state = "after"
-        return self.feed(rest)
-
-    def flush(self) -> str:
-        """At the end of the reply: text held back because it might have begun "<think>"."""
-        out = self._buffer if self._state == "start" else ""
-        self._buffer = ""
-        return out
+def _ns_to_ms(value: Any) -> float | None:
+    return round(value / 1e6, 2) if isinstance(value, int) and value >= 0 else None
 
 
 class ChatEngine:
@@ -280,10 +286,16 @@ class ChatEngine:
             self.settings = replace(self.settings, model=self._session.model)
         self._knowledge_pool = ThreadPoolExecutor(1, thread_name_prefix="brain-knowledge")
         self._memory_pool = ThreadPoolExecutor(1, thread_name_prefix="brain-memory")
-        self._llms: dict[tuple[Any, ...], Any] = {}
-        self._background: set[asyncio.Task[None]] = set()
+        self.transport = self._new_transport()
+        self._old_transports: list[OllamaTransport] = []
+        self.jobs = BackgroundJobs()
         self._active: TurnStream | None = None
-        self._busy = False
+        # What Ollama's prompt cache holds after our last request: (model, num_ctx, messages)
+        self._last_sent: tuple[str, int, list[tuple[str, str]]] | None = None
+
+    def _new_transport(self) -> OllamaTransport:
+        s = self.settings
+        return OllamaTransport(s.host, timeout=s.timeout, first_token_timeout=s.first_token_timeout)
 
     # --- session and model ------------------------------------------------------------------
 
@@ -321,8 +333,9 @@ class ChatEngine:
 
     def set_model(self, name: str, *, check: bool = True) -> None:
         """Switch model for the following turns, keeping the session. Blocking: with `check`,
-        asks Ollama that the model is installed and can chat (ChatError if not); without, a
-        missing model fails the next turn instead (which stores the message)."""
+        asks Ollama that the model is installed and can chat (ChatError if not, and nothing
+        changes — a mistyped name never sticks to the session); without, a missing model fails
+        the next turn instead (which stores the message)."""
         name = name.strip()
         if not name:
             raise ChatError("model_not_found", "the model name is empty", retryable=False)
@@ -362,13 +375,19 @@ class ChatEngine:
         if changes.get("temperature", 0) < 0 or changes.get("num_ctx", 0) < 0:
             raise ChatError("protocol", "temperature and num_ctx cannot be negative",
                             retryable=False)
+        if changes.get("think", "auto") not in ("auto", "on", "off"):
+            raise ChatError("protocol", "think must be auto, on or off", retryable=False)
         self.settings = replace(self.settings, **changes)
+        if {"timeout", "first_token_timeout"} & set(changes):
+            self._old_transports.append(self.transport)
+            self.transport = self._new_transport()
         return self.settings
 
     async def warm_up(self) -> None:
         """Do the slow first-turn work ahead of time (the TUI calls this at start): import the
         LLM client, ask Ollama about the model, open knowledge and memory (which loads the
-        embedding model). Failures are left for the first turn to report."""
+        embedding model). Failures are left for the first turn to report. Loading the chat
+        model itself is `preload()`."""
         loop = asyncio.get_running_loop()
 
         def imports() -> None:
@@ -391,16 +410,41 @@ class ChatEngine:
             if isinstance(result, Exception):
                 log.info("warm-up: %s", result)
 
+    async def preload(self) -> float:
+        """Load the session's model in Ollama now — an empty chat request with the same
+        num_ctx and keep_alive as the turns — so the first question does not pay the load
+        (the TUI calls this at start and after a model change). Returns the seconds it took;
+        raises ChatError (e.g. Ollama down, model not pulled)."""
+        model = self.settings.model
+        facts = await asyncio.get_running_loop().run_in_executor(None, self._facts, model)
+        started = time.perf_counter()
+        try:
+            await self.transport.preload(model, num_ctx=self._window(facts),
+                                         keep_alive=self.settings.keep_alive)
+        except ChatError:
+            raise
+        except Exception as exc:
+            raise errors.map_error(exc, host=self.settings.host, model=model,
+                                   timeout_s=self.settings.first_token_timeout) from exc
+        return round(time.perf_counter() - started, 3)
+
+    def _window(self, facts: ModelFacts | None) -> int:
+        """The session's one num_ctx (see models.effective_window)."""
+        s = self.settings
+        return effective_window(facts, num_ctx=s.num_ctx, cap=s.context_cap)
+
     # --- a turn -----------------------------------------------------------------------------
 
     def send(
         self, message: str, *, use_knowledge: bool = True, use_memory: bool = True
     ) -> TurnStream:
-        """Start a turn (must be called from a running event loop)."""
+        """Start a turn (must be called from a running event loop). Background work yields at
+        once: Ollama serves one request at a time, and the user's comes first."""
         text = message.strip()
         if not text:
             raise ChatError("protocol", "the message is empty", retryable=False)
         self._check_idle()
+        self.jobs.yield_now()
         state = _TurnState(text, time.perf_counter(), self.settings.model)
         self._active = TurnStream(
             lambda emit: self._run(state, emit, use_knowledge, use_memory),
@@ -467,33 +511,47 @@ class ChatEngine:
         loop = asyncio.get_running_loop()
         knowledge_on = use_knowledge and self.knowledge is not None
         memory_on = use_memory and self.memory is not None and settings.memory_top_k > 0
+        # Ollama first, alone: when it is down (or the model is not pulled) the turn fails in
+        # milliseconds, before the embedding model is loaded for a search nobody will read.
+        facts = await loop.run_in_executor(None, self._facts, settings.model)
+
         async def nothing() -> None:
             return None
 
         results = await asyncio.gather(
-            loop.run_in_executor(None, self._facts, settings.model),
             loop.run_in_executor(self._knowledge_pool, self._search, state.message, user_history)
             if knowledge_on else nothing(),
             loop.run_in_executor(self._memory_pool, self._recall, state.message, session.id)
             if memory_on else nothing(),
             return_exceptions=True,
         )
-        for result in results:  # Ollama's errors first: they say what to fix before retrying
+        for result in results:
             if isinstance(result, BaseException):
                 raise result
-        facts, searched, recalled_t = results
+        searched, recalled_t = results
         retrieval: Retrieval | None = None
         recalled: list[MemoryItem] | None = None
         noted: MemoryItem | None = None
+        profile = ""
         if searched is not None:
             retrieval, state.timings["retrieval_ms"] = searched
             state.log_id = retrieval.log_id
         refused: tuple[str, ...] = ()
+        profile_items: tuple[MemoryItem, ...] = ()
         if recalled_t is not None:
             recalled, state.timings["recall_ms"], noted, refused = recalled_t
+            profile_items = tuple(m for m in recalled if m.memory_id == PROFILE_MEMORY_ID)
+            recalled = [m for m in recalled if m.memory_id != PROFILE_MEMORY_ID]
+            profile = profile_items[0].text if profile_items else ""
         state.ms("prepare_ms")
 
-        window = effective_window(facts, num_ctx=settings.num_ctx, cap=settings.context_cap)
+        if noted is not None or refused:
+            self._acknowledge(state, emit, noted, refused, retrieval)
+            return
+
+        window = self._window(facts)
+        capabilities = facts.capabilities if facts is not None else ()
+        think = think_value(settings.think, capabilities)
         tools_on = settings.tools and facts is not None and facts.supports_tools
         t_assembly = time.perf_counter()
         prompt = assemble(
@@ -506,7 +564,8 @@ class ChatEngine:
                 history=[
                     HistoryTurn(t.question, t.answer, t.status == "interrupted") for t in history
                 ],
-                tools=tools_on,
+                tools=TOOL_SPECS if tools_on else (),
+                profile=profile,
             ),
             window=window,
             answer_reserve=settings.answer_reserve,
@@ -516,21 +575,25 @@ class ChatEngine:
         state.ms("assembly_ms", t_assembly)
         state.prompt = prompt
         state.sources = list(prompt.sources)
-        state.memories = prompt.memories
+        state.memories = profile_items + prompt.memories
         if prompt.memories and self.memory is not None:
             self._mark_used(self.memory, [m.memory_id for m in prompt.memories])
         state.low_confidence = bool(retrieval and retrieval.low_confidence)
         state.timings["window"] = window
         state.timings["prompt_tokens"] = prompt.total_tokens
+        new_tokens = self._uncached_tokens(prompt.messages, window)
+        state.timings["prompt_new_tokens"] = new_tokens
         emit(Retrieved(
-            prompt.sources, prompt.memories, state.low_confidence,
+            prompt.sources, state.memories, state.low_confidence,
             knowledge_used=retrieval is not None, memory_used=recalled is not None,
             log_id=state.log_id, noted=noted,
             empty_index=bool(retrieval and retrieval.empty_index),
             warnings=(retrieval.warnings if retrieval is not None else ()) + refused,
         ))
 
-        llm = self._llm(window, facts)
+        llm = self.transport.llm(model=settings.model, window=window, think=think,
+                                 temperature=settings.temperature,
+                                 keep_alive=settings.keep_alive)
         messages = [_chat_message(m) for m in prompt.messages]
         search = self._tool_search if knowledge_on else None
         remember = (
@@ -538,12 +601,32 @@ class ChatEngine:
             if memory_on else None
         )
         rounds = MAX_TOOL_ROUNDS if tools_on else 0
+        untagged = think is False and facts is not None and facts.thinking_only
+
+        def saw_untagged() -> None:
+            if think is not True:
+                self.catalog.saw_untagged_reasoning(settings.model)
+
         while True:
-            calls = await self._stream(llm, messages, state, emit, tools=rounds > 0)
-            if not calls:
+            reader = ReplyReader(
+                emit=emit, sink=state, timeout=settings.timeout,
+                first_token_timeout=settings.first_token_timeout, untagged=untagged,
+                probe=self.transport.running,
+                wait=WaitInfo(settings.host, settings.model, new_tokens, window),
+                on_untagged=saw_untagged,
+            )
+            kwargs: dict[str, Any] = {"tools": TOOL_SPECS} if rounds > 0 else {}
+            if "overhead_ms" not in state.timings:
+                state.ms("overhead_ms")  # enter → the request leaves for Ollama
+            end = await reader.read(await llm.astream_chat(messages, **kwargs))
+            self._note_stats(state, end.raw)
+            # The last round decides: a tool round cut short is followed by a full answer.
+            state.truncated = end.truncated
+            if not end.tool_calls:
                 break
+            calls = end.tool_calls
             rounds -= 1
-            messages.append(_assistant_tool_message(state, calls))
+            messages.append(_assistant_tool_message(calls))
             for name, arguments in calls:
                 room = self._room_left(prompt, messages)
                 outcome = await loop.run_in_executor(
@@ -557,10 +640,67 @@ class ChatEngine:
                 state.sources.extend(outcome.sources)
                 emit(ToolCalled(outcome.use, outcome.sources))
                 messages.append(_tool_message(name, outcome.content))
+        if state.truncated:
+            log.info("answer stopped at the length limit")
+        self._last_sent = (settings.model, window, [
+            *((m.role, m.content) for m in prompt.messages), ("assistant", state.answer)])
         state.ms("total_ms")
         turn = self._store(state, "complete")
         emit(Done(turn))
         self._after_turn(turn.session_id, prompt.dropped_turns)
+
+    def _acknowledge(
+        self, state: _TurnState, emit: Callable[[ChatEvent], None],
+        noted: MemoryItem | None, refused: tuple[str, ...], retrieval: Retrieval | None,
+    ) -> None:
+        """An explicit "remember that …" is done, not asked: confirm it (or say why it was
+        refused, e.g. a secret) directly instead of sending the model a question it would try
+        to answer from documents."""
+        if noted is not None:
+            reply = REMEMBERED.format(text=noted.text)
+        else:
+            reason = refused[0]
+            while reason.lower().startswith("not remembered: "):
+                reason = reason[len("not remembered: "):]
+            reply = NOT_REMEMBERED.format(reason=reason)
+        emit(Retrieved((), (noted,) if noted is not None else (), False,
+                       knowledge_used=False, memory_used=True, log_id=state.log_id,
+                       noted=noted,
+                       warnings=retrieval.warnings if retrieval is not None else ()))
+        state.memories = (noted,) if noted is not None else ()  # the memory in play
+        state.parts.append(reply)
+        emit(Token(reply))
+        state.ms("total_ms")
+        turn = self._store(state, "complete")
+        emit(Done(turn))
+        self._after_turn(turn.session_id, 0)
+
+    def _uncached_tokens(self, messages: Sequence[PromptMessage], window: int) -> int:
+        """About how many prompt tokens Ollama has to read: those after the longest common
+        prefix (in whole messages) with what our previous request left in its cache."""
+        last = self._last_sent
+        start = 0
+        if last is not None and last[0] == self.settings.model and last[1] == window:
+            for sent, message in zip(last[2], messages, strict=False):
+                if sent != (message.role, message.content):
+                    break
+                start += 1
+        return sum(count_message(m.content) for m in messages[start:])
+
+    @staticmethod
+    def _note_stats(state: _TurnState, raw: dict[str, Any]) -> None:
+        """What Ollama reports in its last chunk. prompt_eval_count is the whole prompt (cache
+        included, llm/llama_server.go promptEvalCount); prompt_eval_ms shows what reading the
+        uncached part cost."""
+        if isinstance(raw.get("prompt_eval_count"), int):
+            state.timings["prompt_eval_count"] = raw["prompt_eval_count"]
+        if isinstance(raw.get("eval_count"), int):
+            state.timings["eval_count"] = state.timings.get("eval_count", 0) + raw["eval_count"]
+        for key, out in (("prompt_eval_duration", "prompt_eval_ms"),
+                         ("load_duration", "load_ms")):
+            value = _ns_to_ms(raw.get(key))
+            if value is not None:
+                state.timings[out] = state.timings.get(out, 0.0) + value
 
     @staticmethod
     def _room_left(prompt: Prompt, messages: list[Any]) -> int:
@@ -570,47 +710,6 @@ class ChatEngine:
         )
         budget = prompt.budget
         return max(0, budget.window - budget.answer_reserve - prompt.total_tokens - extra)
-
-    async def _stream(
-        self, llm: Any, messages: list[Any], state: _TurnState,
-        emit: Callable[[ChatEvent], None], *, tools: bool,
-    ) -> list[tuple[str, dict[str, Any]]]:
-        """Stream one model reply into `state`; returns the tool calls it asked for."""
-        from llama_index.core.base.llms.types import ToolCallBlock
-
-        kwargs: dict[str, Any] = {"tools": TOOL_SPECS} if tools else {}
-        if "overhead_ms" not in state.timings:
-            state.ms("overhead_ms")  # enter → the request leaves for Ollama
-        think = _ThinkFilter()
-        last = None
-        gen = await llm.astream_chat(messages, **kwargs)
-        async with contextlib.aclosing(gen):
-            state.streaming = True
-            async for response in gen:
-                last = response
-                text = think.feed(response.delta or "")
-                if text:
-                    if "first_token_ms" not in state.timings:
-                        state.ms("first_token_ms")
-                    state.parts.append(text)
-                    emit(Token(text))
-        tail = think.flush()
-        if tail:
-            state.parts.append(tail)
-            emit(Token(tail))
-        state.streaming = False
-        if last is None:
-            raise errors.protocol("the reply stream was empty", self.settings.host)
-        raw = getattr(last, "raw", None) or {}
-        # The last round decides: a tool round cut short is followed by a full answer.
-        state.truncated = isinstance(raw, dict) and raw.get("done_reason") == "length"
-        if state.truncated:
-            log.info("answer stopped at the length limit")
-        return [
-            (b.tool_name, dict(b.tool_kwargs) if isinstance(b.tool_kwargs, dict) else {})
-            for b in last.message.blocks
-            if isinstance(b, ToolCallBlock)
-        ]
 
     # --- the stages (blocking, run on worker threads) ----------------------------------------
 
@@ -635,21 +734,23 @@ class ChatEngine:
     def _recall(
         self, message: str, session_id: str
     ) -> tuple[list[MemoryItem], float, MemoryItem | None, tuple[str, ...]]:
+        """(memories, ms, the explicit memory stored, why one was refused)."""
         assert self.memory is not None
         start = time.perf_counter()
         noted = None
         refused: tuple[str, ...] = ()
         try:
             noted = self.memory.note(message, session_id=session_id)
-        except UserError as exc:  # e.g. a secret in "remember my password is …": shown, not stored
-            refused = (f"not remembered: {exc}",)
+        except UserError as exc:  # e.g. a secret in "remember my password is …": not stored
+            refused = (f"not remembered: {exc.args[0] if exc.args else exc}",)
         except Exception:
             log.exception("storing an explicit memory failed")
         try:
             result = self.memory.recall(message, self.settings.memory_top_k)
         except Exception as exc:
             raise errors.stage_failed("memory", "memory recall", exc) from exc
-        return list(result), round((time.perf_counter() - start) * 1000, 2), noted, refused
+        elapsed = round((time.perf_counter() - start) * 1000, 2)
+        return list(result), elapsed, noted, refused
 
     def _mark_used(self, memory: MemorySource, ids: list[str]) -> None:
         """Off the answer's path, on the memory thread (SQLite); a failure is only logged."""
@@ -671,30 +772,6 @@ class ChatEngine:
         assert self.memory is not None
         said = [t.question for t in self.store.turns(session_id)] + [message]
         return self.memory.remember(text, kind, session_id=session_id, said=said)
-
-    def _llm(self, window: int, facts: ModelFacts | None) -> Any:
-        """llama-index's Ollama LLM, one per (model, options, event loop): building its HTTP
-        client costs ~20 ms, and an httpx async client must not outlive its event loop."""
-        s = self.settings
-        loop = asyncio.get_running_loop()
-        key = (s.model, s.host, s.timeout, s.temperature, s.keep_alive, window, id(loop))
-        llm = self._llms.get(key)
-        if llm is None:
-            from llama_index.llms.ollama import Ollama
-
-            thinking = False if facts is not None and "thinking" in facts.capabilities else None
-            llm = Ollama(
-                model=s.model,
-                base_url=s.host,
-                temperature=s.temperature,
-                context_window=window,  # given, so it never calls /api/show itself
-                request_timeout=s.timeout,
-                keep_alive=s.keep_alive,
-                thinking=thinking,
-            )
-            self._llms = {k: v for k, v in self._llms.items() if k[-1] == id(loop)}
-            self._llms[key] = llm
-        return llm
 
     # --- storing -----------------------------------------------------------------------------
 
@@ -754,31 +831,26 @@ class ChatEngine:
 
     def _after_turn(self, session_id: str, dropped: int) -> None:
         """Schedule what follows a reply: periodic memory extraction and folding old turns
-        into the summary. One background job at a time; whatever it leaves, the next turn's
-        job picks up. Never delays the reply (this runs after `Done` was emitted)."""
-        if self._busy:
-            return
-        self._busy = True
-        task = asyncio.get_running_loop().create_task(self._background_job(session_id, dropped))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        into the summary. One background job at a time, cancelled by the next question;
+        whatever it leaves, the next turn's job picks up. Never delays the reply (this runs
+        after `Done` was emitted)."""
+        self.jobs.start(lambda: self._background_job(session_id, dropped))
 
     async def _background_job(self, session_id: str, dropped: int) -> None:
-        try:
-            every = self.settings.extract_every_turns
-            if every > 0 and len(self._unextracted(session_id)) >= every:
-                await self._extract(session_id, self._unextracted(session_id))
+        every = self.settings.extract_every_turns
+        if every > 0 and len(self._unextracted(session_id)) >= every:
+            await self._extract(session_id, self._unextracted(session_id))
+        session = self.store.get(session_id)
+        pending = self.store.turns(session_id, after_seq=session.summary_through)
+        fold = turns_to_fold(pending, keep=self.settings.history_turns, dropped=dropped,
+                             batch=self.settings.fold_batch)
+        while fold:
+            step = bounded(fold, count_tokens)
+            await self._fold(session, step)
             session = self.store.get(session_id)
-            pending = self.store.turns(session_id, after_seq=session.summary_through)
-            fold = turns_to_fold(pending, keep=self.settings.history_turns, dropped=dropped)
-            if fold:
-                await self._fold(session, fold)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # background work must never break the chat
-            log.warning("background chat work failed (will retry after the next turn): %s", exc)
-        finally:
-            self._busy = False
+            fold = [t for t in fold if t.seq > session.summary_through]
+            if step and session.summary_through < step[-1].seq:
+                break  # the summary could not be written: retry after the next turn
 
     def _unextracted(self, session_id: str, through: int | None = None) -> list[Turn]:
         session = self.store.get(session_id)
@@ -787,41 +859,68 @@ class ChatEngine:
             if t.status != "failed" and (through is None or t.seq <= through)
         ]
 
+    async def _background_complete(self, messages: list[dict[str, str]],
+                                   schema: dict[str, Any], num_predict: int) -> str:
+        """A background request as the chat model's session wants it: the session's model
+        and num_ctx (no reload), think off, a JSON schema (so even a thinking-only model
+        answers at once), a capped reply."""
+        model = self.settings.model
+        facts = await asyncio.get_running_loop().run_in_executor(None, self._facts_quiet, model)
+        completion = await self.transport.complete(
+            model, messages, num_ctx=self._window(facts), keep_alive=self.settings.keep_alive,
+            schema=schema, num_predict=num_predict, think=False,
+        )
+        if completion.done_reason == "length":
+            log.info("background reply cut at %d tokens", num_predict)
+        return completion.content
+
+    def _extraction_call(self) -> ModelCall:
+        async def complete(messages: list[dict[str, str]], schema: dict[str, Any]) -> str:
+            return await self._background_complete(messages, schema, EXTRACTION_NUM_PREDICT)
+
+        return self.jobs.model_call(complete)
+
     async def _extract(self, session_id: str, turns: list[Turn]) -> bool:
-        """Long-term memory extraction over `turns`; False if it failed."""
+        """Long-term memory extraction over `turns`, one request per batch of at most
+        EXTRACTION_BATCH_TOKENS of user text (each batch's progress is saved); False if a
+        batch failed (the rest stays pending)."""
         if not turns:
             return True
         if self.memory is None:
             return True  # memory off: nothing to extract into
-        exchanges = [(t.question, t.answer) for t in turns]
         memory = self.memory
+        call = self._extraction_call()
+        loop = asyncio.get_running_loop()
         try:
-            await asyncio.get_running_loop().run_in_executor(
-                self._memory_pool, lambda: memory.extract(exchanges, session_id=session_id)
-            )
-        except Exception as exc:
-            log.warning("memory extraction failed: %s", exc)
-            return False
-        self.store.set_extracted(session_id, turns[-1].seq)
-        return True
+            for batch in _batches(turns, EXTRACTION_BATCH_TOKENS):
+                exchanges = [(t.question, t.answer) for t in batch]
+                try:
+                    await loop.run_in_executor(
+                        self._memory_pool,
+                        lambda e=exchanges: memory.extract(e, session_id=session_id, chat=call),
+                    )
+                except Exception as exc:
+                    log.warning("memory extraction failed: %s", exc)
+                    return False
+                if call.cancelled:
+                    return False
+                self.store.set_extracted(session_id, batch[-1].seq)
+            return True
+        finally:
+            self.jobs.release(call)
 
     async def _fold(self, session: Session, fold: list[Turn]) -> None:
-        # Facts first: nothing personal may be lost to the summary. On failure, fold later.
+        # Facts first (nothing personal should be lost to the summary) — but a failed
+        # extraction does not hold the fold back forever: it keeps its own pointer and is
+        # retried after later turns and at exit, from the turns stored verbatim.
         if not await self._extract(session.id, self._unextracted(session.id, fold[-1].seq)):
-            return
-        facts = await asyncio.get_running_loop().run_in_executor(
-            None, self._facts_quiet, self.settings.model
+            log.info("folding without extraction; it will be retried")
+        reply = await self._background_complete(
+            [{"role": "system", "content": SUMMARY_SYSTEM},
+             {"role": "user", "content": summary_request(session.summary, fold)}],
+            SUMMARY_SCHEMA, SUMMARY_NUM_PREDICT,
         )
-        settings = self.settings
-        window = effective_window(facts, num_ctx=settings.num_ctx, cap=settings.context_cap)
-        llm = self._llm(window, facts)
-        from llama_index.core.llms import ChatMessage
-
-        response = await llm.achat([
-            ChatMessage(role="system", content=SUMMARY_SYSTEM),
-            ChatMessage(role="user", content=summary_request(session.summary, fold)),
-        ])
-        summary = clean_summary(response.message.content or "")
+        summary = clean_summary(reply)
         if summary:
             self.store.set_summary(session.id, summary, fold[-1].seq)
 
@@ -839,27 +938,23 @@ class ChatEngine:
     async def extract_pending(self, timeout: float | None = None) -> int:
         """Memory extraction now over the current session's turns not extracted yet (the TUI
         calls it after memory.extract_idle_seconds without input); the number of turns it
-        went through, 0 when there were none or extraction failed (they stay pending)."""
+        went through, 0 when there were none, extraction failed, or the user sent a question
+        meanwhile (they stay pending)."""
         await self.drain(timeout)
         session = self._session
-        if session is None or self._busy:
+        if session is None or self.jobs.running:
             return 0
         turns = self._unextracted(session.id)
         if not turns:
             return 0
-        self._busy = True  # a turn ending meanwhile must not start a second extraction
-        # A background task, so `finish()`/`drain()` wait for it instead of extracting twice.
-        task = asyncio.get_running_loop().create_task(self._extract(session.id, turns))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-        try:
-            ok = await asyncio.wait_for(asyncio.shield(task), timeout)
-        finally:
-            if task.done():
-                self._busy = False
-            else:  # timed out: the job goes on in the background and frees the flag itself
-                task.add_done_callback(lambda _: setattr(self, "_busy", False))
-        return len(turns) if ok else 0
+        outcome: list[bool] = []
+
+        async def job() -> None:
+            outcome.append(await self._extract(session.id, turns))
+
+        self.jobs.start(job)
+        await self.jobs.wait(timeout)
+        return len(turns) if outcome and outcome[0] else 0
 
     def _facts_quiet(self, model: str) -> ModelFacts | None:
         try:
@@ -868,24 +963,30 @@ class ChatEngine:
             return None
 
     async def drain(self, timeout: float | None = None) -> None:
-        """Wait for background work (the rolling summary) to finish."""
-        tasks = list(self._background)
-        if tasks:
-            await asyncio.wait(tasks, timeout=timeout)
+        """Wait for background work (extraction, the rolling summary) to finish."""
+        await self.jobs.wait(timeout)
 
     async def aclose(self) -> None:
-        for task in list(self._background):
-            task.cancel()
-        await self.drain(timeout=5)
-        loop_id = id(asyncio.get_running_loop())
-        for key, llm in list(self._llms.items()):
-            client = getattr(llm, "_async_client", None)
-            if key[-1] == loop_id and client is not None:
-                with contextlib.suppress(Exception):
-                    await client._client.aclose()  # the httpx client inside ollama's client
-        self._llms.clear()
+        await self.jobs.aclose()
+        for transport in [*self._old_transports, self.transport]:
+            await transport.aclose()
         self._knowledge_pool.shutdown(wait=False, cancel_futures=True)
         self._memory_pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _batches(turns: list[Turn], max_tokens: int) -> list[list[Turn]]:
+    """Consecutive groups of turns with at most `max_tokens` of user text each."""
+    groups: list[list[Turn]] = []
+    used = 0
+    for turn in turns:
+        cost = count_tokens(turn.question)
+        if groups and used + cost <= max_tokens:
+            groups[-1].append(turn)
+            used += cost
+        else:
+            groups.append([turn])
+            used = cost
+    return groups
 
 
 def _chat_message(message: PromptMessage) -> Any:
@@ -894,7 +995,8 @@ def _chat_message(message: PromptMessage) -> Any:
     return ChatMessage(role=message.role, content=message.content)
 
 
-def _assistant_tool_message(state: _TurnState, calls: list[tuple[str, dict[str, Any]]]) -> Any:
+def _assistant_tool_message(calls: list[tuple[str, dict[str, Any]]]) -> Any:
+    """The assistant's tool-call message sent back: the calls only, never its reasoning."""
     from llama_index.core.base.llms.types import TextBlock, ToolCallBlock
     from llama_index.core.llms import ChatMessage
 

@@ -39,6 +39,25 @@ def dropped(partial: bool) -> ChatError:
     )
 
 
+def stalled(seconds: float, *, partial: bool) -> ChatError:
+    kept = " (the partial answer is kept)" if partial else ""
+    return ChatError(
+        "timeout",
+        f"Ollama stopped sending the answer: nothing for {seconds:g} s{kept}",
+        "retry; if the machine is very busy, raise ollama.timeout (`brain config edit`)",
+    )
+
+
+def first_token_timeout(model: str, seconds: float, *, loading: bool) -> ChatError:
+    doing = "loading the model" if loading else "reading the prompt"
+    return ChatError(
+        "timeout",
+        f"{model} did not start answering within {seconds:g} s (Ollama was still {doing})",
+        "retry (a loaded model answers sooner), use a smaller or instruct model, or raise "
+        "ollama.first_token_timeout; `ollama ps` shows what is loaded",
+    )
+
+
 def context_overflow(detail: str) -> ChatError:
     return ChatError(
         "context_overflow",

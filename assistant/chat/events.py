@@ -1,12 +1,18 @@
 """Typed events of one turn, streamed from the engine to the caller (TUI worker or CLI).
 
-Order: `Retrieved` once (what the answer will be based on), then `ToolCalled`s and `Token`s as
-they come, then exactly one of `Done` (complete or interrupted) or `Failed`.
+Order: `Retrieved` once (what the answer will be based on); `Waiting` about once a second
+while Ollama loads the model and reads the prompt (it sends nothing meanwhile); then
+`Thinking`, `ToolCalled` and `Token` as they come (an `AnswerReplaced` when text already shown
+changes side); then exactly one of `Done` (complete or interrupted) or `Failed`.
+
+The model's reasoning only ever travels in `Thinking` (and `AnswerReplaced.thinking`): it is
+shown apart (dim, collapsed), never stored as the answer, never cited, never sent back.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from assistant.chat.errors import ChatError
 from assistant.chat.turn import MemoryItem, Source, ToolUse, Turn
@@ -28,6 +34,42 @@ class Retrieved:
 @dataclass(frozen=True, slots=True)
 class Token:
     text: str
+
+
+WaitPhase = Literal["loading", "reading"]
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """Nothing from Ollama yet: it is loading the model ("loading"; `/api/ps` does not list it
+    at this context size, or does not answer while it loads) or reading the prompt
+    ("reading": about `prompt_tokens` tokens it has not cached). Emitted about once a second
+    until the first token; the UI shows e.g. "loading qwen3:4b… 12 s" / "reading 3,200
+    tokens… 41 s"."""
+
+    phase: WaitPhase
+    seconds: float  # since the request was sent
+    model: str
+    prompt_tokens: int  # estimate of the tokens Ollama has to read (not in its cache)
+    limit: float  # ollama.first_token_timeout: the wait fails after this many seconds
+
+
+@dataclass(frozen=True, slots=True)
+class Thinking:
+    """A piece of the model's reasoning (a delta). `seconds`: since the reasoning began; the
+    UI shows a dim, collapsed "thinking… (N s)" block above the answer."""
+
+    text: str
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerReplaced:
+    """Text already shown changed side: the answer so far was untagged reasoning (a
+    `</think>` arrived), or what was held as reasoning was the answer. Replace both."""
+
+    thinking: str
+    answer: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,4 +98,4 @@ class Failed:
         return self.error.retryable
 
 
-ChatEvent = Retrieved | Token | ToolCalled | Done | Failed
+ChatEvent = Retrieved | Waiting | Thinking | Token | AnswerReplaced | ToolCalled | Done | Failed

@@ -1,16 +1,28 @@
-"""Prompt assembly: labelled sections in a fixed order, within token budgets.
+"""Prompt assembly: a cacheable layout with labelled sections, within token budgets.
 
-Order: system prompt/persona and instructions → memory about the user → retrieved knowledge
-(numbered [1], [2]… with source and heading) → conversation summary → recent turns → the user's
-message. The first four are sections of the system message, each under a `## ` label so the
-model knows what it is reading; recent turns are real chat messages so the chat template frames
-them as the conversation.
+Ollama reuses the longest common token prefix with its previous request, and reading a prompt
+costs ~60 tokens/s on a laptop CPU. So what stays the same across a session's turns comes
+first and never changes, and what is new each turn comes last:
+
+1. system message — persona, how to answer, the user's profile: byte-identical across turns;
+2. the conversation summary (a user message; Ollama merges it with the next one) — changes
+   only when old turns are folded into it, which changes the history after it anyway;
+3. recent turns, as the user wrote them and the answers as given (their material and the
+   model's reasoning are not repeated);
+4. the user's message, followed by the material found for it: memories, then retrieved
+   knowledge, each under a `## ` label and within its budget.
+
+A system message anywhere would be moved to the top by Ollama (template/template.go collate
+joins all system messages into `.System`), so per-turn material is never one. With this
+layout, a new turn re-reads only the previous answer, the new message and its material.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from assistant.chat.budget import Budget, plan, select_by_score, select_recent
 from assistant.chat.citations import strip_citations
@@ -21,14 +33,19 @@ MEMORY_LABEL = "## Memory about the user"
 KNOWLEDGE_LABEL = "## Retrieved knowledge"
 SUMMARY_LABEL = "## Conversation summary"
 INSTRUCTIONS_LABEL = "## How to answer"
+PROFILE_LABEL = "## About the user"
+MATERIAL_HEAD = "---\nFound by second-brain for this message (not written by the user):"
 
 INSTRUCTIONS = """\
-- "Retrieved knowledge" holds excerpts from the user's own files, numbered [1], [2], and so on.
+- The user's latest message is followed by material second-brain found for it: "Memory about \
+the user" (what you remember about them from earlier conversations) and "Retrieved \
+knowledge" (excerpts from the user's own files, numbered [1], [2], and so on). Earlier \
+messages appear without their material.
 - When an excerpt is relevant, answer from it and cite it by number right after the claim, \
-like [1] or [2][3]. Cite only numbers that appear in "Retrieved knowledge".
+like [1] or [2][3]. Cite only numbers that appear in the latest "Retrieved knowledge".
 - When the excerpts do not contain the answer, say so plainly instead of inventing one.
-- "Memory about the user" is what you remember about the user from earlier conversations. \
-Use it for tone and personal context; never cite it as a source."""
+- Use the memory and "About the user" for tone and personal context; never cite them as a \
+source."""
 
 TOOLS_INSTRUCTIONS = """\
 - You may call `search_knowledge` to look up more of the user's files (results continue the \
@@ -70,7 +87,8 @@ class PromptInputs:
     retrieval: Retrieval | None  # None: knowledge off for this turn
     summary: str = ""
     history: Sequence[HistoryTurn] = ()  # oldest first, not yet folded into `summary`
-    tools: bool = False
+    tools: Sequence[Mapping[str, Any]] = ()  # tool specs sent with the request (counted)
+    profile: str = ""  # the user's profile (memory), part of the stable system message
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,28 +123,32 @@ def source_block(n: int, item: KnowledgeItem) -> str:
     return f"{head}\n{item.text.strip()}"
 
 
+def system_message(persona: str, *, tools: bool, profile: str = "") -> str:
+    """The session's system message: the same bytes every turn for the same persona, tools
+    setting and profile (Ollama's prompt cache starts here)."""
+    instructions = INSTRUCTIONS + ("\n" + TOOLS_INSTRUCTIONS if tools else "")
+    parts = [persona.strip(), f"{INSTRUCTIONS_LABEL}\n{instructions}"]
+    if profile.strip():
+        parts.append(f"{PROFILE_LABEL}\n{profile.strip()}")
+    return "\n\n".join(parts)
+
+
+def tool_specs_tokens(specs: Sequence[Mapping[str, Any]],
+                      counter: Callable[[str], int] = count_tokens) -> int:
+    """What the tool specs cost: chat templates render them into the system prompt."""
+    return counter(json.dumps(list(specs))) if specs else 0
+
+
 def _turn_messages(turn: HistoryTurn) -> tuple[PromptMessage, PromptMessage]:
     answer = strip_citations(turn.answer) + (INTERRUPTED_MARK if turn.interrupted else "")
     return PromptMessage("user", turn.question), PromptMessage("assistant", answer)
 
 
-def _system(
-    persona: str,
-    tools: bool,
-    memory_body: str,
-    knowledge_body: str,
-    summary: str,
-) -> str:
-    instructions = INSTRUCTIONS + ("\n" + TOOLS_INSTRUCTIONS if tools else "")
-    parts = [
-        persona.strip(),
-        f"{INSTRUCTIONS_LABEL}\n{instructions}",
-        f"{MEMORY_LABEL}\n{memory_body}",
-        f"{KNOWLEDGE_LABEL}\n{knowledge_body}",
-    ]
-    if summary:
-        parts.append(f"{SUMMARY_LABEL}\n{summary.strip()}")
-    return "\n\n".join(parts)
+def _user_message(message: str, sections: Sequence[tuple[str, str]]) -> str:
+    """The question first (so the next turn, whose history holds the bare question, shares
+    the prefix through it), then the labelled material."""
+    body = "\n\n".join(f"{label}\n{text}" for label, text in sections)
+    return f"{message}\n\n{MATERIAL_HEAD}\n\n{body}"
 
 
 def assemble(
@@ -145,8 +167,11 @@ def assemble(
         empty_knowledge = KNOWLEDGE_OFF
     else:
         empty_knowledge = LOW_CONFIDENCE_NOTE if low else NO_HITS
-    skeleton = _system(inputs.persona, inputs.tools, empty_memory, empty_knowledge, "")
-    fixed = counter(skeleton) + counter(inputs.message) + 2 * MESSAGE_OVERHEAD
+    system = system_message(inputs.persona, tools=bool(inputs.tools), profile=inputs.profile)
+    skeleton = _user_message(inputs.message, [(MEMORY_LABEL, empty_memory),
+                                              (KNOWLEDGE_LABEL, empty_knowledge)])
+    tools_cost = tool_specs_tokens(inputs.tools, counter)
+    fixed = counter(system) + counter(skeleton) + tools_cost + 2 * MESSAGE_OVERHEAD
     budget = plan(
         window,
         fixed,
@@ -181,20 +206,25 @@ def assemble(
 
     history_cap = budget.history(memory_used, knowledge_used)
     summary = inputs.summary.strip()
-    summary_cost = counter(summary) + 4 if summary else 0
+    summary_text = f"{SUMMARY_LABEL}\n{summary}" if summary else ""
+    summary_cost = counter(summary_text) + MESSAGE_OVERHEAD if summary else 0
     if summary_cost > history_cap:
-        summary, summary_cost = "", 0  # a summary is useless cut short; recent turns matter more
+        summary_text, summary_cost = "", 0  # useless cut short; recent turns matter more
     turn_costs = [
         counter(t.question) + counter(t.answer) + 2 * MESSAGE_OVERHEAD for t in inputs.history
     ]
     n_turns, history_used = select_recent(turn_costs, history_cap - summary_cost)
     recent = list(inputs.history)[len(inputs.history) - n_turns :] if n_turns else []
 
-    system = _system(inputs.persona, inputs.tools, memory_body, knowledge_body, summary)
+    # The material, in a fixed order: memories, then knowledge. (Recalled earlier
+    # conversations, when they come, go between the two.)
+    sections = [(MEMORY_LABEL, memory_body), (KNOWLEDGE_LABEL, knowledge_body)]
     messages = [PromptMessage("system", system)]
+    if summary_text:
+        messages.append(PromptMessage("user", summary_text))
     for turn in recent:
         messages.extend(_turn_messages(turn))
-    messages.append(PromptMessage("user", inputs.message))
+    messages.append(PromptMessage("user", _user_message(inputs.message, sections)))
     return Prompt(
         messages=tuple(messages),
         sources=sources,

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
-from assistant.chat.engine import ChatEngine, EngineSettings
+from assistant.chat.engine import ChatEngine, ChatFn, EngineSettings
 from assistant.chat.models import OllamaCatalog
 from assistant.chat.sessions import SessionStore
 from assistant.chat.turn import KnowledgeItem, MemoryItem, Retrieval
@@ -146,8 +146,10 @@ class ServiceMemory:
             return f"already known: {outcome.memory.text}"
         return f"Remembered ({outcome.memory.type.value}): {outcome.memory.text}"
 
-    def extract(self, exchanges: Sequence[tuple[str, str]], *, session_id: str) -> None:
-        outcome = self.service().extract([q for q, _a in exchanges], session_id=session_id)
+    def extract(self, exchanges: Sequence[tuple[str, str]], *, session_id: str,
+                chat: ChatFn | None = None) -> None:
+        outcome = self.service().extract([q for q, _a in exchanges], session_id=session_id,
+                                         chat_fn=chat)
         if outcome.error:
             raise RuntimeError(outcome.error)
 

@@ -40,13 +40,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     which.add_argument("--new", action="store_true", help="start a new session (the default)")
     p.add_argument("--retry", action="store_true",
                    help="send the session's last failed or interrupted question again")
-    p.add_argument("--model", metavar="NAME", help="use this Ollama model (kept for the session)")
+    p.add_argument("--model", metavar="NAME",
+                   help="use this Ollama model (kept for the session; checked first, so a "
+                   "mistyped name changes nothing)")
     p.add_argument("--persona", metavar="NAME",
                    help="system prompt preset from the config's [personas]")
     p.add_argument("--no-memory", action="store_true",
                    help="do not use long-term memory (no recall, and no memory extraction "
                    "from this exchange)")
     p.add_argument("--no-knowledge", action="store_true", help="do not search indexed files")
+    p.add_argument("--show-thinking", action="store_true",
+                   help="print the model's reasoning, dimmed, on stderr as it comes (by "
+                   "default only how long it thought is shown; the reasoning is never part "
+                   "of the answer)")
     p.add_argument("--json", action="store_true",
                    help='print one JSON object: {"answer", "sources", "memories", '
                    '"low_confidence", "timings", …}; printed once memory extraction from '
@@ -110,31 +116,72 @@ def run(args: argparse.Namespace) -> int:
 async def _ask(
     service: ChatService, question: str, args: argparse.Namespace, persona: str | None
 ) -> int:
-    from assistant.chat.events import Done, Failed, Retrieved, Token, ToolCalled
+    from assistant.chat.errors import ChatError
+    from assistant.chat.events import (
+        AnswerReplaced,
+        Done,
+        Failed,
+        Retrieved,
+        Thinking,
+        Token,
+        ToolCalled,
+        Waiting,
+    )
 
     engine = service.engine
     try:
         if persona is not None:
             engine.set_persona(persona)
         if args.model:
-            # Unchecked: a missing model fails the turn, which saves the question for --retry.
-            engine.set_model(args.model, check=False)
+            # Checked against Ollama first: a mistyped name must not stick to the session.
+            try:
+                await asyncio.to_thread(engine.set_model, args.model)
+            except ChatError as exc:
+                if not args.json:
+                    raise
+                print_json(_error_json(exc))
+                return 1
         options = {"use_knowledge": not args.no_knowledge, "use_memory": not args.no_memory}
         stream = engine.retry(**options) if args.retry else engine.send(question, **options)
         final: Done | Failed | None = None
         printed = ""
+        status = _Status(enabled=not args.json and sys.stderr.isatty())
+        thoughts: list[str] = []
+
         try:
             async for event in stream:
                 if isinstance(event, Retrieved):
                     if not args.json:
                         _note_retrieved(event)
+                elif isinstance(event, Waiting):
+                    status.show(_waiting_text(event))
+                elif isinstance(event, Thinking) and not args.json:
+                    thoughts.append(event.text)
+                    if args.show_thinking:
+                        status.clear()
+                        _eprint_dim(event.text)
+                    else:
+                        status.show(f"thinking… {event.seconds:.0f} s")
                 elif isinstance(event, Token) and not args.json:
+                    status.clear()
+                    if args.show_thinking and thoughts and not printed:
+                        _eprint("")  # the reasoning ends; the answer starts on its line
                     sys.stdout.write(event.text)
                     sys.stdout.flush()
                     printed += event.text
+                elif isinstance(event, AnswerReplaced) and not args.json:
+                    status.clear()
+                    if printed and not event.answer.startswith(printed):
+                        _eprint("\n(the text above was the model's reasoning, not its answer)")
+                    sys.stdout.write(event.answer[len(printed):]
+                                     if event.answer.startswith(printed) else event.answer)
+                    sys.stdout.flush()
+                    printed = event.answer
                 elif isinstance(event, ToolCalled) and not args.json:
+                    status.clear()
                     _note_tool(event, printed)
                 elif isinstance(event, Done | Failed):
+                    status.clear()
                     final = event
         except asyncio.CancelledError:  # Ctrl-C: keep what was said, marked interrupted
             stream.cancel()
@@ -180,6 +227,49 @@ async def _end_session(engine: ChatEngine, final: Done | Failed,
     if not ok:
         _eprint(f"note: memory extraction failed ({reason}); nothing new was remembered, "
                 "the session's turns are tried again when it continues")
+
+
+class _Status:
+    """One line on a terminal's stderr, rewritten in place: what Ollama is doing before the
+    answer starts ("loading qwen3:4b… 12 s", "thinking… 8 s"). Nothing when not a terminal."""
+
+    def __init__(self, *, enabled: bool) -> None:
+        self.enabled = enabled
+        self._shown = False
+
+    def show(self, text: str) -> None:
+        if self.enabled:
+            sys.stderr.write(f"\r\033[2m{text}\033[0m\033[K")
+            sys.stderr.flush()
+            self._shown = True
+
+    def clear(self) -> None:
+        if self._shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+            self._shown = False
+
+
+def _waiting_text(event: Any) -> str:
+    if event.phase == "loading":
+        return f"loading {event.model}… {event.seconds:.0f} s"
+    return f"reading {event.prompt_tokens:,} tokens… {event.seconds:.0f} s"
+
+
+def _eprint_dim(text: str) -> None:
+    if sys.stderr.isatty():
+        text = f"\033[2m{text}\033[0m"
+    sys.stderr.write(text)
+    sys.stderr.flush()
+
+
+def _error_json(error: Any) -> dict[str, Any]:
+    return {
+        "answer": "", "sources": [], "citations": [], "memories": [], "low_confidence": False,
+        "timings": {}, "session_id": None, "model": "", "status": "failed", "truncated": False,
+        "error": {"kind": error.kind, "message": error.message, "hint": error.hint or "",
+                  "retryable": error.retryable},
+    }
 
 
 def _session_of(final: Done | Failed) -> str:
@@ -247,8 +337,10 @@ def _report(final: Done | Failed, as_json: bool) -> int:
     if turn.status == "interrupted":
         _eprint(f"(interrupted; saved in session {turn.session_id})")
     else:
+        thought = turn.timings.get("thinking_ms")
+        thinking = f" · thought {thought / 1000:.0f} s" if thought else ""
         _eprint(f"(session {turn.session_id} · {turn.model} · "
-                f"{turn.timings.get('total_ms', 0) / 1000:.1f} s)")
+                f"{turn.timings.get('total_ms', 0) / 1000:.1f} s{thinking})")
     return 0
 
 

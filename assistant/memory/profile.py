@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from assistant.memory.extraction import ChatFn
+from assistant.memory.extraction import ChatFn, json_text
 from assistant.memory.model import Actor, MemoryType, Profile
 from assistant.memory.secrets import find_secret
 from assistant.memory.store import MemoryStore
@@ -63,7 +63,7 @@ def refresh_profile(store: MemoryStore, *, chat_fn: ChatFn) -> ProfileRefresh:
     for _ in range(2):
         try:
             reply = chat_fn(messages, PROFILE_SCHEMA)
-            text = json.loads(reply).get("profile")
+            text = json.loads(json_text(reply)).get("profile")
         except Exception as exc:
             error = f"the model's reply could not be used: {exc}"
             log.warning("profile refresh: %s", error)

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from assistant.config import Config
 from assistant.context import AppContext
 from assistant.errors import UserError
 from assistant.memory import reconcile
@@ -98,6 +99,21 @@ class ExtractionOutcome:
     error: str | None = None
 
 
+def configured_chat_fn(config: Config) -> ChatFn:
+    """Extraction/profile requests for the configured chat model, with the num_ctx a chat
+    would use (so they do not make Ollama reload it). In a chat, the engine passes its own."""
+    o = config.ollama
+
+    def num_ctx() -> int:
+        from assistant.chat.models import configured_window
+
+        return configured_window(o.host, o.model, num_ctx=o.num_ctx, cap=o.context_window,
+                                 timeout=o.timeout)
+
+    return ollama_chat_fn(o.host, o.model, timeout=o.first_token_timeout,
+                          keep_alive=o.keep_alive, num_ctx=num_ctx)
+
+
 class MemoryService:
     def __init__(
         self,
@@ -122,8 +138,7 @@ class MemoryService:
             open_memory(ctx, clock=clock, eager_vectors=eager_vectors),
             settings=recall_settings(ctx),
             capacity=cfg.memory.capacity,
-            chat_fn=ollama_chat_fn(cfg.ollama.host, cfg.ollama.model, timeout=cfg.ollama.timeout,
-                                   keep_alive=cfg.ollama.keep_alive),
+            chat_fn=configured_chat_fn(cfg),
         )
 
     # --- recall -------------------------------------------------------------------------------

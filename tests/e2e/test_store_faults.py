@@ -194,8 +194,10 @@ def test_read_only_data_dir_gives_a_clear_error_and_writes_nothing(
     assert any(f.endswith("new.md") for f in knowledge_state(home)["files"])
 
 
+# ollama.timeout = 3 s between chunks, ollama.first_token_timeout = 4 s before the first one.
 MISBEHAVIOURS = {
-    "slow": ({"delay": 8.0}, "did not answer within"),
+    "slow": ({"delay": 8.0}, "did not start answering within 4 s"),
+    "stalled": ({"chunk_delay": 8.0, "thinking": ""}, "nothing for 3 s"),
     "truncated": ({"disconnect_after": 2}, "connection"),
     "garbage json": ({"raw_body": b"{\"message\": {\"content\": \"hi\"\n<<garbage>>\n",
                       "content_type": "application/x-ndjson"}, ""),
@@ -212,7 +214,8 @@ def test_ask_survives_a_misbehaving_ollama(tmp_path: Path, fake_ollama: FakeOlla
     home = tmp_path / "home"
     write_config(home, fake_ollama, embedding=EMBEDDING)
     (home / "config" / "config.toml").write_text(
-        (home / "config" / "config.toml").read_text().replace("timeout = 10.0", "timeout = 3.0"))
+        (home / "config" / "config.toml").read_text().replace(
+            "timeout = 10.0", "timeout = 3.0\nfirst_token_timeout = 4.0"))
     options, expected = MISBEHAVIOURS[kind]
     fake_ollama.script_chat("Backups run at night. More text follows here.",
                             match=lambda body: not body.get("format"), **options)

@@ -112,10 +112,10 @@ def test_ask_json_has_the_search_and_memory_contracts(
         obj["timings"]
     )
     assert obj["status"] == "complete" and obj["model"] == "qwen3:4b"
-    # What the model saw: the memory and the numbered excerpt, labelled.
-    system = last_answer_request(fake_ollama)["messages"][0]["content"]
-    assert "## Memory about the user\n- (preference) I prefer short answers." in system
-    assert "[1] git/git-stash.md:1-3 — git stash" in system
+    # What the model saw: the memory and the numbered excerpt, labelled, after the question.
+    material = last_answer_request(fake_ollama)["messages"][-1]["content"]
+    assert "## Memory about the user\n- (preference) I prefer short answers." in material
+    assert "[1] git/git-stash.md:1-3 — git stash" in material
 
 
 def test_ask_streams_the_answer_then_the_cited_sources(
@@ -138,8 +138,8 @@ def test_question_from_stdin_and_switches(
                            stdin="  what is two plus two?\n")
     assert code == 0, err
     assert "echo: what is two plus two?" in out  # the fake echoes the question
-    system = last_answer_request(fake_ollama)["messages"][0]["content"]
-    assert "knowledge search is off" in system and "memory is off" in system
+    material = last_answer_request(fake_ollama)["messages"][-1]["content"]
+    assert "knowledge search is off" in material and "memory is off" in material
 
 
 def test_each_ask_is_a_new_session_unless_continued(
@@ -157,9 +157,8 @@ def test_each_ask_is_a_new_session_unless_continued(
                          "--no-knowledge")
     assert json.loads(out)["session_id"] == first
     messages = last_answer_request(fake_ollama)["messages"]
-    assert [m["content"] for m in messages if m["role"] == "user"] == [
-        "first question", "to the first"
-    ]
+    asked = [m["content"].split("\n\n", 1)[0] for m in messages if m["role"] == "user"]
+    assert asked == ["first question", "to the first"]
 
 
 def test_ollama_down_keeps_the_question_and_retry_answers_it(

@@ -59,7 +59,7 @@ def test_all_good(ollama_home: Path, fast_embedder: HashEmbedder,
     assert positions == sorted(positions)
     text = "\n".join(out)
     assert "Ollama 0.12.6 at http://127.0.0.1:" in text
-    assert "qwen3:4b (4.0B, context 40960, tools)" in text
+    assert "qwen3:4b (4.0B, context 262144, tools" in text
     assert "test:hash-384 (384-d" in text
     assert f"embedded Chroma at {ollama_home / 'data' / 'chroma'}" in text
 

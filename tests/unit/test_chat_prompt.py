@@ -12,6 +12,7 @@ from assistant.chat.prompt import (
     KNOWLEDGE_LABEL,
     LOW_CONFIDENCE_NOTE,
     MEMORY_LABEL,
+    PROFILE_LABEL,
     SUMMARY_LABEL,
     HistoryTurn,
     PromptInputs,
@@ -69,20 +70,54 @@ def test_full_prompt_snapshot() -> None:
     prompt = assemble(full_inputs(), window=8192, answer_reserve=1024)
     check_snapshot("chat_prompt_full.txt", prompt.render())
     assert [m.role for m in prompt.messages] == [
-        "system", "user", "assistant", "user", "assistant", "user"
+        "system", "user", "user", "assistant", "user", "assistant", "user"
     ]
     assert [s.n for s in prompt.sources] == [1, 2]
     assert prompt.history_turns == 2 and prompt.dropped_turns == 0
 
 
 def test_sections_come_in_the_fixed_order() -> None:
-    system = assemble(full_inputs(), window=8192, answer_reserve=1024).messages[0].content
-    positions = [system.index(label) for label in (MEMORY_LABEL, KNOWLEDGE_LABEL, SUMMARY_LABEL)]
+    prompt = assemble(full_inputs(), window=8192, answer_reserve=1024)
+    system = prompt.messages[0].content
     assert system.index(PERSONA) == 0
+    assert prompt.messages[1].content.startswith(SUMMARY_LABEL)  # opens the conversation
+    last = prompt.messages[-1].content
+    assert last.startswith(full_inputs().message + "\n\n")  # the question, then its material
+    positions = [last.index(label) for label in (MEMORY_LABEL, KNOWLEDGE_LABEL)]
     assert positions == sorted(positions)
-    assert system.index("[1] tldr/git-stash.md:10-15 — git stash > Push") < system.index(
+    assert last.index("[1] tldr/git-stash.md:10-15 — git stash > Push") < last.index(
         "[2] tldr/git-worktree.md"
     )
+
+
+def test_the_system_message_is_the_same_bytes_every_turn() -> None:
+    # Ollama's prompt cache is a common prefix: per-turn material must never reach it.
+    first = assemble(full_inputs(), window=8192, answer_reserve=1024)
+    other = full_inputs(
+        message="And worktrees?", memories=[memory_item(3, "Uses zsh.")],
+        retrieval=Retrieval("wt", (knowledge_item(3, "other text"),), True),
+        history=[*full_inputs().history, HistoryTurn("How do I keep …?", "Stash it [1].")],
+    )
+    second = assemble(other, window=8192, answer_reserve=1024)
+    assert first.messages[0] == second.messages[0]
+    # The earlier turns come out exactly as before: a new turn re-reads only what is new.
+    assert first.messages[:-1] == second.messages[: len(first.messages) - 1]
+
+
+def test_the_profile_is_part_of_the_system_message() -> None:
+    prompt = assemble(full_inputs(profile="A nurse in Porto who likes short answers."),
+                      window=8192, answer_reserve=1024)
+    system = prompt.messages[0].content
+    assert system.endswith(f"{PROFILE_LABEL}\nA nurse in Porto who likes short answers.")
+
+
+def test_tool_specs_count_in_the_budget() -> None:
+    specs = [{"type": "function", "function": {"name": "f", "description": "word " * 300}}]
+    without = assemble(full_inputs(), window=8192, answer_reserve=1024, counter=words)
+    with_tools = assemble(full_inputs(tools=specs), window=8192, answer_reserve=1024,
+                          counter=words)
+    assert with_tools.tokens["fixed"] - without.tokens["fixed"] >= 300
+    assert "search_knowledge" in with_tools.messages[0].content  # told how to use them
 
 
 def test_low_confidence_snapshot() -> None:
@@ -94,10 +129,10 @@ def test_low_confidence_snapshot() -> None:
         window=8192, answer_reserve=1024,
     )
     check_snapshot("chat_prompt_low_confidence.txt", prompt.render())
-    system = prompt.messages[0].content
-    knowledge = system[system.index(KNOWLEDGE_LABEL):]
+    material = prompt.messages[-1].content
+    knowledge = material[material.index(KNOWLEDGE_LABEL):]
     assert knowledge.startswith(f"{KNOWLEDGE_LABEL}\n{LOW_CONFIDENCE_NOTE}")
-    assert "(nothing relevant remembered)" in system
+    assert "(nothing relevant remembered)" in material
 
 
 def test_knowledge_and_memory_off() -> None:
@@ -105,18 +140,18 @@ def test_knowledge_and_memory_off() -> None:
         full_inputs(retrieval=None, memories=None, summary="", history=[]),
         window=8192, answer_reserve=1024,
     )
-    system = prompt.messages[0].content
-    assert "(knowledge search is off for this question" in system
-    assert "(memory is off for this question)" in system
+    material = prompt.messages[-1].content
+    assert "(knowledge search is off for this question" in material
+    assert "(memory is off for this question)" in material
     assert prompt.sources == ()
-    assert SUMMARY_LABEL not in system
+    assert all(SUMMARY_LABEL not in m.content for m in prompt.messages)
 
 
 def test_no_hits_says_so() -> None:
     prompt = assemble(
         full_inputs(retrieval=Retrieval("x", (), False)), window=8192, answer_reserve=1024
     )
-    assert "(no excerpts matched this question)" in prompt.messages[0].content
+    assert "(no excerpts matched this question)" in prompt.messages[-1].content
 
 
 def test_over_budget_knowledge_drops_lowest_scores_and_renumbers() -> None:
@@ -134,10 +169,10 @@ def test_over_budget_knowledge_drops_lowest_scores_and_renumbers() -> None:
     )
     assert [(s.n, s.item.chunk_id) for s in prompt.sources] == [(1, "chunk-2"), (2, "chunk-3")]
     assert prompt.dropped_sources == 1
-    system = prompt.messages[0].content
-    assert "\n[3] " not in system
+    material = prompt.messages[-1].content
+    assert "\n[3] " not in material
     # Whole items only: every kept excerpt appears complete.
-    assert system.count(long.strip()) == 2
+    assert material.count(long.strip()) == 2
     assert prompt.tokens["knowledge"] <= prompt.budget.knowledge
 
 
@@ -162,7 +197,7 @@ def test_history_keeps_the_newest_turns_that_fit() -> None:
     assert prompt.dropped_turns == 6 - kept
     user_messages = [m.content for m in prompt.messages if m.role == "user"]
     assert user_messages[0].startswith(f"question {6 - kept} ")
-    assert user_messages[-1] == full_inputs().message
+    assert user_messages[-1].startswith(full_inputs().message + "\n\n")
     assert prompt.total_tokens <= prompt.budget.window - prompt.budget.answer_reserve
 
 

@@ -101,7 +101,7 @@ def test_bad_toml_names_file_and_line(tmp_path: Path) -> None:
 def test_unknown_key_suggests_the_right_one(tmp_path: Path) -> None:
     message = _error(tmp_path, "[ollama]\nmodle = \"x\"\n")
     assert message.startswith("[ollama] unknown key 'modle' (did you mean 'model'?)")
-    assert "known: context_window, host" in message
+    assert "known: context_window, first_token_timeout, host" in message
 
 
 def test_removed_settings_still_load_and_do_nothing(tmp_path: Path) -> None:

@@ -38,8 +38,9 @@ def test_version_models_and_show(client: OllamaClient, fake_ollama: FakeOllama) 
     assert set(models) == {"qwen3:4b", "nomic-embed-text:latest", "llama3.2:1b"}
     assert models["llama3.2:1b"].parameter_size == "1.2B"
     info = client.show("qwen3:4b")
-    assert info.context_length == 40960
+    assert info.context_length == 262144  # qwen3.context_length, not rope.scaling.original_…
     assert info.supports_tools and info.supports_thinking and info.supports_chat
+    assert info.thinking_only  # Qwen3-4B-Thinking-2507: its template cannot switch it off
     small = client.show("llama3.2:1b")
     assert (small.context_length, small.family, small.supports_tools) == (131072, "llama", False)
     assert client.show("nomic-embed-text").supports_embedding
