@@ -275,6 +275,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "retrieval.top_k": (1, 200),
     "retrieval.candidates": (1, 1000),
     "retrieval.rrf_k": (1, 10_000),
+    "retrieval.per_file": (0, 200),
     "retrieval.score_threshold": (-1, 1),
     "retrieval.keyword_threshold": (0, 1),
     "retrieval.recency_days": (0, 36_500),

@@ -666,7 +666,7 @@ class ChatEngine:
         emit(Retrieved((), (noted,) if noted is not None else (), False,
                        knowledge_used=False, memory_used=True, log_id=state.log_id,
                        noted=noted,
-                       warnings=retrieval.warnings if retrieval is not None else ()))
+                       warnings=(retrieval.warnings if retrieval is not None else ()) + refused))
         state.memories = (noted,) if noted is not None else ()  # the memory in play
         state.parts.append(reply)
         emit(Token(reply))
