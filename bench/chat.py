@@ -1,4 +1,5 @@
-"""Chat engine overhead: from pressing enter to the request leaving for Ollama.
+"""Chat: what the user waits for in a session (bench/chat_session.py, a CPU-realistic fake
+Ollama), and the engine's own overhead: from pressing enter to the request leaving for Ollama.
 
 One turn's work before the model is called: knowledge retrieval ∥ memory recall (concurrent),
 then prompt assembly with token budgets. Measured through the real `ChatEngine` over the tldr
@@ -99,6 +100,10 @@ def run(quick: bool) -> Report:
     # Latency on a shared machine depends on what else runs: keep the load with the numbers.
     report.details["load_average_at_start"] = list(os.getloadavg())
     report.details["cpus"] = os.cpu_count()
+    # What the user waits for against a CPU-realistic Ollama (needs no shared data).
+    from bench.chat_session import run_session
+
+    report.details["session"] = run_session(report, quick)
     questions = _questions(40 if quick else 200)
     fake = FakeOllama().start()
     try:
