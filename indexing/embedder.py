@@ -21,7 +21,7 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -185,6 +185,15 @@ class CachedEmbedder:
         return vector
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, persist=True)
+
+    def embed_private(self, texts: Sequence[str]) -> np.ndarray:
+        """Like `embed_documents`, but nothing the model embeds is written to the disk cache:
+        for the user's memories, which must leave no trace once forgotten (the cache is keyed
+        by the text's hash, so a kept entry would confirm a guessed memory)."""
+        return self._embed(texts, persist=False)
+
+    def _embed(self, texts: Sequence[str], *, persist: bool) -> np.ndarray:
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
@@ -211,14 +220,14 @@ class CachedEmbedder:
                         if vector is not None:
                             found[key] = vector
                             del wanted[key]
-                found.update(self._embed_misses(wanted))
+                found.update(self._embed_misses(wanted, persist=persist))
         with self._count_lock:
             self.misses += len(wanted)
             self.hits += len(texts) - len(wanted)
         return np.stack([found[key] for key in keys]).astype(np.float32, copy=False)
 
-    def _embed_misses(self, wanted: dict[str, str]) -> dict[str, np.ndarray]:
-        """Embed and store; the caller holds the model lock."""
+    def _embed_misses(self, wanted: dict[str, str], *, persist: bool) -> dict[str, np.ndarray]:
+        """Embed and (with `persist`) store; the caller holds the model lock."""
         # Batches of similar length pad less: sentence-transformers sorts within one encode()
         # call, and without this our fixed-size batches would be ~1.5x slower than raw encode.
         items = sorted(wanted.items(), key=lambda item: len(item[1]))
@@ -238,7 +247,8 @@ class CachedEmbedder:
                 self._remember_dimension(int(matrix.shape[1]))
                 for (key, _), vector in zip(batch, matrix, strict=True):
                     out[key] = vector
-                    pending.append((key, vector))
+                    if persist:
+                        pending.append((key, vector))
                 # One cache transaction per model batch (~5 ms against a forward pass of
                 # hundreds): a process killed mid-sync loses at most the batch in flight.
                 self._store(pending)
@@ -279,6 +289,31 @@ class CachedEmbedder:
 
     def close(self) -> None:
         self._cache.close()
+
+
+def erase_cached(cache_root: str | Path, keys: Collection[str]) -> int:
+    """Delete these text keys (`text_key`) from every model's cache under `cache_root` and leave
+    no trace of them in the cache files; returns the entries deleted. For removals the user
+    expects to be final (a folder's chunks, forgotten memories)."""
+    import diskcache
+
+    from indexing.scrub import scrub_file
+
+    root = Path(cache_root)
+    if not keys or not root.is_dir():
+        return 0
+    removed = 0
+    for directory in sorted(p for p in root.iterdir() if (p / "cache.db").is_file()):
+        cache = diskcache.Cache(str(directory), size_limit=_CACHE_SIZE_LIMIT, cull_limit=0)
+        try:
+            with cache.transact():
+                here = sum(bool(cache.delete(key)) for key in keys)
+        finally:
+            cache.close()
+        if here:
+            scrub_file(directory / "cache.db", label=f"embedding cache {directory}")
+        removed += here
+    return removed
 
 
 def make_embedder(

@@ -178,8 +178,12 @@ class KeywordIndex:
         self._maybe_commit()
 
     def optimize(self) -> None:
-        """Merge the FTS segments: deleted items' tokens leave the b-tree (for erasure)."""
-        self._conn.execute(f"INSERT INTO {self._fts}({self._fts}) VALUES ('optimize')")
+        """Merge the FTS segments: deleted items' tokens linger in old segments until a merge,
+        so a removal the user expects to be final optimizes before scrubbing the file."""
+        try:
+            self._conn.execute(f"INSERT INTO {self._fts}({self._fts}) VALUES ('optimize')")
+        except sqlite3.DatabaseError as exc:
+            raise KeywordIndexError(f"cannot optimize the keyword index ({exc})") from exc
         self._maybe_commit()
 
     def clear(self) -> None:

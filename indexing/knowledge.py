@@ -85,6 +85,9 @@ class FolderRemoved:
     path: str
     files: int
     chunks: int
+    # Embedding-cache keys of the removed chunks that no remaining chunk shares: the caller
+    # erases them from the cache (indexing.embedder.erase_cached).
+    cache_keys: frozenset[str] = frozenset()
 
 
 def collection_name(model_id: str, dimension: int) -> str:
@@ -282,6 +285,7 @@ class KnowledgeBase:
         with self.lock:
             files = self.manifest.files(match)
             ids = self.manifest.chunk_ids_for_sources(files)
+            hashes = self.manifest.content_hashes(ids)
             with self.manifest.transaction():
                 self.manifest.delete_chunks(ids)
                 self.manifest.keywords.delete(ids)
@@ -292,8 +296,11 @@ class KnowledgeBase:
             # reconcile deletes.
             for store in self._stores_to_clean():
                 store.delete(ids)
+                if ids:
+                    store.compact()  # Chroma keeps deleted vectors' bytes until rewritten
             self.manifest.purge()  # the removed text must not stay readable in the file
-        return FolderRemoved(match, len(files), len(ids))
+            unused = hashes - self.manifest.hashes_in_use(hashes)
+        return FolderRemoved(match, len(files), len(ids), frozenset(unused))
 
     def _stores_to_clean(self) -> list[VectorStore]:
         stores: list[VectorStore] = []

@@ -201,10 +201,11 @@ class Manifest:
         """Leave no trace of deleted text on disk: merge the keyword index's segments (deleted
         entries linger in old ones until a merge), rewrite the file without its free pages,
         and empty the WAL. For removals the user expects to be final (`brain folders rm`)."""
+        from indexing.scrub import scrub_connection
+
         with self.lock:
-            self.conn.execute(f"INSERT INTO {KEYWORD_TABLE}({KEYWORD_TABLE}) VALUES ('optimize')")
-            self.conn.execute("VACUUM")
-            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self.keywords.optimize()
+            scrub_connection(self.conn, label=f"knowledge database {self.path}")
 
     def close(self) -> None:
         with self.lock:
@@ -331,6 +332,27 @@ class Manifest:
                 for row in rows:
                     found[str(row[0])] = _row_chunk(row)
         return {i: found[i] for i in wanted if i in found}
+
+    def content_hashes(self, ids: Sequence[str]) -> set[str]:
+        """The content hashes (= embedding cache keys) of these chunks."""
+        found: set[str] = set()
+        with self.lock:
+            for part in _chunks(list(ids)):
+                marks = ",".join("?" * len(part))
+                found.update(str(r[0]) for r in self.conn.execute(
+                    f"SELECT DISTINCT content_hash FROM chunks WHERE id IN ({marks})", part))
+        return found
+
+    def hashes_in_use(self, hashes: Collection[str]) -> set[str]:
+        """Which of these content hashes some chunk still has."""
+        used: set[str] = set()
+        with self.lock:
+            for part in _chunks(sorted(hashes)):
+                marks = ",".join("?" * len(part))
+                used.update(str(r[0]) for r in self.conn.execute(
+                    f"SELECT DISTINCT content_hash FROM chunks WHERE content_hash IN ({marks})",
+                    part))
+        return used
 
     def chunk_ids(self) -> set[str]:
         with self.lock:

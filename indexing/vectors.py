@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import sqlite3
 import threading
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -133,6 +134,9 @@ def _connect(key: tuple[str, ...], location: str | Path) -> Any:
             f"The vector store location {path} is a file, not a directory.",
             hint="set store.vector_store to a directory, an http:// URL, or leave it empty",
         )
+    from indexing.memory_hygiene import wipe_freed_memory
+
+    wipe_freed_memory()  # before Chroma's index buffers exist: see memory_hygiene
     try:
         path.mkdir(parents=True, exist_ok=True)
         return chromadb.PersistentClient(path=str(path), settings=_settings())
@@ -216,6 +220,9 @@ class VectorStore:
                 collection, metadata=metadata, embedding_function=None
             )
 
+        if not _is_url(location):
+            _guard(where, "finish an interrupted compaction",
+                   lambda: _finish_compaction(client, collection))
         handle = _guard(where, "open the collection", create)
         stored = dict(handle.metadata or {})
         stored_model = stored.get("model_id")
@@ -241,7 +248,18 @@ class VectorStore:
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         if self._dropped:
             raise VectorStoreError(f"The {self.name!r} collection was dropped; reopen it.")
-        return _guard(self.location, what, fn)
+        try:
+            return _guard(self.location, what, fn)
+        except VectorStoreError as exc:
+            from chromadb.errors import NotFoundError
+
+            if not isinstance(exc.__cause__, NotFoundError):
+                raise
+            # Compacted (here or by another process): the name now holds a new collection.
+            self._collection = _guard(
+                self.location, "reopen the collection",
+                lambda: self._client.get_collection(self.name, embedding_function=None))
+            return _guard(self.location, what, fn)
 
     def _matrix(self, embeddings: Sequence[Sequence[float]] | np.ndarray, n: int) -> np.ndarray:
         matrix = np.asarray(embeddings, dtype=np.float32)
@@ -298,9 +316,70 @@ class VectorStore:
             self._call("delete vectors", lambda b=batch: self._collection.delete(ids=b))
 
     def drop(self) -> None:
-        """Delete the whole collection; this object is unusable afterwards."""
+        """Delete the whole collection, leaving no trace of its vectors in the store's files;
+        this object is unusable afterwards."""
         _guard(self.location, "drop the collection", lambda: self._delete())
         self._dropped = True
+        self.scrub()
+
+    def compact(self) -> int:
+        """Rewrite the collection with only its live vectors, then scrub the store's files.
+
+        Chroma's delete only marks a vector deleted: its bytes stay in the HNSW segment
+        (`data_level0.bin`) and, with its metadata, in `chroma.sqlite3`'s log and free pages.
+        After a removal the user expects to be final (`brain folders rm`, forgetting memories),
+        the live vectors are copied into a fresh collection that then takes the old one's
+        name, and the old segment is deleted. Crash-safe: a kill before the rename leaves the
+        old collection complete (the partial copy is discarded on the next open), a kill after
+        the old one is deleted leaves the complete copy, renamed on the next open. Embedded
+        stores only (a server keeps its own files). Returns the vectors kept.
+        """
+        if _is_url(self.location):
+            return self.count()
+        client, name = self._client, self.name
+        metadata = dict(self._collection.metadata or {})
+        temp = _compaction_name(name)
+
+        def copy() -> int:
+            _delete_collection(client, temp)
+            target = client.create_collection(temp, metadata=metadata, embedding_function=None)
+            copied, offset = 0, 0
+            while True:
+                page = self._collection.get(include=["embeddings", "metadatas"],
+                                            limit=_MAX_BATCH, offset=offset)
+                ids = [str(i) for i in page.get("ids") or []]
+                if not ids:
+                    return copied
+                metadatas = page.get("metadatas")
+                target.upsert(ids=ids, embeddings=page["embeddings"],
+                              metadatas=metadatas if metadatas and any(metadatas) else None)
+                copied += len(ids)
+                offset += len(ids)
+
+        kept = self._call("compact the collection", copy)
+
+        def swap() -> Any:
+            client.delete_collection(name)
+            renamed = client.get_collection(temp, embedding_function=None)
+            renamed.modify(name=name)
+            return client.get_collection(name, embedding_function=None)
+
+        self._collection = _guard(self.location, "compact the collection", swap)
+        self.scrub()
+        return kept
+
+    def scrub(self) -> None:
+        """Remove what deleted collections leave in an embedded store's files (see
+        `scrub_store`); a no-op for a server."""
+        if _is_url(self.location):
+            return
+        try:
+            scrub_store(self.location)
+        except (OSError, sqlite3.Error) as exc:
+            raise VectorStoreError(
+                f"Could not clean the vector store's files at {self.location} ({exc}).",
+                hint="run the removal again once no other second-brain process is busy",
+            ) from exc
 
     def _delete(self) -> None:
         _delete_collection(self._client, self.name)
@@ -308,7 +387,7 @@ class VectorStore:
     # -- reads --------------------------------------------------------------------------------
 
     def count(self) -> int:
-        return int(self._call("count vectors", self._collection.count))
+        return int(self._call("count vectors", lambda: self._collection.count()))
 
     def query(
         self,
@@ -407,6 +486,52 @@ def count_vectors(location: str | Path, collection: str) -> int:
     handle = _guard(str(location), "open the collection",
                     lambda: client.get_collection(collection, embedding_function=None))
     return int(_guard(str(location), "count vectors", handle.count))
+
+
+def _compaction_name(name: str) -> str:
+    return f"{name}.compact"
+
+
+def _finish_compaction(client: Any, name: str) -> None:
+    """Settle a compaction a kill interrupted (see `VectorStore.compact`)."""
+    names = {getattr(c, "name", c) for c in client.list_collections()}
+    temp = _compaction_name(name)
+    if temp not in names:
+        return
+    if name in names:
+        _delete_collection(client, temp)  # the copy was partial: the original is complete
+    else:
+        client.get_collection(temp, embedding_function=None).modify(name=name)
+
+
+_SEGMENT_DIR = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def scrub_store(location: str | Path) -> None:
+    """Leave nothing of deleted collections in an embedded store's files.
+
+    Chroma (1.5) keeps a deleted collection's segment directory (its vectors, in HNSW's
+    `data_level0.bin`) and its rows linger in `chroma.sqlite3`'s free pages. Directories of
+    segments Chroma no longer knows are removed and the database is rewritten (VACUUM) without
+    its free pages.
+    """
+    import shutil
+
+    from indexing.scrub import scrub_connection
+
+    root = Path(location)
+    db_path = root / "chroma.sqlite3"
+    if not db_path.exists():
+        return
+    conn = sqlite3.connect(str(db_path), timeout=30.0, isolation_level=None)
+    try:
+        live = {str(row[0]) for row in conn.execute("SELECT id FROM segments")}
+        for entry in root.iterdir():
+            if entry.is_dir() and _SEGMENT_DIR.fullmatch(entry.name) and entry.name not in live:
+                shutil.rmtree(entry, ignore_errors=True)
+        scrub_connection(conn, label=f"vector store {db_path}")
+    finally:
+        conn.close()
 
 
 def _delete_collection(client: Any, name: str) -> None:

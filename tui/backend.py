@@ -158,7 +158,9 @@ class KnowledgeAdapter:
         return FolderView(added.path, 0, 0)
 
     def remove_folder(self, path: str) -> None:
-        self.light().remove_folder(path)
+        from assistant.erasure.actions import remove_folder
+
+        remove_folder(self.ctx, self.light(), path)
 
     def sync(
         self,
@@ -368,7 +370,9 @@ class MemoryAdapter:
         ]
 
     def forget_all(self) -> int:
-        return self.store().forget_all()
+        from assistant.erasure.actions import forget_all_memories
+
+        return forget_all_memories(self.ctx, self.store())
 
     def changes_since(self, stamp: str) -> tuple[list[MemoryView], str]:
         """Memories the assistant added or changed after `stamp` (an updated_at value)."""
@@ -442,7 +446,9 @@ class SessionsAdapter:
         self.store().rename(session_id, title.strip())
 
     def delete(self, session_id: str) -> None:
-        self.store().delete(session_id)
+        from assistant.erasure.actions import delete_session
+
+        delete_session(self.ctx, self.store(), session_id)
 
     def export_markdown(self, session_id: str, path: Path) -> Path:
         from assistant.chat.export import session_markdown

@@ -16,12 +16,21 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from assistant.chat.turn import KnowledgeItem, MemoryItem, Session, Source, ToolUse, Turn
+from assistant.chat.turn import (
+    MEMORY_FORGOTTEN,
+    SOURCE_REMOVED,
+    KnowledgeItem,
+    MemoryItem,
+    Session,
+    Source,
+    ToolUse,
+    Turn,
+)
 from assistant.errors import UserError
 from assistant.paths import FILE_MODE
 from indexing.sqlite_db import Schema, open_database
@@ -301,6 +310,76 @@ class SessionStore:
         if cur.rowcount == 0:
             raise SessionNotFound(session_id)
 
+    def log_ids(self, session_id: str) -> set[int]:
+        """The retrieval-log entries of a session's turns (erased with the session)."""
+        with self._lock:
+            return {int(r[0]) for r in self._conn.execute(
+                "SELECT log_id FROM turns WHERE session_id = ? AND log_id IS NOT NULL",
+                (session_id,))}
+
+    # --- erasure: what the user removed leaves the stored turns ------------------------------
+
+    def redact_sources(self, folders: Sequence[str]) -> int:
+        """Keep the turns, but forget the sources they used from these folders (or files):
+        path, heading, lines and text become the `SOURCE_REMOVED` marker. Returns the count."""
+        if not folders:
+            return 0
+        clauses = " OR ".join("source = ? OR source LIKE ? ESCAPE '\\'" for _ in folders)
+        params: list[str] = []
+        for folder in folders:
+            prefix = folder.rstrip("/")
+            escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            params += [prefix, escaped + "/%"]
+        with self._tx() as conn:
+            cur = conn.execute(
+                "UPDATE turn_sources SET chunk_id = '', source = '', relpath = ?, heading = '', "
+                f"start_line = 0, end_line = 0, page = NULL, text = '' WHERE {clauses}",
+                (SOURCE_REMOVED, *params),
+            )
+        return cur.rowcount
+
+    def redact_memories(
+        self, memory_ids: Collection[str] | None, texts: Collection[str] = ()
+    ) -> int:
+        """Keep the turns, but forget the memories they used (all of them when `memory_ids` is
+        None): the recalled text, and a `remember` tool call's text and result, become the
+        `MEMORY_FORGOTTEN` marker. `texts` are the forgotten memories' texts (tool calls carry
+        text, not ids). Returns the rows changed."""
+        changed = 0
+        with self._tx() as conn:
+            if memory_ids is None:
+                changed += conn.execute(
+                    "UPDATE turn_memories SET memory_id = '', text = ? WHERE text != ?",
+                    (MEMORY_FORGOTTEN, MEMORY_FORGOTTEN)).rowcount
+            else:
+                for memory_id in memory_ids:
+                    changed += conn.execute(
+                        "UPDATE turn_memories SET memory_id = '', text = ? WHERE memory_id = ?",
+                        (MEMORY_FORGOTTEN, memory_id)).rowcount
+            for turn_id, tools in conn.execute(
+                "SELECT id, tools FROM turns WHERE tools LIKE '%\"remember\"%'"
+            ).fetchall():
+                uses = json.loads(tools or "[]")
+                redacted = [_forget_remembered(u, None if memory_ids is None else texts)
+                            for u in uses]
+                if redacted != uses:
+                    conn.execute("UPDATE turns SET tools = ? WHERE id = ?",
+                                 (json.dumps(redacted, ensure_ascii=False), turn_id))
+                    changed += 1
+        return changed
+
+    def scrub(self) -> None:
+        """Leave no trace of deleted or redacted rows in the file (indexing.scrub)."""
+        from indexing.scrub import scrub_connection
+
+        with self._lock:
+            autocommit = self._conn.isolation_level
+            self._conn.isolation_level = None
+            try:
+                scrub_connection(self._conn, label=f"sessions database {self.path}")
+            finally:
+                self._conn.isolation_level = autocommit
+
     def set_model(self, session_id: str, model: str) -> None:
         with self._tx() as conn:
             conn.execute("UPDATE sessions SET model = ? WHERE id = ?", (model, session_id))
@@ -449,6 +528,17 @@ class SessionStore:
             log_id=row["log_id"],
             truncated=bool(row["truncated"]),
         )
+
+
+def _forget_remembered(use: dict[str, Any], texts: Collection[str] | None) -> dict[str, Any]:
+    """A `remember` tool call whose memory was forgotten (every one when `texts` is None)."""
+    if use.get("name") != "remember":
+        return use
+    said = str((use.get("arguments") or {}).get("text", ""))
+    result = str(use.get("result", ""))
+    if texts is not None and not any(t and (t == said or t in result) for t in texts):
+        return use
+    return {**use, "arguments": {"text": MEMORY_FORGOTTEN}, "result": MEMORY_FORGOTTEN}
 
 
 def _tool_json(tool: ToolUse) -> dict[str, Any]:

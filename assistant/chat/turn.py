@@ -8,6 +8,10 @@ from typing import Any, Literal
 TurnStatus = Literal["complete", "interrupted", "failed"]
 # Shown with an answer the model stopped at its length limit (Ollama's done_reason "length").
 TRUNCATED_NOTE = "answer cut off at the length limit — raise ollama.num_ctx or ask to continue"
+# What a stored turn shows in place of a source whose folder was removed from the index, and of
+# a memory that was forgotten (the turn itself is kept; see assistant/erasure).
+SOURCE_REMOVED = "source removed"
+MEMORY_FORGOTTEN = "memory forgotten"
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,9 @@ def register(sub: Any) -> None:
         "rm",
         help="unregister a folder and delete its chunks from the index",
         description="Unregister a folder and delete its chunks (keyword index and vectors "
-        "included). The files themselves are not touched.",
+        "included); nothing of it remains in any file under the home: cached embeddings go "
+        "and chat sessions keep their turns with the source marked removed. The files "
+        "themselves are not touched.",
     )
     rm.add_argument("path", metavar="PATH")
     rm.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -83,9 +85,12 @@ def list_folders(args: argparse.Namespace) -> int:
 
 
 def remove_folder(args: argparse.Namespace) -> int:
-    kb = open_knowledge(context(args), with_embedder=False)
+    from assistant.erasure.actions import remove_folder as erase_folder
+
+    ctx = context(args)
+    kb = open_knowledge(ctx, with_embedder=False)
     try:
-        removed = kb.remove_folder(args.path)
+        removed = erase_folder(ctx, kb, args.path)
     finally:
         kb.close()
     if args.json:

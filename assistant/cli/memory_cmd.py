@@ -43,8 +43,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("text")
     p.set_defaults(func=_edit)
 
-    p = actions.add_parser("rm", help="delete a memory (undo brings it back)")
+    p = actions.add_parser(
+        "rm", help="delete a memory (undo brings it back; --forever erases it for good)")
     p.add_argument("id")
+    p.add_argument("--forever", action="store_true",
+                   help="erase it for good: no undo, no history, nothing left in any file "
+                   "(chat sessions keep their turns, marked 'memory forgotten')")
     p.set_defaults(func=_rm)
 
     p = actions.add_parser("undo", help="undo the latest change to a memory")
@@ -207,6 +211,14 @@ def _edit(args: argparse.Namespace) -> int:
 
 
 def _rm(args: argparse.Namespace) -> int:
+    if args.forever:
+        from assistant.erasure.actions import purge_memory
+
+        ctx = context(args)
+        with _opened(args) as service:
+            memory = purge_memory(ctx, service.store, args.id)
+        print(f"{memory.id}  erased for good; nothing of it remains on disk")
+        return 0
     with _opened(args) as service:
         memory = service.store.delete(args.id)
         print(f"{memory.id}  deleted (undo with `brain memory undo {memory.id}`)")
@@ -379,8 +391,11 @@ def _forget_all(args: argparse.Namespace) -> int:
     if not args.yes:
         raise UserError("this erases every memory, its history and its vectors for good",
                         hint="run `brain memory forget-all --yes` to confirm")
+    from assistant.erasure.actions import forget_all_memories
+
+    ctx = context(args)
     with _opened(args) as service:
-        count = service.store.forget_all()
+        count = forget_all_memories(ctx, service.store)
     print(f"forgot {count} memories; nothing remains on disk")
     return 0
 

@@ -228,16 +228,15 @@ def _rename(args: argparse.Namespace) -> int:
 
 
 def _rm(args: argparse.Namespace) -> int:
-    from assistant.conversations.erase import forget_sessions
-    from assistant.conversations.service import open_conversations
+    from assistant.erasure.actions import delete_sessions
 
+    ctx = context(args)
     with closing(_store(args)) as store:
         # Resolve all first: a typo in the third id must not leave the first two deleted.
         sessions = list({s.id: s for s in (store.resolve(ref) for ref in args.ids)}.values())
         # The sessions, their index units and keywords in one transaction, then their vectors
-        # (no model load: only ids are compared).
-        forget_sessions(open_conversations(context(args), store), [s.id for s in sessions],
-                        vectors=_has_vectors(args))
+        # and every other copy (retrieval log, free pages).
+        delete_sessions(ctx, store, [s.id for s in sessions])
         for session in sessions:
             print(f"deleted session {session.id} ({session.turn_count} turns) "
                   f"{session.title or ''}".rstrip())
@@ -245,21 +244,16 @@ def _rm(args: argparse.Namespace) -> int:
 
 
 def _forget_all(args: argparse.Namespace) -> int:
-    from assistant.conversations.erase import forget_all_sessions
+    from assistant.erasure.actions import forget_all_sessions
 
     if not args.yes:
         raise UserError("this erases every saved chat, its summary and its search index for good",
                         hint="run `brain sessions forget-all --yes` to confirm")
-    index = _open_index(args)
-    with closing(index.store):
-        count = forget_all_sessions(index)
+    ctx = context(args)
+    with closing(_store(args)) as store:
+        count = forget_all_sessions(ctx, store)
     print(f"forgot {count} sessions; nothing of them remains on disk")
     return 0
-
-
-def _has_vectors(args: argparse.Namespace) -> bool:
-    ctx = context(args)
-    return bool(ctx.config.store.vector_store) or ctx.paths.vectors_dir.exists()
 
 
 def _open_index(args: argparse.Namespace) -> ConversationIndex:

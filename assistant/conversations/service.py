@@ -41,9 +41,20 @@ def open_conversations(ctx: AppContext, store: SessionStore | None = None) -> Co
     """The conversation index over `store` (default: the sessions database of `ctx`).
 
     Nothing heavy happens here: the embedding model and Chroma load on first use."""
+    from assistant.erasure.conversations import purge_conversations
+    from assistant.private_embedding import PrivateEmbedder
+
     if store is None:
         from assistant.chat.service import open_sessions
 
         store = open_sessions(ctx)
-    return ConversationIndex(store, embedder=ctx.embedder,
-                             vectors=lambda: conversation_vectors(ctx))
+    index: ConversationIndex | None = None
+
+    def purge() -> None:
+        assert index is not None
+        purge_conversations(ctx, index)
+
+    # Turns are the user's words: embedded without writing the disk cache (private_embedding).
+    index = ConversationIndex(store, embedder=lambda: PrivateEmbedder(ctx.embedder()),
+                              vectors=lambda: conversation_vectors(ctx), purge=purge)
+    return index

@@ -32,6 +32,7 @@ from assistant.memory.store import (
     SecretRejected,
     VectorIndex,
 )
+from assistant.private_embedding import PrivateEmbedder
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +76,7 @@ def open_memory(
     ctx.paths.ensure()
     return MemoryStore(
         ctx.paths.memory_db,
-        embedder=ctx.embedder,
+        embedder=lambda: PrivateEmbedder(ctx.embedder()),
         vectors=lambda: chroma_vectors(ctx),
         clock=clock,
         eager_vectors=eager_vectors,

@@ -71,6 +71,7 @@ class VectorIndex(Protocol):
     def ids(self) -> list[str]: ...
     def count(self) -> int: ...
     def drop(self) -> None: ...
+    def compact(self) -> int: ...
     def get_embeddings(self, ids: Sequence[str]) -> dict[str, np.ndarray]: ...
 
 
@@ -81,6 +82,7 @@ class KeywordSearch(Protocol):
     def delete(self, ids: Iterable[str]) -> None: ...
     def search(self, query: str, k: int, *, ids: Any = None) -> list[tuple[str, float]]: ...
     def count(self) -> int: ...
+    def optimize(self) -> None: ...
 
 
 class MemoryNotFound(UserError):
@@ -1134,6 +1136,63 @@ class MemoryStore:
                 "updated_at": memory.updated_at,
             }
 
+    def derived_texts(self, ids: Sequence[str] | None = None) -> set[str]:
+        """Every text the store may have embedded for these memories (all when None), in every
+        version their history records: to erase what older releases cached on disk."""
+        with self._lock:
+            if ids is None:
+                rows = self.conn.execute(
+                    "SELECT id, type, key, text, context, created_at FROM memories").fetchall()
+            else:
+                rows = []
+                for start in range(0, len(ids), 500):
+                    part = list(ids[start : start + 500])
+                    rows += self.conn.execute(
+                        "SELECT id, type, key, text, context, created_at FROM memories WHERE "
+                        f"id IN ({','.join('?' * len(part))})", part).fetchall()
+            texts: set[str] = set()
+            for row in rows:
+                versions = {(row["text"], row["type"], row["key"])}
+                for event in self.conn.execute(
+                    "SELECT old_text, new_text, old_state FROM history WHERE memory_id=?",
+                    (row["id"],),
+                ):
+                    state = json.loads(event["old_state"]) if event["old_state"] else {}
+                    kind = state.get("type", row["type"])
+                    key = state.get("key", row["key"])
+                    versions |= {(t, kind, key) for t in (event["old_text"], event["new_text"])
+                                 if t}
+                for text, kind, key in versions:
+                    texts.add(text)
+                    texts.add(embedding_text(text, type=MemoryType(kind), key=key,
+                                             context=row["context"],
+                                             created_at=row["created_at"]))
+        return texts
+
+    def purge(self, id_or_prefix: str) -> Memory:
+        """Erase one memory for good — its row, history, keyword entry and vector — and scrub
+        the files so nothing of it remains (no undo). Returns it as it was."""
+        memory_id = self.resolve_id(id_or_prefix)
+        with self._lock:
+            with self._write() as conn:
+                memory = self._fetch(conn, memory_id)
+                conn.execute("DELETE FROM memories WHERE id=?", (memory_id,))
+                conn.execute("DELETE FROM history WHERE memory_id=?", (memory_id,))
+                conn.execute("UPDATE memories SET superseded_by=NULL WHERE superseded_by=?",
+                             (memory_id,))
+                self.keywords.delete([memory_id])
+            vectors = self.vectors()
+            vectors.delete([memory_id])
+            vectors.compact()  # Chroma keeps a deleted vector's bytes until rewritten
+            self._scrub()
+        return memory
+
+    def _scrub(self) -> None:
+        from indexing.scrub import scrub_connection
+
+        self.keywords.optimize()
+        scrub_connection(self.conn, label=f"memory database {self.db_path}")
+
     def forget_all(self) -> int:
         """Erase every memory, its history, its vectors and keyword rows; leave nothing on disk."""
         with self._lock:
@@ -1158,6 +1217,5 @@ class MemoryStore:
                     for name in names:
                         conn.execute(f'DROP TABLE IF EXISTS "{name}"')
                 self.keywords = self._keywords_factory(conn, KEYWORD_TABLE)
-            self.conn.execute("VACUUM")
-            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._scrub()
         return count

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -155,6 +155,58 @@ class RetrievalLog:
             )
         if cur.rowcount == 0:
             raise UserError(f"no retrieval log entry {entry_id}")
+
+    def redact_sources(self, folders: Sequence[str]) -> int:
+        """Forget these folders' (or files') sources in every entry: their hits, their place in
+        👎 feedback and an `--in` filter naming them; the queries and timings stay. Returns the
+        entries changed; `scrub()` then leaves no trace of the old rows in the file."""
+        prefixes = [f.rstrip("/") for f in folders if f]
+        if not prefixes:
+            return 0
+
+        def removed(path: str | None) -> bool:
+            return bool(path) and any(path == p or path.startswith(p + "/") for p in prefixes)
+
+        changed = 0
+        with self._lock, self._conn:
+            for row in self._conn.execute(
+                "SELECT id, hits, correct_sources, in_path FROM entries").fetchall():
+                entry_id, hits_json, correct_json, in_path = row
+                hits = json.loads(hits_json)
+                kept = [h for h in hits if not removed(h.get("source"))]
+                correct = json.loads(correct_json) if correct_json else None
+                kept_correct = ([c for c in correct if not removed(c)]
+                                if correct is not None else None)
+                if kept == hits and kept_correct == correct and not removed(in_path):
+                    continue
+                self._conn.execute(
+                    "UPDATE entries SET hits = ?, correct_sources = ?, in_path = ? "
+                    "WHERE id = ?",
+                    (json.dumps(kept, ensure_ascii=False),
+                     None if kept_correct is None else json.dumps(kept_correct,
+                                                                  ensure_ascii=False),
+                     None if removed(in_path) else in_path, entry_id),
+                )
+                changed += 1
+        return changed
+
+    def delete_entries(self, ids: Collection[int]) -> int:
+        """Delete these entries (e.g. a deleted session's searches)."""
+        with self._lock, self._conn:
+            return sum(self._conn.execute("DELETE FROM entries WHERE id = ?", (int(i),)).rowcount
+                       for i in ids)
+
+    def scrub(self) -> None:
+        """Leave no trace of deleted or rewritten entries in the file (indexing.scrub)."""
+        from indexing.scrub import scrub_connection
+
+        with self._lock:
+            level = self._conn.isolation_level
+            self._conn.isolation_level = None
+            try:
+                scrub_connection(self._conn, label=f"retrieval log {self.path}")
+            finally:
+                self._conn.isolation_level = level
 
     # --- reading ----------------------------------------------------------------------------
 

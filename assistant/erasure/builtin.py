@@ -1,0 +1,55 @@
+"""The trace erasers of the stores every home has: sessions, retrieval log, embedding cache."""
+
+from __future__ import annotations
+
+from assistant.context import AppContext
+from assistant.erasure.removal import Removal
+from assistant.erasure.traces import TraceEraser
+
+
+def sessions(ctx: AppContext, removal: Removal) -> None:
+    """Turns keep their messages; their sources and memories become markers."""
+    path = ctx.paths.sessions_db
+    if not path.exists() or not (removal.folders or removal.memories or removal.sessions):
+        return
+    from assistant.chat.sessions import SessionStore
+
+    store = SessionStore.open(path)
+    try:
+        store.redact_sources(removal.folders)
+        if removal.memories:
+            store.redact_memories(None if removal.all_memories else removal.memory_ids,
+                                  removal.memory_texts)
+        store.scrub()
+    finally:
+        store.close()
+
+
+def retrieval_log(ctx: AppContext, removal: Removal) -> None:
+    """Hits, feedback and filters naming removed sources; a deleted session's entries."""
+    path = ctx.paths.retrieval_log_db
+    if not path.exists() or not (removal.folders or removal.session_log_ids):
+        return
+    from assistant.retrieval.log import RetrievalLog
+
+    with RetrievalLog.open(path) as log:
+        log.delete_entries(removal.session_log_ids)
+        log.redact_sources(removal.folders)
+        log.scrub()
+
+
+def embedding_cache(ctx: AppContext, removal: Removal) -> None:
+    """Cached vectors of removed chunks (and any a memory left there before memories stopped
+    being cached)."""
+    from indexing.embedder import erase_cached, text_key
+
+    keys = set(removal.cache_keys) | {text_key(t) for t in removal.cache_texts}
+    if keys:
+        erase_cached(ctx.paths.embedding_cache_dir, keys)
+
+
+ERASERS: dict[str, TraceEraser] = {
+    "sessions database": sessions,
+    "retrieval log": retrieval_log,
+    "embedding cache": embedding_cache,
+}

@@ -1,0 +1,66 @@
+"""Every store besides the removed data's own that may hold a copy of it, visited in turn.
+
+A trace eraser is `eraser(ctx, removal)`; it erases its copies of what `removal` names and
+scrubs its file. The built-in ones cover the sessions database, the retrieval log and the
+embedding cache; another package that keeps a copy of chunks, memories or turns (e.g. a
+conversation index) adds its own with `register(name, eraser)` at import time, so no removal
+path can forget it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from assistant.context import AppContext
+from assistant.erasure.removal import Removal
+from assistant.errors import UserError
+from indexing.errors import HintedError
+
+log = logging.getLogger(__name__)
+
+TraceEraser = Callable[[AppContext, Removal], None]
+
+_ERASERS: dict[str, TraceEraser] = {}
+
+
+def register(name: str, eraser: TraceEraser) -> None:
+    """Add (or replace) the eraser called `name`."""
+    _ERASERS[name] = eraser
+
+
+def registered() -> dict[str, TraceEraser]:
+    _builtin()
+    return dict(_ERASERS)
+
+
+def erase_traces(ctx: AppContext, removal: Removal) -> None:
+    """Run every eraser; one that fails does not stop the others, and the first failure is
+    raised at the end (a removal must never look complete when a trace may remain)."""
+    failures: list[tuple[str, Exception]] = []
+    for name, eraser in registered().items():
+        try:
+            eraser(ctx, removal)
+        except Exception as exc:
+            log.warning("erasing traces in %s failed: %s", name, exc)
+            failures.append((name, exc))
+    if failures:
+        name, exc = failures[0]
+        if isinstance(exc, HintedError):
+            raise exc
+        raise UserError(f"the removal is done, but erasing its traces in the {name} failed "
+                        f"({exc})", hint="run the removal again") from exc
+
+
+_loaded = False
+
+
+def _builtin() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from assistant.erasure import builtin
+
+    for name, eraser in builtin.ERASERS.items():
+        _ERASERS.setdefault(name, eraser)
