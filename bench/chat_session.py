@@ -11,7 +11,9 @@ really asks the model every 6 turns, as configured by default):
 - time to the first visible token (the "thinking…" block) and to the first answer token, turn 1
   (after the preload the TUI does at start) and turn 5;
 - prompt tokens Ollama re-read per turn (the fake's own count of what was not in its cache);
-  target: turn 5 re-reads at most the new material plus the previous answer;
+  target: turn 5 re-reads at most the new material plus the previous answer, and so does
+  turn 7, the first after a background extraction (whose request replaced the chat's prompt
+  in Ollama's one-slot cache: the engine has Ollama read the conversation again while idle);
 - model loads over the session: target one (the preload), zero reloads.
 
 Baseline, same run, same fake: the previous protocol replayed — per-turn material in the system
@@ -87,6 +89,12 @@ def run_session(report: Report, quick: bool) -> dict[str, Any]:
                baseline_name="previous protocol",
                target=f"<= new material + previous answer ({turn5['reread_bound']})",
                passed=turn5["reread_tokens"] <= turn5["reread_bound"])
+    turn7 = engine_side["turns"][6]
+    report.add("reread_tokens_turn7", turn7["reread_tokens"], unit="tokens",
+               baseline=legacy["turns"][6]["reread_tokens"], baseline_name="previous protocol",
+               target=f"<= new material + previous answer ({turn7['reread_bound']})",
+               passed=turn7["reread_tokens"] <= turn7["reread_bound"],
+               notes="the turn after a background extraction (Ollama caches one prompt)")
     turn10 = engine_side["turns"][-1]
     report.add("reread_tokens_turn10", turn10["reread_tokens"], unit="tokens",
                baseline=legacy["turns"][-1]["reread_tokens"], baseline_name="previous protocol",
@@ -123,6 +131,7 @@ async def _engine_session(fake: Any, scale: float) -> dict[str, Any]:
         # (preload). Python's one-time costs must not be scaled up as if Ollama's.
         await engine.warm_up()
         preload_wall = await engine.preload()
+        await engine.drain(timeout=600)  # it also has Ollama read the opening, while idle
         for i, question in enumerate(QUESTIONS[:TURNS], start=1):
             knowledge.items = [knowledge_item(10 * i + k, _excerpt(10 * i + k))
                                for k in range(3)]

@@ -292,6 +292,8 @@ class ChatEngine:
         self._active: TurnStream | None = None
         # What Ollama's prompt cache holds after our last request: (model, num_ctx, messages)
         self._last_sent: tuple[str, int, list[tuple[str, str]]] | None = None
+        self._cache_dirty = False  # a background request replaced the chat's cached prefix
+        self._profile = ""  # the profile text of the last turn (for warming the cache)
 
     def _new_transport(self) -> OllamaTransport:
         s = self.settings
@@ -410,11 +412,13 @@ class ChatEngine:
             if isinstance(result, Exception):
                 log.info("warm-up: %s", result)
 
-    async def preload(self) -> float:
+    async def preload(self, *, warm: bool = True) -> float:
         """Load the session's model in Ollama now — an empty chat request with the same
         num_ctx and keep_alive as the turns — so the first question does not pay the load
-        (the TUI calls this at start and after a model change). Returns the seconds it took;
-        raises ChatError (e.g. Ollama down, model not pulled)."""
+        (the TUI calls this at start and after a model change). Returns the seconds the load
+        took; raises ChatError (e.g. Ollama down, model not pulled). With `warm`, Ollama then
+        reads the session's opening (system message, summary, history) as a background job
+        — cancelled by a question — so the first turn reads only what is new."""
         model = self.settings.model
         facts = await asyncio.get_running_loop().run_in_executor(None, self._facts, model)
         started = time.perf_counter()
@@ -426,7 +430,11 @@ class ChatEngine:
         except Exception as exc:
             raise errors.map_error(exc, host=self.settings.host, model=model,
                                    timeout_s=self.settings.first_token_timeout) from exc
-        return round(time.perf_counter() - started, 3)
+        elapsed = round(time.perf_counter() - started, 3)
+        if warm:
+            self._cache_dirty = True
+            self.jobs.start(self._warm_cache)
+        return elapsed
 
     def _window(self, facts: ModelFacts | None) -> int:
         """The session's one num_ctx (see models.effective_window)."""
@@ -543,6 +551,7 @@ class ChatEngine:
             profile_items = tuple(m for m in recalled if m.memory_id == PROFILE_MEMORY_ID)
             recalled = [m for m in recalled if m.memory_id != PROFILE_MEMORY_ID]
             profile = profile_items[0].text if profile_items else ""
+            self._profile = profile
         state.ms("prepare_ms")
 
         if noted is not None or refused:
@@ -851,6 +860,53 @@ class ChatEngine:
             fold = [t for t in fold if t.seq > session.summary_through]
             if step and session.summary_through < step[-1].seq:
                 break  # the summary could not be written: retry after the next turn
+        await self._warm_cache()
+
+    async def _warm_cache(self) -> None:
+        """After background requests (Ollama keeps one prompt in its cache, and theirs replaced
+        the chat's), have Ollama read the conversation's opening again — what the next turn
+        will start with — while the user is still reading: one generated token, cancelled if
+        a question comes first. The next turn then reads only the last answer and what is
+        new, instead of the whole conversation."""
+        if not self._cache_dirty:
+            return
+        settings = self.settings
+        loop = asyncio.get_running_loop()
+        facts = await loop.run_in_executor(None, self._facts_quiet, settings.model)
+        window = self._window(facts)
+        messages = self._opening(facts, window)
+        think = think_value(settings.think, facts.capabilities if facts is not None else ())
+        await self.transport.complete(
+            settings.model, [{"role": m.role, "content": m.content} for m in messages],
+            num_ctx=window, keep_alive=settings.keep_alive, num_predict=1, think=think,
+            temperature=settings.temperature,
+        )
+        self._cache_dirty = False
+        self._last_sent = (settings.model, window, [(m.role, m.content) for m in messages])
+
+    def _opening(self, facts: ModelFacts | None, window: int) -> list[PromptMessage]:
+        """What the next turn's prompt will start with: the system message, the summary, the
+        recent turns up to the last question (not its answer: a trailing assistant message
+        would be taken as the start of a reply to continue)."""
+        session = self.session
+        settings = self.settings
+        tools_on = settings.tools and facts is not None and facts.supports_tools
+        history = self._history(session)
+        prompt = assemble(
+            PromptInputs(
+                persona=settings.persona, message="", memories=None, retrieval=None,
+                summary=session.summary if session is not None else "",
+                history=[HistoryTurn(t.question, t.answer, t.status == "interrupted")
+                         for t in history],
+                tools=TOOL_SPECS if tools_on else (), profile=self._profile,
+            ),
+            window=window, answer_reserve=settings.answer_reserve,
+            memory_share=settings.memory_share, knowledge_share=settings.knowledge_share,
+        )
+        opening = list(prompt.messages[:-1])  # without the (empty) new message
+        if opening and opening[-1].role == "assistant":
+            opening.pop()
+        return opening
 
     def _unextracted(self, session_id: str, through: int | None = None) -> list[Turn]:
         session = self.store.get(session_id)
@@ -866,6 +922,7 @@ class ChatEngine:
         answers at once), a capped reply."""
         model = self.settings.model
         facts = await asyncio.get_running_loop().run_in_executor(None, self._facts_quiet, model)
+        self._cache_dirty = True  # this request replaces the chat's prefix in Ollama's cache
         completion = await self.transport.complete(
             model, messages, num_ctx=self._window(facts), keep_alive=self.settings.keep_alive,
             schema=schema, num_predict=num_predict, think=False,
@@ -951,6 +1008,7 @@ class ChatEngine:
 
         async def job() -> None:
             outcome.append(await self._extract(session.id, turns))
+            await self._warm_cache()
 
         self.jobs.start(job)
         await self.jobs.wait(timeout)

@@ -292,3 +292,38 @@ async def test_an_error_inside_the_stream_reads_like_one(chat_rig: ChatRig) -> N
     message = str(failed.error)
     assert "Ollama stopped with an error: model runner has unexpectedly stopped" in message
     assert "-1" not in message and "status code" not in message
+
+
+async def test_the_preload_also_has_ollama_read_the_sessions_opening(chat_rig: ChatRig) -> None:
+    engine = chat_rig.make()
+    await engine.preload()
+    await engine.drain(timeout=10)  # the warm-up is background work
+    warm = chat_rig.fake.generations[-1]
+    assert warm.output_tokens == 1 and chat_rig.fake.last_chat()["options"]["num_predict"] == 1
+    chat_rig.fake.script_chat("An answer.", thinking="")
+    await engine.ask("the first question")
+    first = chat_rig.fake.generations[-1]
+    # Only the question and its material were read: the system message was cached.
+    assert first.cached_tokens >= warm.prompt_tokens - 3
+    system = chat_rig.fake.last_chat()["messages"][0]["content"]
+    assert first.evaluated_tokens < first.prompt_tokens - count_tokens(system) + 8
+
+
+async def test_after_background_work_the_conversation_is_read_again_while_idle(
+    chat_rig: ChatRig,
+) -> None:
+    # Ollama caches one prompt: extraction replaces the chat's. Re-reading the conversation
+    # right after it (while the user reads) keeps the next question's wait short.
+    chat_rig.memory.ask_model = True
+    engine = chat_rig.make(extract_every_turns=2)
+    for i in range(3):
+        chat_rig.fake.script_chat(f"Answer {i}.", thinking="",
+                                  match=lambda b: not _is_background(b) and b["messages"][-1]
+                                  ["role"] == "user" and b["options"].get("num_predict") != 1)
+        assert isinstance(await engine.ask(f"question {i}"), Done)
+        await engine.drain(timeout=10)
+    background = [b for b in chat_rig.fake.chat_requests if _is_background(b)]
+    assert len(background) == 1  # extraction after the second turn
+    last = chat_rig.fake.generations[-1]
+    new_message = chat_rig.fake.last_chat()["messages"][-1]["content"]
+    assert last.evaluated_tokens <= count_tokens("Answer 1.") + count_tokens(new_message) + 24
