@@ -664,6 +664,16 @@ class FakeOllama:
         with self._sched.lock:
             return {n: r.num_ctx for n, r in self._sched.runners.items() if not r.loading}
 
+    def busy(self) -> set[str]:
+        """Models with a request in progress (holding their one slot)."""
+        with self._sched.lock:
+            return {n for n, slot in self._sched.slots.items() if slot.locked()}
+
+    def loading(self) -> set[str]:
+        """Models being loaded right now."""
+        with self._sched.lock:
+            return {n for n, r in self._sched.runners.items() if r.loading}
+
     def preload(self, model: str, num_ctx: int = DEFAULT_NUM_CTX) -> None:
         """Have `model` loaded at `num_ctx` already (as after an earlier session)."""
         started = self._sched.begin_load(normalize_model(model), num_ctx)

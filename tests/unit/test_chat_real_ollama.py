@@ -149,7 +149,7 @@ async def test_cancel_during_the_silent_wait_aborts_the_load(chat_rig: ChatRig) 
             stream.cancel()
     done = await stream.result()
     assert isinstance(done, Done) and done.interrupted and done.turn.answer == ""
-    assert time.monotonic() - cancelled_at < 1.0
+    assert time.monotonic() - cancelled_at < 2.0  # the load had 4 s to go
     await wait_until(lambda: bool(chat_rig.fake.loads))
     assert chat_rig.fake.loads[-1].aborted  # Ollama dropped the load
     assert chat_rig.fake.disconnects[-1].phase == "loading"
@@ -217,7 +217,7 @@ async def test_background_extraction_yields_at_once_to_a_question(chat_rig: Chat
     engine = chat_rig.make(extract_every_turns=0)
     await engine.ask("I live in Lisbon.")
     # A slow extraction (Ollama answers one request at a time: it would hold the question).
-    chat_rig.fake.script_chat([f"w{i} " for i in range(100)], chunk_delay=0.05,
+    chat_rig.fake.script_chat([f"w{i} " for i in range(200)], chunk_delay=0.05,
                               match=_is_background)
     extraction = asyncio.create_task(engine.extract_pending(timeout=20))
     await wait_until(lambda: any(_is_background(b) for b in chat_rig.fake.chat_requests))
@@ -225,7 +225,7 @@ async def test_background_extraction_yields_at_once_to_a_question(chat_rig: Chat
     chat_rig.fake.script_chat("Lisbon is lovely.", match=lambda b: not _is_background(b))
     done = await engine.ask("What is Lisbon like?")
     assert isinstance(done, Done) and done.turn.answer == "Lisbon is lovely."
-    assert time.monotonic() - started < 2.0  # not behind 100 slow chunks
+    assert time.monotonic() - started < 3.0  # not behind 200 chunks (10 s)
     assert await extraction == 0  # yielded: nothing extracted yet, nothing lost
     assert engine.jobs.yielded == 1
     await wait_until(lambda: any(d.phase in ("prompt", "streaming", "queued")
