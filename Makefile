@@ -21,14 +21,10 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench $(if $(filter-out 0 no false,$(QUICK)),--quick,)
 
-$(STAMP): requirements/lock.txt pyproject.toml
-	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
-	  || { echo "second-brain needs Python 3.11 or newer (found: $$($(PYTHON) --version))"; exit 1; }
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	# torch is pinned first so nothing can pull a multi-GB CUDA build.
-	$(BIN)/python -m pip install --quiet "$$(grep '^torch==' requirements/lock.txt)"
-	$(BIN)/python -m pip install --quiet -r requirements/lock.txt
-	$(BIN)/python -m pip install --quiet --no-deps -e .
+$(STAMP): requirements/lock.txt pyproject.toml requirements/bootstrap.py
+	@# One line per step with its duration (venv, torch CPU, the pinned packages, this
+	@# package, bytecode, the embedding model's ONNX export); pip's noise filtered out.
+	@$(PYTHON) requirements/bootstrap.py --venv $(VENV)
 	@touch $(STAMP)
 
 # Re-pin after editing requirements/*.in (needs a working venv).

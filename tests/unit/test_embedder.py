@@ -262,7 +262,7 @@ def test_bundled_spec_is_cheap_and_knows_its_dimension(tmp_path: Path) -> None:
     emb = make_embedder("bundled", cache_dir=tmp_path)
     assert emb.model_id == "bundled:all-MiniLM-L6-v2"
     assert emb.dimension == 384  # read from the model's files, nothing loaded yet
-    assert emb.inner._model is None  # type: ignore[attr-defined]
+    assert emb.inner.backend is None  # type: ignore[attr-defined]  # nothing loaded yet
 
 
 def test_local_folder_spec_uses_its_path_as_id(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ import pytest
 from assistant.config import RetrievalConfig
 from assistant.errors import UserError
 from assistant.retrieval.fusion import max_rrf
-from assistant.retrieval.hybrid import STAGES, HybridRetriever, to_nodes
+from assistant.retrieval.hybrid import STAGES, HybridRetriever
+from assistant.retrieval.llama import to_nodes
 from assistant.retrieval.log import RetrievalLog
 from assistant.retrieval.recency import SECONDS_PER_DAY
 from tests.fakes import HashEmbedder
