@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 class AppContext:
     paths: AppPaths
     config: Config
+    # Read-only (`brain doctor`): the embedder neither writes a disk cache nor exports models.
+    read_only: bool = False
     _embedder: Embedder | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -41,6 +43,16 @@ class AppContext:
     def embedder(self) -> Embedder:
         """The configured embedding model with its disk cache, loaded on first use."""
         with self._lock:
+            if self._embedder is None and self.read_only:
+                from indexing.embedder import UncachedEmbedder, make_inner_model
+
+                self._embedder = UncachedEmbedder(make_inner_model(
+                    self.config.embedding.model,
+                    batch_size=self.config.embedding.batch_size,
+                    device=self.config.embedding.device,
+                    ollama_host=self.config.ollama.host,
+                    timeout=self.config.ollama.timeout,
+                ))
             if self._embedder is None:
                 from indexing.embedder import make_embedder
 

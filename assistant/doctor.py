@@ -12,13 +12,12 @@ import os
 import shutil
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from assistant.config import Config, ConfigError, ensure_config_file, load_config
+from assistant.config import Config, ConfigError, load_config
 from assistant.context import AppContext
 from assistant.errors import UserError
 from assistant.paths import DIR_MODE, AppPaths, resolve_paths
@@ -60,27 +59,28 @@ OnCheck = Callable[[Check], None]
 def run_doctor(home: str | None = None, *, on_check: OnCheck | None = None) -> DoctorReport:
     """Run every check for `--home` (or $BRAIN_HOME / the platform dirs).
 
-    `on_check` sees each check as soon as it and all before it are known (stable order), so a
-    terminal can print the Ollama verdict at once while the embedding model is still loading.
+    Read-only: the doctor looks, it never creates the dirs or the config file, writes no
+    probe file, no embedding cache and no model export (run in the real user dirs it must
+    leave no trace). `on_check` sees each check as soon as it and all before it are known
+    (stable order), so a terminal can print the Ollama verdict at once while the embedding
+    model is still loading.
     """
     emit = on_check or (lambda check: None)
     paths = resolve_paths(home)
-    setup_error: str | None = None
-    try:
-        paths.ensure()
-        ensure_config_file(paths)
-    except OSError as exc:
-        setup_error = f"cannot create {exc.filename or paths.data_dir}: {exc.strerror or exc}"
     try:
         config = load_config(paths.config_file)
-        config_check = Check("config", True, str(paths.config_file))
+        if config.source is None:
+            config_check = Check("config", True, f"{paths.config_file} (not created yet: "
+                                 "defaults in use; `brain config edit` creates it)")
+        else:
+            config_check = Check("config", True, str(paths.config_file))
     except ConfigError as exc:
         config = Config()
         config_check = Check("config", False, str(exc),
                              "fix the file with `brain config edit` (defaults used below)")
     emit(config_check)
-    ctx = AppContext(paths=paths, config=config)
-    return DoctorReport((config_check, *run_checks(ctx, setup_error=setup_error, on_check=emit)))
+    ctx = AppContext(paths=paths, config=config, read_only=True)
+    return DoctorReport((config_check, *run_checks(ctx, on_check=emit)))
 
 
 class _Slot:
@@ -92,8 +92,7 @@ class _Slot:
         self.partial: list[Check] | None = None
 
 
-def run_checks(ctx: AppContext, *, setup_error: str | None = None,
-               on_check: OnCheck | None = None) -> list[Check]:
+def run_checks(ctx: AppContext, *, on_check: OnCheck | None = None) -> list[Check]:
     """All checks except the config file's, concurrently, in a stable order.
 
     The whole report is bounded by the request timeout (at least MIN_CHECK_SECONDS): a group
@@ -109,7 +108,7 @@ def run_checks(ctx: AppContext, *, setup_error: str | None = None,
         (lambda slot: [_vector_store_check(ctx), _consistency_check(ctx)],
          _Slot([_unfinished("vector store", limit),
                 _unfinished("index consistency", limit, essential=False)])),
-        (lambda slot: [_data_dir_check(ctx.paths, setup_error), _disk_check(ctx.paths)],
+        (lambda slot: [_data_dir_check(ctx.paths), _disk_check(ctx.paths)],
          _Slot([_unfinished("data dir", limit),
                 _unfinished("disk space", limit, essential=False)])),
     ]
@@ -275,6 +274,10 @@ def _vector_store_check(ctx: AppContext) -> Check:
     if location.startswith(("http://", "https://")):
         return _guarded("vector store", lambda: _chroma_server_check(location,
                                                                      ctx.config.ollama.timeout))
+    if not ctx.paths.vectors_dir.exists():  # opening Chroma would create it
+        return Check("vector store", True,
+                     f"no vector store yet at {ctx.paths.vectors_dir} (the first `brain index` "
+                     "creates it)")
     return _guarded("vector store", lambda: _chroma_embedded_check(ctx.paths.vectors_dir))
 
 
@@ -319,18 +322,35 @@ def _consistency(ctx: AppContext) -> Check:
 
 
 def _indexed_chunks(db: Path) -> tuple[int, str | None]:
-    """(chunks, the collection dense search reads) from the manifest; None: never indexed."""
+    """(chunks, the collection dense search reads) from the manifest; None: never indexed.
+    Opened read-only: the manifest's own open would migrate (write) an older file."""
     if not db.exists():
         return 0, None
-    from indexing.knowledge import META_COLLECTION
-    from indexing.manifest import Manifest
+    import sqlite3
 
-    manifest = Manifest.open(db)
+    from indexing.knowledge import META_COLLECTION
+
+    conn = _read_only(db)
     try:
-        _files, chunks = manifest.totals()
-        return chunks, manifest.get_meta(META_COLLECTION)
+        chunks = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (META_COLLECTION,)).fetchone()
+        return chunks, (str(row[0]) if row else None)
+    except sqlite3.OperationalError:  # created but not set up yet
+        return 0, None
     finally:
-        manifest.close()
+        conn.close()
+
+
+def _read_only(db: Path) -> Any:
+    """A connection that writes nothing, not even the -wal/-shm files a WAL database gets on
+    open. While another process has the database open those files exist already and `mode=ro`
+    reads its latest state; otherwise the file is at rest and `immutable=1` reads it as is."""
+    import sqlite3
+    from urllib.parse import quote
+
+    busy = db.with_name(db.name + "-wal").exists()
+    return sqlite3.connect(f"file:{quote(str(db))}?{'mode=ro' if busy else 'immutable=1'}",
+                           uri=True)
 
 
 def _memory_rows(db: Path) -> tuple[int, int, int] | None:
@@ -340,7 +360,7 @@ def _memory_rows(db: Path) -> tuple[int, int, int] | None:
         return None
     import sqlite3
 
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    conn = _read_only(db)
     try:
         active, embedded, stale = conn.execute(
             "SELECT count(*) FILTER (WHERE status='active'), "
@@ -394,33 +414,39 @@ def _chroma_server_check(url: str, timeout: float) -> Check:
     return Check("vector store", True, f"Chroma server {server_version} at {base}")
 
 
-def _data_dir_check(paths: AppPaths, setup_error: str | None) -> Check:
-    if setup_error:
-        return Check("data dir", False, setup_error,
-                     "make the directory writable, or choose another with --home")
-    probe = paths.data_dir / f".doctor-{uuid.uuid4().hex}"
-    try:
-        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(fd, b"ok")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        probe.unlink()
-    except OSError as exc:
-        return Check("data dir", False, f"{paths.data_dir} is not writable: {exc.strerror or exc}",
-                     f"fix its permissions (`chmod u+rwx {paths.data_dir}`) or use --home")
-    mode = paths.data_dir.stat().st_mode & 0o777
+def _data_dir_check(paths: AppPaths) -> Check:
+    """Whether the data dir is (or could be created) writable and private, without writing."""
+    data = paths.data_dir
+    if data.exists() and not data.is_dir():
+        return Check("data dir", False, f"cannot create {data}: a file of that name is in the way",
+                     "move that file away, or choose another place with --home")
+    if not data.exists():
+        parent = _nearest_existing(data)
+        if parent.is_dir() and os.access(parent, os.W_OK | os.X_OK):
+            return Check("data dir", True,
+                         f"{data} (not created yet; the first command that stores data does)")
+        return Check("data dir", False, f"cannot create {data}: {parent} is not writable",
+                     f"fix the permissions of {parent}, or choose another place with --home")
+    if not os.access(data, os.W_OK | os.X_OK):
+        return Check("data dir", False, f"{data} is not writable",
+                     f"fix its permissions (`chmod u+rwx {data}`) or use --home")
+    mode = data.stat().st_mode & 0o777
     if mode & 0o077:
         return Check("data dir", False,
-                     f"{paths.data_dir} is readable by other users (mode {mode:03o})",
-                     f"chmod {DIR_MODE:o} {paths.data_dir}", essential=False)
-    return Check("data dir", True, f"{paths.data_dir} (writable, mode {mode:03o})")
+                     f"{data} is readable by other users (mode {mode:03o})",
+                     f"chmod {DIR_MODE:o} {data}", essential=False)
+    return Check("data dir", True, f"{data} (writable, mode {mode:03o})")
+
+
+def _nearest_existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
 
 
 def _disk_check(paths: AppPaths) -> Check:
     try:
-        free = shutil.disk_usage(paths.data_dir).free
+        free = shutil.disk_usage(_nearest_existing(paths.data_dir)).free
     except OSError as exc:
         return Check("disk space", False, f"cannot read free space: {exc.strerror or exc}",
                      essential=False)

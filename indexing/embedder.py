@@ -36,6 +36,7 @@ __all__ = [
     "CachedEmbedder",
     "Embedder",
     "EmbeddingModelError",
+    "UncachedEmbedder",
     "as_llama_embedding",
     "make_embedder",
     "text_key",
@@ -314,6 +315,33 @@ def erase_cached(cache_root: str | Path, keys: Collection[str]) -> int:
             scrub_file(directory / "cache.db", label=f"embedding cache {directory}")
         removed += here
     return removed
+
+
+class UncachedEmbedder:
+    """An `Embedder` straight over its model: no disk cache, nothing written anywhere (for
+    read-only callers such as `brain doctor`)."""
+
+    def __init__(self, inner: InnerModel) -> None:
+        self.inner = inner
+        self._dimension: int | None = inner.known_dimension()
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:
+            self._dimension = int(self.embed_query("dimension probe").shape[0])
+        return self._dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return normalise_rows(self.inner.encode_documents(list(texts)))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        vector = normalise_rows(self.inner.encode_query(text))[0]
+        self._dimension = int(vector.shape[0])
+        return vector
 
 
 def make_embedder(

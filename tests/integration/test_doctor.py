@@ -61,7 +61,13 @@ def test_all_good(ollama_home: Path, fast_embedder: HashEmbedder,
     assert "Ollama 0.12.6 at http://127.0.0.1:" in text
     assert "qwen3:4b (4.0B, context 262144, tools" in text
     assert "test:hash-384 (384-d" in text
-    assert f"embedded Chroma at {ollama_home / 'data' / 'chroma'}" in text
+    # A fresh home has no store yet, and the (read-only) doctor does not create one.
+    assert f"no vector store yet at {ollama_home / 'data' / 'chroma'}" in text
+    from indexing.vectors import VectorStore
+
+    VectorStore.open(ollama_home / "data" / "chroma", "knowledge-x", model_id="m", dimension=4)
+    assert main(["doctor"]) == 0
+    assert f"embedded Chroma at {ollama_home / 'data' / 'chroma'}" in capsys.readouterr().out
 
 
 def test_json_schema(ollama_home: Path, fast_embedder: HashEmbedder,
@@ -227,14 +233,8 @@ def test_open_permissions_and_low_disk_are_warnings(ollama_home: Path,
 
     Usage = namedtuple("Usage", "total used free")
     monkeypatch.setattr(doctor.shutil, "disk_usage", lambda p: Usage(10**10, 10**10, 300_000_000))
-    real_ensure = doctor.AppPaths.ensure
-
-    def loosen(self):  # type: ignore[no-untyped-def]
-        real_ensure(self)
-        os.chmod(self.data_dir, 0o755)
-        return self
-
-    monkeypatch.setattr(doctor.AppPaths, "ensure", loosen)
+    (ollama_home / "data").mkdir(parents=True, exist_ok=True)
+    os.chmod(ollama_home / "data", 0o755)
     code = main(["doctor"])
     out = capsys.readouterr().out
     assert code == 0  # warnings do not fail the doctor
@@ -319,3 +319,47 @@ def test_missing_embedding_model_folder(ollama_home: Path, fake_ollama: FakeOlla
     assert code == 1 and not check["ok"]
     assert str(missing) in check["detail"] and "\n" not in check["detail"]
     assert check["hint"]
+
+
+# --- read-only (issue 15 snag 10) ---------------------------------------------------------------
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in sorted(root.rglob("*"))}
+
+
+def test_doctor_without_home_creates_nothing_in_the_user_dirs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_ollama: FakeOllama,
+    fast_embedder: HashEmbedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Run as a new user would, in the platform dirs: it used to create the config, data and
+    cache dirs, the config file and a probe file there."""
+    user = tmp_path / "user"
+    user.mkdir()
+    monkeypatch.delenv("BRAIN_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(user))
+    for var, sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"),
+                     ("XDG_CACHE_HOME", ".cache")):
+        monkeypatch.setenv(var, str(user / sub))
+    code = main(["doctor"])
+    out = capsys.readouterr().out
+    assert "config" in out and "not created yet" in out
+    assert list(user.iterdir()) == []
+    assert code == 1  # Ollama is not at the default address; the rest is fine
+    assert "✓ data dir" in out and "✓ vector store" in out
+
+
+def test_doctor_leaves_an_existing_home_untouched(
+    ollama_home: Path, fast_embedder: HashEmbedder, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# A\n\nSomething worth finding.\n", encoding="utf-8")
+    assert main(["index", str(notes)]) == 0
+    assert main(["memory", "add", "I like tea."]) == 0
+    before = _tree(ollama_home)
+    capsys.readouterr()
+    code, report = _doctor_json(capsys)
+    assert code == 0, report
+    assert _tree(ollama_home) == before
