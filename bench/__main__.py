@@ -18,6 +18,7 @@ BENCHMARKS: dict[str, str] = {
     "conversations": "bench.conversations",
     "chat": "bench.chat",
     "tui": "bench.tui",
+    "startup": "bench.startup",
     "chunking": "bench.chunking_stats",
 }
 

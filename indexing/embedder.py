@@ -436,6 +436,29 @@ def sentence_model(
     )
 
 
+def preload(embedder: Embedder) -> threading.Thread | None:
+    """Start loading `embedder`'s model on a daemon thread, so it overlaps with whatever the
+    caller does next (opening the index, importing Chroma); None if it cannot preload.
+
+    onnxruntime builds its session with the GIL released, so the overlap is real; a failure
+    is left for the first embedding to report.
+    """
+    inner = getattr(embedder, "inner", None)
+    load = getattr(inner, "load", None)
+    if load is None:
+        return None
+
+    def run() -> None:
+        try:
+            load()
+        except Exception:  # reported by the first real use, with its context
+            return
+
+    thread = threading.Thread(target=run, name="embedder-preload", daemon=True)
+    thread.start()
+    return thread
+
+
 def as_llama_embedding(embedder: Embedder) -> BaseEmbedding:
     """A LlamaIndex `BaseEmbedding` delegating to `embedder` (and so to its cache)."""
     from indexing.embedders.llama import DelegatingEmbedding

@@ -561,6 +561,25 @@ def _guard(location: str, what: str, fn: Callable[[], T]) -> T:
         ) from exc
 
 
+def warm(location: str | Path) -> threading.Thread | None:
+    """Import chromadb and connect to `location` on a daemon thread (about a second on a cold
+    start), so it overlaps with loading the embedding model; the first real use then finds the
+    client cached. Only for a store that exists: warming must not create one. Failures are left
+    for that first use to report, with its context."""
+    if not _is_url(location) and not Path(location).is_dir():
+        return None
+
+    def run() -> None:
+        try:
+            _client(location)
+        except BaseException:  # chromadb panics are BaseExceptions; the real use reports
+            return
+
+    thread = threading.Thread(target=run, name="vectors-warm", daemon=True)
+    thread.start()
+    return thread
+
+
 def close_all() -> None:
     """Forget every cached client (tests; a long-lived process switching stores)."""
     with _clients_lock:

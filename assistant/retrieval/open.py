@@ -19,8 +19,14 @@ def open_retriever(ctx: AppContext, *, origin: str = "cli", log: bool = True) ->
     Close with `close_retriever`. Raises `ReembedNeeded` (a HintedError) when the index was
     built with another embedding model (re-sync needed).
     """
+    from assistant.knowledge_service import vector_location
     from assistant.retrieval.hybrid import HybridRetriever
+    from indexing import vectors
+    from indexing.embedder import preload
 
+    # A cold start's two slow loads, side by side: the embedding model and Chroma.
+    preload(ctx.embedder())
+    vectors.warm(vector_location(ctx))
     kb = open_knowledge(ctx)
     try:
         if kb.reembed_needed:

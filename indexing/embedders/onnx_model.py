@@ -168,6 +168,10 @@ class OnnxSentenceModel:
     def known_dimension(self) -> int | None:
         return self._dimension
 
+    def load(self) -> None:
+        """Load now (e.g. on a background thread while the index opens), not on first use."""
+        self._load()
+
     def _load(self) -> OnnxRunner | Any:
         with self._lock:
             if self._runner is None and self._fallback is None:

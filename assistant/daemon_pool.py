@@ -1,0 +1,88 @@
+"""A thread pool whose threads never hold up the process when it exits.
+
+`concurrent.futures.ThreadPoolExecutor` joins every worker thread at interpreter exit. A worker
+waiting on a network call (an Ollama that accepted the connection and then went silent, a
+60-s read timeout) then keeps the user's terminal hostage after they quit: Ctrl+Q took
+seconds, up to the request timeout. This pool runs the same jobs on daemon threads that exit
+with the process. Whatever such a job was writing is protected the way a killed process is:
+SQLite transactions roll back, the index converges on the next sync.
+
+It subclasses ThreadPoolExecutor only so asyncio accepts it as a loop's default executor
+(`loop.set_default_executor` insists); none of the parent's machinery is used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+_STOP = object()
+_ids = itertools.count(1)
+
+
+class DaemonThreadPool(ThreadPoolExecutor):
+    def __init__(self, max_workers: int = 4, thread_name_prefix: str = "brain-worker") -> None:
+        super().__init__(max_workers=1)  # creates no thread; keeps isinstance checks happy
+        self._limit = max(1, max_workers)
+        self._prefix = thread_name_prefix
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._workers: list[threading.Thread] = []
+        self._idle = 0
+        self._guard = threading.Lock()
+        self._closed = False
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        future: Future[T] = Future()
+        with self._guard:
+            if self._closed:
+                raise RuntimeError("cannot schedule new futures after shutdown")
+            self._jobs.put((future, fn, args, kwargs))
+            if self._idle == 0 and len(self._workers) < self._limit:
+                worker = threading.Thread(target=self._work, daemon=True,
+                                          name=f"{self._prefix}-{next(_ids)}")
+                self._workers.append(worker)
+                worker.start()
+            else:
+                self._idle -= 1 if self._idle else 0
+        return future
+
+    def _work(self) -> None:
+        while True:
+            item = self._jobs.get()
+            if item is _STOP:
+                return
+            future, fn, args, kwargs = item
+            if future.set_running_or_notify_cancel():
+                try:
+                    result = fn(*args, **kwargs)
+                except BaseException as exc:
+                    future.set_exception(exc)
+                else:
+                    future.set_result(result)
+                del future, fn, args, kwargs, item  # drop references while idle
+            with self._guard:
+                self._idle += 1
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        with self._guard:
+            self._closed = True
+            workers = list(self._workers)
+        if cancel_futures:
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    item = self._jobs.get_nowait()
+                    if item is _STOP:
+                        continue
+                    item[0].cancel()
+        for _ in workers:
+            self._jobs.put(_STOP)
+        if wait:
+            for worker in workers:
+                if worker is not threading.current_thread():
+                    worker.join()
