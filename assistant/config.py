@@ -424,7 +424,20 @@ def load_config(path: Path) -> Config:
         config = config_from_dict(data)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from exc
+    _check_theme(config.ui.theme, path.parent / "themes", path)
     return replace(config, source=path)
+
+
+def _check_theme(name: str, user_themes: Path, path: Path) -> None:
+    """ui.theme must name a bundled theme or one in the config dir's themes/ (a typo used to
+    be ignored silently: the default theme showed and nothing said why)."""
+    from assistant.theme_names import known_theme_names
+
+    known = known_theme_names(user_themes)
+    if name not in known:
+        raise ConfigError(
+            f"{path}: ui.theme: unknown theme {name!r} (known: {', '.join(known)})"
+        )
 
 
 # --- the commented default file ---------------------------------------------------------------
@@ -485,12 +498,15 @@ def render_config(config: Config | None = None, *, commented: bool = True) -> st
     """TOML text for `config`; with `commented`, every setting is a commented-out default."""
     config = config or Config()
     prefix = "# " if commented else ""
-    out = [
-        "# second-brain configuration.",
-        "# Every setting is shown with its default value; uncomment a line to change it.",
-        "# Run `brain config show` to see the values in effect.",
-        "",
-    ]
+    if commented:  # the file written on first run
+        out = [
+            "# second-brain configuration.",
+            "# Every setting is shown with its default value; uncomment a line to change it.",
+            "# Run `brain config show` to see the values in effect.",
+            "",
+        ]
+    else:  # `brain config show`: the values in effect, nothing to uncomment
+        out = ["# The settings in effect (defaults, then this file's changes).", ""]
     current = None
     for section, key, value, help_text in settings_table(config):
         if section != current:

@@ -14,7 +14,8 @@ from enum import StrEnum
 class Phase(StrEnum):
     scanning = "scanning"  # walking folders, comparing stat with the manifest
     repairing = "repairing"  # reconciling the vector store with the manifest (or re-embedding)
-    indexing = "indexing"  # reading, chunking, embedding and storing changed files
+    indexing = "indexing"  # reading and chunking changed files (one event per file)
+    embedding = "embedding"  # embedding their chunks (one event per model batch)
     done = "done"
 
 
@@ -23,8 +24,10 @@ class SyncProgress:
     phase: Phase
     files_done: int = 0
     files_total: int = 0  # files that need reading (new or changed); unchanged ones are free
-    chunks_done: int = 0  # chunks written so far (indexing) or vectors repaired (repairing)
-    chunks_total: int = 0  # known only while repairing; 0 = unknown
+    # chunks written so far (indexing), embedded so far (embedding) or vectors repaired
+    chunks_done: int = 0
+    # chunks to repair (repairing) or queued for embedding so far (embedding); 0 = unknown
+    chunks_total: int = 0
     path: str = ""  # the file or folder being worked on, for display
 
 

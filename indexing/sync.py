@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from indexing.chunking import ChunkSettings, chunk_file, content_hash
 from indexing.manifest import FileRecord, Manifest
 from indexing.progress import Phase, ProgressCallback, SyncProgress
@@ -37,6 +39,10 @@ if TYPE_CHECKING:
 DEFAULT_BATCH_CHUNKS = 512
 # Files per SQLite transaction when they need no embedding (e.g. a `touch` of many files).
 MAX_BATCH_FILES = 200
+# Texts per embedding call inside one round: the progress display moves after each (a round of
+# 512 chunks is ~15 s of CPU), and the model sees the same batches as before (the embedder
+# splits calls into batches of 64 anyway).
+EMBED_SLICE = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,15 +212,19 @@ class Syncer:
         self.missing_folders: list[str] = []
         self._files_done = 0
         self._files_total = 0
+        self._embedded = 0  # chunks embedded by this sync so far (progress)
+        self._to_embed = 0  # chunks queued for embedding so far (progress)
 
     def _emit(self, phase: Phase, path: str = "") -> None:
         if self.progress:
+            embedding = phase == Phase.embedding
             self.progress(
                 SyncProgress(
                     phase,
                     files_done=self._files_done,
                     files_total=self._files_total,
-                    chunks_done=self.chunks_added,
+                    chunks_done=self._embedded if embedding else self.chunks_added,
+                    chunks_total=self._to_embed if embedding else 0,
                     path=path,
                 )
             )
@@ -258,6 +268,7 @@ class Syncer:
             for source, record in scan.to_read:
                 update = self._read(source, record)
                 self._files_done += 1
+                self._emit(Phase.indexing, str(source.path))  # per file: moves at once
                 if update is None:
                     continue
                 pending.append(update)
@@ -268,7 +279,6 @@ class Syncer:
                 ):
                     self._flush(pending)
                     pending, pending_chunks = [], 0
-                    self._emit(Phase.indexing, str(source.path))
         self._flush(pending)
         now = time.time()
         with self.manifest.transaction():
@@ -375,10 +385,17 @@ class Syncer:
             return
         new_chunks = [c for u in pending for c in u.new_chunks]
         to_upsert = _by_length([c for c in new_chunks if c.id not in self.reusable])
+        self._to_embed += len(to_upsert)
         # 1. vectors first: a crash after this leaves only extra vectors (reconcile deletes).
         for start in range(0, len(to_upsert), self.settings.batch_chunks):
             part = to_upsert[start : start + self.settings.batch_chunks]
-            embeddings = self.counters.embed([c.text for c in part])
+            slices = []
+            for first in range(0, len(part), EMBED_SLICE):
+                texts = [c.text for c in part[first : first + EMBED_SLICE]]
+                slices.append(self.counters.embed(texts))
+                self._embedded += len(texts)
+                self._emit(Phase.embedding, part[first].source)
+            embeddings = slices[0] if len(slices) == 1 else np.concatenate(slices)
             self.vectors.upsert(
                 [c.id for c in part], embeddings, [_metadata(c.source) for c in part]
             )

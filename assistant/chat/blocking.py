@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from assistant.chat.engine import ChatEngine, TurnStream
 from assistant.chat.events import ChatEvent, Done, Failed
+from assistant.daemon_pool import DaemonThreadPool
 
 T = TypeVar("T")
 _END = object()
@@ -31,6 +32,9 @@ class BlockingChat:
         on_close: Callable[[], Coroutine[Any, Any, None]] | None = None,
     ) -> None:
         self._loop = asyncio.new_event_loop()
+        # to_thread / run_in_executor(None) jobs (model facts, blocking engine calls) wait on
+        # Ollama: on daemon threads they cannot hold the process after the app quits.
+        self._loop.set_default_executor(DaemonThreadPool(8, thread_name_prefix="brain-chat"))
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="brain-chat-loop", daemon=True
         )

@@ -34,7 +34,6 @@ import logging
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -64,6 +63,7 @@ from assistant.chat.tokens import count_message, count_tokens
 from assistant.chat.tools import MAX_TOOL_ROUNDS, TOOL_SPECS, run_tool
 from assistant.chat.transport import OllamaTransport
 from assistant.chat.turn import MemoryItem, Retrieval, Session, Source, ToolUse, Turn
+from assistant.daemon_pool import DaemonThreadPool
 from assistant.errors import UserError
 
 if TYPE_CHECKING:
@@ -284,8 +284,10 @@ class ChatEngine:
         self._session: Session | None = store.get(session_id) if session_id else None
         if self._session is not None and self._session.model:
             self.settings = replace(self.settings, model=self._session.model)
-        self._knowledge_pool = ThreadPoolExecutor(1, thread_name_prefix="brain-knowledge")
-        self._memory_pool = ThreadPoolExecutor(1, thread_name_prefix="brain-memory")
+        # Daemon threads: a search or an extraction stuck in a network call must never keep
+        # the process alive after the user quits (see assistant/daemon_pool.py).
+        self._knowledge_pool = DaemonThreadPool(1, thread_name_prefix="brain-knowledge")
+        self._memory_pool = DaemonThreadPool(1, thread_name_prefix="brain-memory")
         self.transport = self._new_transport()
         self._old_transports: list[OllamaTransport] = []
         self.jobs = BackgroundJobs()

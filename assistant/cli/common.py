@@ -27,3 +27,27 @@ def print_json(obj: Any) -> None:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def iso_time(seconds: float) -> str:
+    """`2024-05-01T12:00:00Z`: the one timestamp format of every `--json` output."""
+    import time
+
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """'1 turn', '2 turns', '0 hits'."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+def rate(per_second: float, unit: str) -> str:
+    """A speed people can read: '1,240 lines/s', '3.2 files/s', and below one per second
+    '4.5 s/file' (never '0/s')."""
+    if per_second >= 10:
+        return f"{per_second:,.0f} {unit}/s"
+    if per_second >= 1:
+        return f"{per_second:.1f} {unit}/s"
+    if per_second <= 0:
+        return f"– {unit}/s"
+    return f"{1 / per_second:.1f} s/{unit.removesuffix('s')}"

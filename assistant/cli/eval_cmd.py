@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assistant.cli.common import context, print_json
+from assistant.cli.common import context, plural, print_json
 from assistant.cli.search_cmd import _positive_int
 
 if TYPE_CHECKING:
@@ -33,12 +33,30 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from assistant.retrieval.evaluation import distinct_sources, read_cases, run_cases
+    from assistant.retrieval.evaluation import (
+        distinct_sources,
+        evaluate,
+        read_cases,
+        run_cases,
+        unindexed_expected,
+    )
     from assistant.retrieval.open import close_retriever, open_retriever
 
     cases, skipped = read_cases(args.file)
+    if not cases:
+        # A 👎 export before any right source was named: say what to do, not "no cases".
+        print(f"{args.file}: {plural(skipped, 'unlabeled case')} (no expected sources), "
+              "nothing to score\n  name the right file of a disliked search with "
+              "`brain log rate ID --correct PATH`, then export again")
+        if args.json:
+            print_json(report_to_json(evaluate([]), skipped, 0.0))
+        return 0
     ctx = context(args)
     retriever = open_retriever(ctx, origin="eval", log=False)
+    indexed = retriever.kb.sources_under("*")
+    for want in unindexed_expected(cases, indexed):
+        print(f"warning: expected {want!r} matches no indexed file: its cases cannot be "
+              "found (index its folder, or fix the path)", file=sys.stderr)
     # Several chunks of one file collapse into one answer, so fetch enough chunks to fill
     # top_k distinct files.
     chunks = max(ctx.config.retrieval.candidates, args.top_k * 5)
@@ -89,7 +107,7 @@ def print_report(report: EvalReport, skipped: int, seconds: float) -> None:
     n = report.overall.count
     out.write(f"{n} question{'s' if n != 1 else ''} in {seconds:.1f} s")
     if skipped:
-        out.write(f" ({skipped} skipped: no expected sources)")
+        out.write(f" ({plural(skipped, 'unlabeled case')} not scored: no expected sources)")
     out.write("\n\n")
     ks = sorted(report.overall.hit_at)
     out.write(f"{'':<8}{'n':>6}  " + "  ".join(f"{'hit@' + str(k):>6}" for k in ks)

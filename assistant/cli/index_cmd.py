@@ -8,7 +8,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
-from assistant.cli.common import context, print_json
+from assistant.cli.common import context, plural, print_json
+from assistant.cli.common import rate as rate_text
 from assistant.errors import UserError
 from assistant.knowledge_service import open_knowledge, sync_settings
 
@@ -194,16 +195,23 @@ class _Progress:
             return
         now = time.monotonic()
         final = event.phase == Phase.done
-        if event.phase in (Phase.indexing, Phase.done) and event.files_total and (
+        if event.phase == Phase.embedding and event.chunks_total and (
+            now - self.last_plain >= self.PLAIN_EVERY
+        ):
+            self.last_plain = now
+            print(f"embedding: {event.chunks_done}/{event.chunks_total} chunks "
+                  f"({event.files_done}/{event.files_total} files read)",
+                  file=self.out, flush=True)
+        elif event.phase in (Phase.indexing, Phase.done) and event.files_total and (
             final or now - self.last_plain >= self.PLAIN_EVERY
         ):
             self.last_plain = now
             elapsed = now - self.started
-            rate = event.files_done / elapsed if elapsed > 0 else 0.0
-            eta = f"{(event.files_total - event.files_done) / rate:.0f}s" if rate > 0 else "?"
+            speed = event.files_done / elapsed if elapsed > 0 else 0.0
+            eta = f"{(event.files_total - event.files_done) / speed:.0f}s" if speed > 0 else "?"
             print(
-                f"indexing: {event.files_done}/{event.files_total} files, "
-                f"{event.chunks_done} chunks, {rate:.1f} files/s, ETA {eta}",
+                f"indexing: {event.files_done}/{plural(event.files_total, 'file')}, "
+                f"{plural(event.chunks_done, 'chunk')}, {rate_text(speed, 'files')}, ETA {eta}",
                 file=self.out,
                 flush=True,
             )
@@ -237,7 +245,7 @@ class _Progress:
                 TextColumn("{task.description}"),
                 BarColumn(),
                 MofNCompleteColumn(),
-                TextColumn("{task.fields[chunks]} chunks"),
+                TextColumn("{task.fields[chunks]}"),
                 TextColumn("{task.fields[rate]}"),
                 TimeElapsedColumn(),
                 TextColumn("ETA"),
@@ -253,20 +261,27 @@ class _Progress:
                 )
             self._bar.update(self._repair, completed=event.chunks_done)
             return
-        if event.phase in (Phase.indexing, Phase.done):
+        if event.phase in (Phase.indexing, Phase.embedding, Phase.done):
             if self._task is None:
                 self._task = self._bar.add_task(
-                    "indexing", total=max(event.files_total, 1), chunks=0, rate=""
+                    "indexing", total=event.files_total, chunks="", rate=""
                 )
             elapsed = time.monotonic() - self.started
-            rate = f"{event.files_done / elapsed:.1f} files/s" if elapsed > 0 else ""
+            rate = rate_text(event.files_done / elapsed, "files") if elapsed > 0 else ""
+            if event.phase == Phase.embedding:
+                chunks = f"embedding {event.chunks_done}/{event.chunks_total} chunks"
+                description = "embedding"
+            else:
+                chunks = plural(event.chunks_done, "chunk")
+                description = "indexing" if event.phase == Phase.indexing else "done"
+            # The same file count as the summary: a sync with nothing to read shows 0/0.
             self._bar.update(
                 self._task,
-                total=max(event.files_total, 1),
-                completed=event.files_done if event.files_total else 1,
-                chunks=event.chunks_done,
+                total=event.files_total,
+                completed=event.files_done,
+                chunks=chunks,
                 rate=rate,
-                description="indexing" if event.phase == Phase.indexing else "done",
+                description=description,
             )
         elif event.phase == Phase.scanning and self._task is None:
             self._bar.console.print(f"scanning {event.path}", highlight=False)

@@ -8,7 +8,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from assistant.cli.common import context, print_json
+from assistant.cli.common import context, iso_time, plural, print_json
 from assistant.cli.search_cmd import _display_path, _positive_int
 from assistant.errors import UserError
 
@@ -29,6 +29,44 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the entries as JSON lines")
     p.set_defaults(func=run)
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    rate = actions.add_parser(
+        "rate", help="rate a logged search, and name the file that should have been found",
+        description="Rate entry ID (see `brain log`) 👍 or 👎. --correct PATH names the file "
+        "that answers the query (implies 👎 unless --up); `brain log --disliked --export` "
+        "turns those into eval cases for `brain eval`.")
+    rate.add_argument("id", type=_positive_int, metavar="ID", help="the entry number (#ID)")
+    updown = rate.add_mutually_exclusive_group()
+    updown.add_argument("--up", action="store_true", help="👍 the results were right")
+    updown.add_argument("--down", action="store_true", help="👎 the results were wrong")
+    rate.add_argument("--correct", action="append", type=Path, default=[], metavar="PATH",
+                      help="a file that answers the query (repeatable)")
+    rate.set_defaults(func=run_rate)
+
+
+def run_rate(args: argparse.Namespace) -> int:
+    from assistant.retrieval.log import RetrievalLog
+
+    if not (args.up or args.down or args.correct):
+        raise UserError("say how the results were: --up, --down or --correct PATH")
+    correct = []
+    for path in args.correct:
+        resolved = path.expanduser().resolve()
+        if not resolved.is_file():
+            raise UserError(f"{path}: no such file",
+                            hint="--correct names the file that answers the query")
+        correct.append(str(resolved))
+    ctx = context(args)
+    with RetrievalLog.open(ctx.paths.retrieval_log_db) as log:
+        entry = log.get(args.id)
+        if entry is None:
+            raise UserError(f"no retrieval log entry {args.id}", hint="`brain log` lists them")
+        rating = 1 if args.up else -1
+        log.rate(args.id, rating, correct or entry.correct_sources)
+    mark = "👍" if rating > 0 else "👎"
+    print(f"#{args.id} {entry.query!r} rated {mark}"
+          + (f"; right source: {', '.join(correct)}" if correct else ""))
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,14 +78,23 @@ def run(args: argparse.Namespace) -> int:
     with RetrievalLog.open(ctx.paths.retrieval_log_db) as log:
         if args.export is not None:
             count = log.export_disliked(args.export)
-            print(f"wrote {count} eval case{'s' if count != 1 else ''} to {args.export}")
+            unlabeled = sum(1 for e in log.recent(limit=1_000_000, disliked=True)
+                            if not e.correct_sources)
+            print(f"wrote {plural(count, 'eval case')} to {args.export}")
+            if unlabeled:
+                print(f"{plural(unlabeled, 'disliked search')} without a right source "
+                      "(\"expected\": []): name it with `brain log rate ID --correct PATH`")
             if count:
                 print(f"run them with: brain eval {args.export}")
             return 0
         entries = log.recent(args.limit, disliked=args.disliked)
     if args.json:
         for entry in entries:
-            print_json(asdict(entry))
+            obj = asdict(entry)
+            # ISO 8601 like every other --json output (these were epoch seconds).
+            obj["time"] = iso_time(entry.time)
+            obj["rated_at"] = iso_time(entry.rated_at) if entry.rated_at is not None else None
+            print_json(obj)
         return 0
     if not entries:
         what = "rated 👎" if args.disliked else "logged"
@@ -64,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         flag_text = f"  [{', '.join(flags)}]" if flags else ""
         total = entry.timings.get("total", 0.0)
         out.write(f"#{entry.id}  {when}  {entry.origin:<5} {entry.query!r}  "
-                  f"{len(entry.hits)} hits  {total:.0f} ms{flag_text}\n")
+                  f"{plural(len(entry.hits), 'hit')}  {total:.0f} ms{flag_text}\n")
         if entry.search_query != entry.query:
             out.write(f"      searched as {entry.search_query!r}\n")
         if entry.in_path:
@@ -76,5 +123,8 @@ def run(args: argparse.Namespace) -> int:
                       f"keyword {kw})\n")
         if entry.correct_sources:
             out.write(f"      right sources: {', '.join(entry.correct_sources)}\n")
+        elif entry.rating is not None and entry.rating < 0:
+            out.write(f"      right source not named yet: brain log rate {entry.id} "
+                      "--correct PATH\n")
     out.flush()
     return 0

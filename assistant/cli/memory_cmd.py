@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assistant.cli.common import context, print_json
+from assistant.cli.common import rate as rate_text
 from assistant.errors import UserError
 
 if TYPE_CHECKING:
@@ -51,8 +52,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "(chat sessions keep their turns, marked 'memory forgotten')")
     p.set_defaults(func=_rm)
 
-    p = actions.add_parser("undo", help="undo the latest change to a memory")
-    p.add_argument("id")
+    p = actions.add_parser(
+        "undo", help="undo the latest change to a memory (without ID: the latest change)")
+    p.add_argument("id", nargs="?", help="memory id or prefix, or `profile`")
     p.set_defaults(func=_undo)
 
     p = actions.add_parser("pin", help="always include a memory in answers")
@@ -226,13 +228,23 @@ def _rm(args: argparse.Namespace) -> int:
 
 
 def _undo(args: argparse.Namespace) -> int:
+    from assistant.memory.model import Event
+
     with _opened(args) as service:
-        if args.id.strip().lower() == "profile":
+        if args.id is not None and args.id.strip().lower() == "profile":
             profile = service.store.undo_profile()
             print(f"profile restored: {profile.text or '(empty)'}")
             return 0
-        memory = service.store.undo(args.id)
-        print(f"{memory.id}  restored: {memory.text} ({memory.status.value})")
+        if args.id is None:
+            memory, event = service.store.undo_last()
+        else:
+            change = service.store.latest_change(args.id)
+            event = change.event if change is not None else None
+            memory = service.store.undo(args.id)
+        if event is Event.ADD:  # the memory is gone again: "restored … (deleted)" misled
+            print(f"{memory.id}  undid adding it: {memory.text!r} is removed")
+        else:
+            print(f"{memory.id}  restored: {memory.text} ({memory.status.value})")
     return 0
 
 
@@ -340,9 +352,9 @@ class Progress:
     def __call__(self, done: int, total: int) -> None:
         width = 30
         filled = int(width * done / total) if total else width
-        rate = (done - self.base) / max(1e-6, time.perf_counter() - self.start)
+        speed = (done - self.base) / max(1e-6, time.perf_counter() - self.start)
         sys.stderr.write(f"\rimporting [{'#' * filled}{'.' * (width - filled)}] "
-                         f"{done}/{total} ({rate:,.0f}/s)")
+                         f"{done}/{total} ({rate_text(speed, 'lines')})")
         sys.stderr.flush()
         self.shown = True
 

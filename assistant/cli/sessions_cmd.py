@@ -10,7 +10,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assistant.cli.common import context, print_json
+from assistant.cli.common import context, plural, print_json
 from assistant.errors import UserError
 
 if TYPE_CHECKING:
@@ -166,7 +166,7 @@ def _list(args: argparse.Namespace) -> int:
         print('no sessions yet: start one with `brain ask "…"` or the terminal UI')
         return 0
     for s in sessions:
-        turns = f"{s.turn_count} turn{'s' if s.turn_count != 1 else ''}"
+        turns = plural(s.turn_count, "turn")
         print(f"{s.id}  {_when(s.updated_at)}  {turns:>9}  {s.title or '(untitled)'}")
     return 0
 
@@ -214,7 +214,7 @@ def _export(args: argparse.Namespace) -> int:
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise UserError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    print(f"exported session {session.id} ({session.turn_count} turns) to {path}",
+    print(f"exported session {session.id} ({plural(session.turn_count, 'turn')}) to {path}",
           file=sys.stderr)
     return 0
 
@@ -238,7 +238,7 @@ def _rm(args: argparse.Namespace) -> int:
         # and every other copy (retrieval log, free pages).
         delete_sessions(ctx, store, [s.id for s in sessions])
         for session in sessions:
-            print(f"deleted session {session.id} ({session.turn_count} turns) "
+            print(f"deleted session {session.id} ({plural(session.turn_count, 'turn')}) "
                   f"{session.title or ''}".rstrip())
     return 0
 

@@ -934,6 +934,19 @@ class MemoryStore:
         self._after_write()
         return restored
 
+    def undo_last(self) -> tuple[Memory, Event]:
+        """Undo the most recent change to any memory (`brain memory undo` without an id);
+        returns the memory as restored and the kind of change undone."""
+        with self._lock:
+            row = self.conn.execute(
+                "SELECT seq, event FROM history WHERE undone=0 AND event != ? AND memory_id != ? "
+                "ORDER BY seq DESC LIMIT 1",
+                (Event.RESTORE.value, PROFILE_ID),
+            ).fetchone()
+        if row is None:
+            raise NothingToUndo("no memory change to undo")
+        return self.undo_change(int(row["seq"])), Event(row["event"])
+
     def latest_change(self, id_or_prefix: str) -> HistoryEvent | None:
         """The memory's latest change that can still be undone (its `seq` is the change id)."""
         events = [e for e in self.history(id_or_prefix)

@@ -155,12 +155,22 @@ def read_cases(path: Path) -> tuple[list[EvalCase], int]:
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: cannot read: {exc}") from exc
     cases, skipped = parse_cases(text.splitlines(), name=str(path))
-    if not cases:
+    if not cases and not skipped:  # only unlabeled cases: reported by the caller, not an error
         raise UserError(
             f"{path}: no eval cases with expected sources",
             hint='each line is {"query": "...", "expected": ["path/suffix.md" or "stem"]}',
         )
     return cases, skipped
+
+
+def unindexed_expected(cases: Sequence[EvalCase], indexed: Sequence[str]) -> list[str]:
+    """Expected sources that match no indexed file: their cases can never be hits."""
+    missing: list[str] = []
+    for case in cases:
+        for want in case.expected:
+            if want not in missing and not any(matches(src, want) for src in indexed):
+                missing.append(want)
+    return missing
 
 
 def run_cases(

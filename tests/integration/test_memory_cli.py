@@ -311,3 +311,28 @@ def test_an_interrupted_import_resumes(cli, capsys, tmp_path: Path, monkeypatch)
     texts = [m["text"] for m in _json(cli, capsys, "list", "--json")["memories"]]
     assert sorted(texts) == sorted(f"The user visited city number {i}" for i in range(1200))
     assert cli.vectors.count() == 1200  # the interrupted batch's vectors were repaired
+
+
+def test_undo_without_an_id_undoes_the_latest_change_and_says_what_it_did(
+    cli, capsys  # type: ignore[no-untyped-def]
+) -> None:
+    """Issue 15 snag 8: `undo` needed an id, and undoing an add printed "restored: … (deleted)"."""
+    first = _add(cli, capsys, "I live in Lyon.")
+    second = _add(cli, capsys, "I drink green tea.")
+    assert cli("rm", first) == 0
+    capsys.readouterr()
+    assert cli("undo") == 0  # the latest change: the rm of the first memory
+    assert capsys.readouterr().out.strip() == f"{first}  restored: I live in Lyon. (active)"
+    assert cli("undo") == 0  # then: adding the second one (the undone rm is no longer a change)
+    out = capsys.readouterr().out.strip()
+    assert out == f"{second}  undid adding it: 'I drink green tea.' is removed"
+    assert "deleted)" not in out
+    listed = _json(cli, capsys, "list", "--json")["memories"]
+    assert [m["id"] for m in listed] == [first]
+    assert cli("undo", first) == 0  # by id: undoing the add of the first one reads the same
+    assert "undid adding it" in capsys.readouterr().out
+
+
+def test_undo_with_nothing_to_undo_is_a_clear_error(cli, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert cli("undo") == 1
+    assert "no memory change to undo" in capsys.readouterr().err

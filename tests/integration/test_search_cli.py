@@ -174,9 +174,12 @@ def test_eval_reports_metrics_per_language_and_misses(
          "lang": "en"},
         {"query": "not yet annotated", "expected": []},
     ]) + "\n")
-    code, out, _ = cli("eval", str(cases))
+    code, out, err = cli("eval", str(cases))
     assert code == 0
-    assert "4 questions" in out and "1 skipped" in out
+    assert "4 questions" in out and "1 unlabeled case not scored" in out
+    # An expected file that is not indexed is a miss that can never be fixed by tuning: said.
+    assert "expected 'missing.md' matches no indexed file" in err
+    assert "git-stash" not in err
     lines = {line.split()[0]: line.split() for line in out.splitlines() if line[:3] in
              ("all", "en ", "zh ")}
     assert lines["all"][1:3] == ["4", "0.750"]  # n, hit@1
@@ -289,3 +292,63 @@ def test_real_model_eval_on_a_tiny_corpus(  # type: ignore[no-untyped-def]
     assert report["by_lang"]["zh"]["hit@1"] == 1.0
     code, out, _ = run("search", "banana bread recipe with walnuts", "--json")
     assert json.loads(out)["low_confidence"] is True
+
+
+def test_thumbs_down_to_eval_is_no_dead_end(
+    cli: Callable[..., tuple[int, str, str]], home: Path, tmp_path: Path, corpus_kb: object,
+) -> None:
+    """Issue 15 snag 3: a 👎 export wrote `"expected": []` and `brain eval` refused the file.
+    Now the right source is named with `brain log rate ID --correct PATH`, exported, scored;
+    unlabeled cases are reported, not an error."""
+    cli("search", "archive utility")
+    cli("search", "stash my work")
+    with RetrievalLog.open(home / "data" / "retrieval_log.sqlite3") as log:
+        archive, stash = sorted(e.id for e in log.recent(10))
+    code, out, err = cli("log", "rate", str(archive), "--down")
+    assert code == 0 and "rated 👎" in out, err
+    export = tmp_path / "cases.jsonl"
+    code, out, _ = cli("log", "--disliked", "--export", str(export))
+    assert code == 0 and "without a right source" in out and "log rate ID --correct" in out
+    assert json.loads(export.read_text()) == {"query": "archive utility", "expected": []}
+    code, out, err = cli("eval", str(export))
+    assert code == 0, err
+    assert "1 unlabeled case (no expected sources), nothing to score" in out
+    assert "brain log rate ID --correct PATH" in out
+    code, out, _ = cli("log", "--disliked")
+    assert f"brain log rate {archive} --correct PATH" in out
+
+    right = tmp_path / "notes" / "linux" / "tar.md"
+    right.parent.mkdir(parents=True)
+    right.write_text("# tar\n", encoding="utf-8")
+    code, out, err = cli("log", "rate", str(archive), "--correct", str(right))
+    assert code == 0 and f"right source: {right}" in out, err
+    code, out, _ = cli("log", "rate", str(stash), "--up")
+    assert code == 0 and "rated 👍" in out
+    code, out, _ = cli("log", "--disliked", "--export", str(export))
+    assert code == 0 and "wrote 1 eval case" in out and "without a right source" not in out
+    assert json.loads(export.read_text()) == {"query": "archive utility",
+                                              "expected": [str(right)]}
+    code, out, err = cli("eval", str(export), "--json")
+    assert code == 0, err
+    assert json.loads(out)["metrics"]["count"] == 1
+    assert json.loads(out)["queries"][0]["rank"] is not None
+
+    code, _, err = cli("log", "rate", str(archive), "--correct", str(tmp_path / "nope.md"))
+    assert code == 1 and "no such file" in err
+    code, _, err = cli("log", "rate", "999", "--down")
+    assert code == 1 and "no retrieval log entry 999" in err
+    code, _, err = cli("log", "rate", str(archive))
+    assert code == 1 and "--up, --down or --correct" in err
+
+
+def test_log_json_times_are_iso_8601(cli: Callable[..., tuple[int, str, str]], home: Path) -> None:
+    """Issue 15 snag 9: every other --json uses ISO 8601; `brain log --json` used epoch seconds."""
+    import re
+
+    cli("search", "tar")
+    with RetrievalLog.open(home / "data" / "retrieval_log.sqlite3") as log:
+        log.rate(log.recent(1)[0].id, -1)
+    _code, out, _ = cli("log", "--json")
+    entry = json.loads(out)
+    iso = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
+    assert re.fullmatch(iso, entry["time"]) and re.fullmatch(iso, entry["rated_at"])

@@ -9,6 +9,8 @@ import pytest
 
 from indexing.knowledge import FolderError
 from indexing.lock import IndexBusy, IndexLock
+from indexing.progress import Phase, SyncProgress
+from indexing.sync import EMBED_SLICE
 from tests.fixtures.knowledge import index_state, inner_calls, note_text
 
 
@@ -338,7 +340,7 @@ def test_a_progress_callback_can_cancel_and_the_next_sync_completes(knowledge, k
         pass
 
     def cancel_after_first_batch(event) -> None:  # type: ignore[no-untyped-def]
-        if event.files_done >= 3:
+        if event.phase == Phase.indexing and event.chunks_done > 0:  # a batch is stored
             raise Cancelled
 
     with pytest.raises(Cancelled):
@@ -350,3 +352,32 @@ def test_a_progress_callback_can_cancel_and_the_next_sync_completes(knowledge, k
     assert len(report.added) == 12 - len(partial.files)
     index_state(kb).assert_consistent()
     assert kb.stats()[0] == 12
+
+
+def test_progress_moves_per_file_while_reading_and_per_batch_while_embedding(
+    knowledge, kb  # type: ignore[no-untyped-def]
+) -> None:
+    """Issue 15: the bar used to move only after each 512-chunk round (a minute of CPU on a
+    cold index); now every file read and every model batch is an event, and the final file
+    count is the summary's."""
+    for i in range(10):
+        knowledge.write(f"n{i}.md", note_text(f"n{i}", 6))
+    # Read, then skipped as binary: a file the bar counted, so the summary must count it too.
+    (knowledge.notes / "blob.md").write_bytes(b"\x00\x01\x02binary\x00" * 100)
+    events: list[SyncProgress] = []
+    settings = knowledge.settings()
+    from dataclasses import replace
+
+    report = kb.sync(replace(settings, batch_chunks=4 * EMBED_SLICE), progress=events.append)
+    reading = [e for e in events if e.phase == Phase.indexing and e.files_total]
+    assert [e.files_done for e in reading] == list(range(12))  # 0: the start, then per file
+    first_embedding = next(i for i, e in enumerate(events) if e.phase == Phase.embedding)
+    assert events.index(reading[0]) < first_embedding  # moves before the first model call
+    embedding = [e for e in events if e.phase == Phase.embedding]
+    assert len(embedding) >= report.embedded // EMBED_SLICE >= 1
+    assert [e.chunks_done for e in embedding] == sorted(e.chunks_done for e in embedding)
+    assert embedding[-1].chunks_done == embedding[-1].chunks_total == report.embedded
+    done = events[-1]
+    assert done.phase == Phase.done
+    skipped = sum(len(v) for v in report.skipped.values())
+    assert done.files_done == done.files_total == len(report.added) + skipped == 11

@@ -280,6 +280,28 @@ def test_config_path_and_show(home: Path, capsys: pytest.CaptureFixture[str]) ->
     shown = tomllib.loads(out)
     assert shown["retrieval"]["top_k"] == 9
     assert shown["ollama"]["model"] == "qwen3:4b"  # effective values, not just the file's
+    # Nothing is commented out in `show`, so the template's advice would be wrong there.
+    assert "uncomment" not in out
+
+
+def test_an_unknown_theme_is_an_error_naming_the_known_ones(home: Path) -> None:
+    """Issue 15 snag 9: `ui.theme = "nope"` was silently ignored."""
+    path = home / "config" / "config.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text('[ui]\ntheme = "nope"\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value) == (
+        f"{path}: ui.theme: unknown theme 'nope' "
+        "(known: brain-dark, brain-light, high-contrast, library-amber)"
+    )
+    themes = home / "config" / "themes"
+    themes.mkdir()
+    (themes / "nope.toml").write_text('primary = "#ff0000"\n', encoding="utf-8")
+    assert load_config(path).ui.theme == "nope"  # the user's own theme, by file name
+    (themes / "named.toml").write_text('name = "solar"\n', encoding="utf-8")
+    path.write_text('[ui]\ntheme = "solar"\n', encoding="utf-8")
+    assert load_config(path).ui.theme == "solar"  # or by its name key
 
 
 def test_config_show_markdown(home: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,97 @@
+"""DaemonThreadPool: a ThreadPoolExecutor whose stuck jobs never hold up the process exit
+(issue 15: Ctrl+Q took 13 s while a chat worker waited on a silent Ollama)."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from assistant.daemon_pool import DaemonThreadPool
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_runs_jobs_and_reports_results_and_errors() -> None:
+    pool = DaemonThreadPool(2)
+    assert [f.result(5) for f in [pool.submit(pow, 2, n) for n in range(6)]] == [
+        1, 2, 4, 8, 16, 32]
+    failing = pool.submit(int, "x")
+    with pytest.raises(ValueError):
+        failing.result(5)
+    pool.shutdown(wait=True)
+    with pytest.raises(RuntimeError):
+        pool.submit(pow, 2, 2)
+
+
+def test_never_more_threads_than_asked_and_idle_threads_are_reused() -> None:
+    pool = DaemonThreadPool(2, thread_name_prefix="t")
+    gate = threading.Event()
+    blocked = [pool.submit(gate.wait, 5) for _ in range(5)]
+    time.sleep(0.05)
+    assert len(pool._workers) == 2
+    gate.set()
+    assert all(f.result(5) for f in blocked)
+    for _ in range(10):
+        pool.submit(time.sleep, 0).result(5)
+    assert len(pool._workers) == 2
+    assert all(w.daemon for w in pool._workers)
+    pool.shutdown()
+
+
+def test_shutdown_can_cancel_what_has_not_started() -> None:
+    pool = DaemonThreadPool(1)
+    gate = threading.Event()
+    running = pool.submit(gate.wait, 5)
+    queued = [pool.submit(time.sleep, 0) for _ in range(3)]
+    pool.shutdown(wait=False, cancel_futures=True)
+    gate.set()
+    assert running.result(5) is True
+    assert all(f.cancelled() for f in queued)
+
+
+def test_asyncio_accepts_it_as_the_default_executor() -> None:
+    async def main() -> int:
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(DaemonThreadPool(2))
+        return await asyncio.to_thread(sum, [1, 2, 3])
+
+    assert asyncio.run(main()) == 6
+
+
+STUCK = textwrap.dedent("""
+    import asyncio, socket, sys, threading
+    from assistant.daemon_pool import DaemonThreadPool
+
+    server = socket.socket(); server.bind(("127.0.0.1", 0)); server.listen(4)
+    port = server.getsockname()[1]
+
+    def wait_for_silent_server():
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            s.sendall(b"GET /api/show HTTP/1.1\\r\\n\\r\\n")
+            s.recv(1)  # never answered
+
+    pool = DaemonThreadPool(1)
+    pool.submit(wait_for_silent_server)
+    loop = asyncio.new_event_loop()
+    loop.set_default_executor(DaemonThreadPool(2))
+    threading.Thread(target=loop.run_forever, daemon=True).start()
+    asyncio.run_coroutine_threadsafe(asyncio.to_thread(wait_for_silent_server), loop)
+    print("stuck", flush=True)
+""")
+
+
+def test_a_job_stuck_in_a_network_call_does_not_delay_exit() -> None:
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", STUCK], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "stuck"
+    # With ThreadPoolExecutor the interpreter would wait for the recv forever (timeout=60).
+    assert time.monotonic() - started < 30
