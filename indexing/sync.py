@@ -69,6 +69,7 @@ class SyncReport:
     rebuilt: bool
     missing_folders: tuple[str, ...]  # registered folders not on disk: left untouched
     seconds: float
+    reused: int = 0  # chunks whose stored vector was kept (a rebuild): neither model nor cache
 
     @property
     def skipped_count(self) -> int:
@@ -92,6 +93,7 @@ class SyncReport:
             ", ".join(parts)
             + f"; chunks +{self.chunks_added} -{self.chunks_removed}"
             + f"; embedded {self.embedded}, cache hits {self.cache_hits}"
+            + (f", vectors kept {self.reused}" if self.reused else "")
             + f"; {self.seconds:.1f}s"
         )
         if self.repaired:
@@ -208,6 +210,7 @@ class Syncer:
         self.unchanged = 0
         self.chunks_added = 0
         self.chunks_removed = 0
+        self.reused = 0
         self.repaired = 0
         self.missing_folders: list[str] = []
         self._files_done = 0
@@ -307,6 +310,7 @@ class Syncer:
             rebuilt=rebuilt,
             missing_folders=tuple(self.missing_folders),
             seconds=time.perf_counter() - started,
+            reused=self.reused,
         )
 
     # --- internals --------------------------------------------------------------------------
@@ -385,6 +389,7 @@ class Syncer:
             return
         new_chunks = [c for u in pending for c in u.new_chunks]
         to_upsert = _by_length([c for c in new_chunks if c.id not in self.reusable])
+        self.reused += len(new_chunks) - len(to_upsert)
         self._to_embed += len(to_upsert)
         # 1. vectors first: a crash after this leaves only extra vectors (reconcile deletes).
         for start in range(0, len(to_upsert), self.settings.batch_chunks):

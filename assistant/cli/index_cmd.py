@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             _print_report(report, kb, verbose=args.verbose, out=out)
         if args.watch:
-            return _watch(kb, settings, ctx, out=out, as_json=args.json)
+            return _watch(kb, settings, ctx, out=out, as_json=args.json, first=report)
     finally:
         kb.close()
     return 0
@@ -134,6 +134,7 @@ def report_json(report: SyncReport, kb: KnowledgeBase) -> dict[str, Any]:
         "chunks_removed": report.chunks_removed,
         "embedded": report.embedded,
         "cache_hits": report.cache_hits,
+        "reused": report.reused,
         "repaired": report.repaired,
         "reembedded": report.reembedded,
         "rebuilt": report.rebuilt,
@@ -292,13 +293,25 @@ class _Progress:
             self._bar = None
 
 
-def _watch(kb: KnowledgeBase, settings: Any, ctx: Any, *, out: TextIO, as_json: bool) -> int:
+def _watch(kb: KnowledgeBase, settings: Any, ctx: Any, *, out: TextIO, as_json: bool,
+           first: SyncReport | None = None) -> int:
     from indexing.watch import FolderWatcher
 
+    # The summary of the sync that started the watch was printed already; the watcher's own
+    # first pass (run as soon as the OS watch is live) finds the same skipped files: only new
+    # changes and newly skipped files are worth a line.
+    reported_skips = {path for items in (first.skipped if first else {}).values()
+                      for path, _ in items}
+
     def on_report(report: SyncReport) -> None:
+        skips = {path for items in report.skipped.values() for path, _ in items}
+        new_skips = skips - reported_skips
+        reported_skips.update(skips)
+        if not (report.changed or new_skips):
+            return
         if as_json:
             print_json(report_json(report, kb))
-        elif report.changed or report.skipped:
+        else:
             stamp = time.strftime("%H:%M:%S")
             print(f"[{stamp}] {report.summary()}", file=out, flush=True)
 

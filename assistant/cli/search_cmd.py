@@ -36,7 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument(
         "--queries", type=Path, metavar="FILE.jsonl",
-        help='batch mode: lines {"query": "..."}; prints one JSON object per line, in order',
+        help='batch mode: lines {"query": "..."} (`-` reads stdin); prints one JSON object '
+        "per line, in order",
     )
     p.set_defaults(func=run)
 
@@ -93,9 +94,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _read_queries(path: Path) -> list[str]:
-    """Every query of the batch file, validated before anything runs."""
+    """Every query of the batch file (`-`: stdin), validated before anything runs."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        if str(path) == "-":
+            lines = sys.stdin.buffer.read().decode("utf-8").splitlines()
+            path = Path("<stdin>")
+        else:
+            lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -83,6 +83,10 @@ def test_rebuild_uses_the_cache(cli, notes, capsys) -> None:
     assert report["rebuilt"] and report["embedded"] == 0
     assert report["chunks_added"] == first["chunks_added"]
     assert cli.embedder.inner.texts_embedded == calls
+    # Issue 15 snag 9: "embedded 0, cache hits 0" did not say where the vectors came from.
+    assert report["reused"] == first["chunks_added"] > 0
+    assert cli("index", "--rebuild") == 0
+    assert f"vectors kept {first['chunks_added']}" in capsys.readouterr().out
 
 
 def test_verbose_lists_skipped_files_by_reason(cli, notes, capsys) -> None:
@@ -310,6 +314,11 @@ def test_index_watch_follows_changes_and_stops_on_ctrl_c(notes, home, tmp_path) 
             (notes / "live.md").write_text("# Live\n\nwatched text\n")
             found.wait(0.5)
         assert found.is_set(), lines
+        # Issue 15 snag 9: the start summary once; the watcher's own first pass (same skipped
+        # files, nothing changed) used to print it a second time.
+        assert sum("Synced 1 folder" in line for line in lines) == 1, lines
+        assert not [line for line in lines if line.startswith("[")
+                    and "0 added, 0 updated, 0 removed" in line], lines
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=20) == 0
     finally:

@@ -139,6 +139,22 @@ def test_batch_queries_keep_order_and_validate_first(
     assert code == 1 and out == "" and f"{bad}:2" in err
 
 
+def test_batch_queries_from_stdin(
+    cli: Callable[..., tuple[int, str, str]], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 15 snag 9: `--queries -` looked for a file named "-"."""
+    import io
+
+    stdin = io.TextIOWrapper(io.BytesIO('{"query": "df"}\n{"query": "归档"}\n'.encode()))
+    monkeypatch.setattr("sys.stdin", stdin)
+    code, out, err = cli("search", "--queries", "-", "--top-k", "1")
+    assert code == 0, err
+    assert [json.loads(line)["query"] for line in out.splitlines()] == ["df", "归档"]
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b'{"q": 1}\n')))
+    code, out, err = cli("search", "--queries", "-")
+    assert code == 1 and "<stdin>:1" in err
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
