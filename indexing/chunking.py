@@ -129,9 +129,11 @@ def chunk_text(
                     continue
                 seen.add(digest)
             index = len(chunks)
-            page = None
+            page = end_page = None
             if pages:
                 page = pages[max(0, bisect.bisect_right(page_starts, start) - 1)][1]
+                # A chunk can run over a page break: cite the range, not just where it starts.
+                end_page = pages[max(0, bisect.bisect_right(page_starts, end - 1) - 1)][1]
             chunks.append(
                 Chunk(
                     id=chunk_id(source, index, digest),
@@ -148,6 +150,7 @@ def chunk_text(
                     mtime=mtime,
                     content_hash=digest,
                     language=code_language or _chunk_language(body, file_language),
+                    end_page=end_page,
                 )
             )
     return chunks

@@ -67,6 +67,10 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX chunks_by_source ON chunks(source, idx);
     """,
+    # 2: the page a PDF chunk ends on (NULL: the page it starts on, as before).
+    """
+    ALTER TABLE chunks ADD COLUMN end_page INTEGER;
+    """,
 )
 
 
@@ -87,7 +91,7 @@ SCHEMA_VERSION = SCHEMA.version
 
 _CHUNK_COLUMNS = (
     "id, text, source, root, heading, idx, start_char, end_char, start_line, end_line, page, "
-    "mtime, content_hash, language"
+    "mtime, content_hash, language, end_page"
 )
 
 
@@ -118,7 +122,7 @@ def _chunk_row(chunk: Chunk) -> tuple[object, ...]:
     return (
         chunk.id, chunk.text, chunk.source, chunk.root, chunk.heading, chunk.index,
         chunk.start_char, chunk.end_char, chunk.start_line, chunk.end_line, chunk.page,
-        chunk.mtime, chunk.content_hash, chunk.language,
+        chunk.mtime, chunk.content_hash, chunk.language, chunk.end_page,
     )
 
 
@@ -307,7 +311,7 @@ class Manifest:
     def put_chunks(self, chunks: Iterable[Chunk]) -> None:
         self.conn.executemany(
             f"INSERT OR REPLACE INTO chunks({_CHUNK_COLUMNS}) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [_chunk_row(c) for c in chunks],
         )
 

@@ -27,6 +27,16 @@ class Chunk:
     mtime: float  # file modification time (seconds since the epoch)
     content_hash: str  # sha256 hex of `text`: the embedding cache key together with the model id
     language: str  # "en", "zh", or "code:<lang>" ("code:python", …); "other" when unsure
+    end_page: int | None = None  # 1-based PDF page the chunk ends on; None: same as `page`
+
+    @property
+    def last_page(self) -> int | None:
+        return self.end_page if self.end_page is not None else self.page
+
+    @property
+    def page_label(self) -> str | None:
+        """'page 3', or 'pages 1–2' for a chunk that runs over a page break; None: no pages."""
+        return page_label(self.page, self.end_page)
 
     @property
     def relpath(self) -> str:
@@ -34,3 +44,11 @@ class Chunk:
         if self.source.startswith(self.root.rstrip("/") + "/"):
             return self.source[len(self.root.rstrip("/")) + 1 :]
         return self.source
+
+
+def page_label(page: int | None, end_page: int | None) -> str | None:
+    if page is None:
+        return None
+    if end_page is None or end_page == page:
+        return f"page {page}"
+    return f"pages {page}–{end_page}"

@@ -49,6 +49,7 @@ def item_from_hit(hit: SearchHit) -> KnowledgeItem:
         start_line=chunk.start_line,
         end_line=chunk.end_line,
         page=chunk.page,
+        end_page=chunk.last_page,
         data=hit_to_json(hit),
         hit=hit,
     )

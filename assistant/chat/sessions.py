@@ -142,6 +142,10 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX conversation_units_by_time ON conversation_units(created_at);
     CREATE INDEX conversation_units_by_session ON conversation_units(session_id);
     """,
+    # 6: the page a PDF source ends on, so a chunk over a page break is cited "p. 1–2".
+    """
+    ALTER TABLE turn_sources ADD COLUMN end_page INTEGER;
+    """,
 )
 SCHEMA = Schema("sessions database", MIGRATIONS)
 SCHEMA_VERSION = SCHEMA.version
@@ -442,13 +446,13 @@ class SessionStore:
             turn_id = int(cur.lastrowid or 0)
             conn.executemany(
                 "INSERT INTO turn_sources (turn_id, n, cited, chunk_id, source, relpath, heading, "
-                "start_line, end_line, page, score, text) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "start_line, end_line, page, score, text, end_page) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         turn_id, s.n, int(s.cited), s.item.chunk_id, s.item.source,
                         s.item.relpath, s.item.heading, s.item.start_line, s.item.end_line,
-                        s.item.page, s.item.score, s.item.text,
+                        s.item.page, s.item.score, s.item.text, s.item.end_page,
                     )
                     for s in sources
                 ],
@@ -498,6 +502,7 @@ class SessionStore:
                     chunk_id=s["chunk_id"], text=s["text"], source=s["source"],
                     relpath=s["relpath"], heading=s["heading"], score=s["score"],
                     start_line=s["start_line"], end_line=s["end_line"], page=s["page"],
+                    end_page=s["end_page"],
                 ),
             )
             for s in self._conn.execute(

@@ -31,6 +31,7 @@ class KnowledgeItem:
     start_line: int = 0
     end_line: int = 0
     page: int | None = None
+    end_page: int | None = None  # a chunk over a page break: cited as "p. 1–2"
     data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
     # The retriever's SearchHit (per-retriever evidence for the UI); None once stored.
     hit: Any = field(default=None, compare=False, hash=False, repr=False)
@@ -39,6 +40,8 @@ class KnowledgeItem:
     def location(self) -> str:
         """`notes/git.md:12-30` (or `paper.pdf p. 3`), for source lists."""
         if self.page is not None:
+            if self.end_page is not None and self.end_page != self.page:
+                return f"{self.relpath} p. {self.page}–{self.end_page}"
             return f"{self.relpath} p. {self.page}"
         if self.start_line:
             return f"{self.relpath}:{self.start_line}-{self.end_line}"

@@ -177,8 +177,8 @@ def print_result(result: RetrievalResult) -> None:
     for hit in result.hits:
         c = hit.chunk
         where = f"{_display_path(c.source)}:{c.start_line}"
-        if c.page is not None:
-            where += f" (page {c.page})"
+        if c.page_label is not None:
+            where += f" ({c.page_label})"
         if hit.more_from_file:
             where += f"  (+{hit.more_from_file} more from this file)"
         out.write(f"\n{hit.rank:>2}. {where}\n")

@@ -139,7 +139,9 @@ def turn_json(turn: Turn) -> dict[str, Any]:
         "sources": [
             {"n": s.n, "cited": s.cited, "chunk_id": s.item.chunk_id, "source": s.item.source,
              "heading": s.item.heading, "start_line": s.item.start_line,
-             "end_line": s.item.end_line, "page": s.item.page, "score": s.item.score}
+             "end_line": s.item.end_line, "page": s.item.page,
+             "end_page": s.item.end_page if s.item.end_page is not None else s.item.page,
+             "score": s.item.score}
             for s in turn.sources
         ],
         "memories": [

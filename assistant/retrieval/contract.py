@@ -43,6 +43,9 @@ SEARCH_RESULT_SCHEMA: dict[str, Any] = {
                     # Added later (so not required of older output): the file's other
                     # matching chunks folded under this hit (0 on every hit but a file's best).
                     "more_from_file": {"type": "integer", "minimum": 0},
+                    # PDF hits only: [first page, last page] (equal unless over a page break)
+                    "pages": {"type": "array", "items": {"type": "integer", "minimum": 1},
+                              "minItems": 2, "maxItems": 2},
                 },
             },
         },
@@ -51,7 +54,7 @@ SEARCH_RESULT_SCHEMA: dict[str, Any] = {
 
 
 def hit_to_json(hit: SearchHit) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "rank": hit.rank,
         "source": hit.source,
         "heading": hit.heading,
@@ -65,6 +68,10 @@ def hit_to_json(hit: SearchHit) -> dict[str, Any]:
         "chunk_id": hit.chunk_id,
         "more_from_file": hit.more_from_file,
     }
+    chunk = hit.chunk
+    if chunk.page is not None:
+        out["pages"] = [chunk.page, chunk.last_page]
+    return out
 
 
 def result_to_json(result: RetrievalResult) -> dict[str, Any]:

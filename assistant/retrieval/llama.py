@@ -40,6 +40,7 @@ def to_nodes(result: RetrievalResult) -> list[NodeWithScore]:
             "start_line": c.start_line,
             "end_line": c.end_line,
             "page": c.page,
+            "end_page": c.last_page,
             "language": c.language,
             "rank": hit.rank,
             "cosine": hit.cosine,

@@ -368,3 +368,46 @@ def test_log_json_times_are_iso_8601(cli: Callable[..., tuple[int, str, str]], h
     entry = json.loads(out)
     iso = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
     assert re.fullmatch(iso, entry["time"]) and re.fullmatch(iso, entry["rated_at"])
+
+
+def test_a_pdf_chunk_over_a_page_break_is_cited_with_its_page_range(  # type: ignore[no-untyped-def]
+    real_cli, tmp_path: Path
+) -> None:
+    """Issue 15 snag 5: the range survives the index (manifest), the search output and JSON,
+    the chat's citation label and a stored session."""
+    from assistant.chat.service import item_from_hit
+    from assistant.chat.sessions import SessionStore
+    from assistant.chat.turn import Source
+    from tests.unit.test_readers import make_pdf
+
+    run, _ = real_cli
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "paper.pdf").write_bytes(make_pdf(["Rotation starts on page one", "logrotate"]))
+    code, _, err = run("index", str(notes))
+    assert code == 0, err
+    code, out, err = run("search", "logrotate", "--json")
+    assert code == 0, err
+    [hit] = json.loads(out)["hits"]
+    jsonschema.validate(json.loads(out), SEARCH_RESULT_SCHEMA)
+    assert hit["pages"] == [1, 2]
+    code, out, _ = run("search", "logrotate")
+    assert "paper.pdf:1 (pages 1–2)" in out
+
+    from assistant.context import AppContext
+    from assistant.retrieval.open import close_retriever, open_retriever
+
+    ctx = AppContext.load(str(tmp_path / "home"))
+    retriever = open_retriever(ctx, log=False)
+    try:
+        result = retriever.search("logrotate")
+    finally:
+        close_retriever(retriever)
+    item = item_from_hit(result.hits[0])
+    assert item.location == "paper.pdf p. 1–2"
+    store = SessionStore.open(tmp_path / "sessions.sqlite3")
+    session = store.create(model="m")
+    turn = store.add_turn(session.id, "q", "a [1]", status="complete", model="m",
+                          sources=[Source(1, item, True)], memories=[])
+    assert store.turn(turn.id).sources[0].item.location == "paper.pdf p. 1–2"
+    store.close()

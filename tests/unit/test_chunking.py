@@ -278,7 +278,9 @@ def test_chunk_file_fills_every_field(tmp_path: Path) -> None:
         language="en",
     )
     assert chunk.relpath == "notes/a.md"
-    assert all(v is not None for k, v in dataclasses.asdict(chunk).items() if k != "page")
+    assert all(v is not None for k, v in dataclasses.asdict(chunk).items()
+               if k not in ("page", "end_page"))
+    assert chunk.page_label is None
 
 
 def test_pdf_pages_come_from_the_page_table() -> None:
@@ -292,6 +294,19 @@ def test_pdf_pages_come_from_the_page_table() -> None:
         assert chunk.page == (1 if chunk.start_char < pages[1][0] else 2)
         assert ("one" in chunk.text) == (chunk.page == 1)
     assert {c.page for c in chunks} == {1, 2}
+    for chunk in chunks:
+        assert chunk.last_page == (1 if chunk.end_char <= pages[1][0] else 2)
+
+
+def test_a_chunk_over_a_page_break_keeps_the_page_range() -> None:
+    """Issue 15 snag 5: it was cited as "page 1" although the match was on page 2."""
+    text = "The first page ends here.\n\nThe match is on the second page."
+    pages = ((0, 1), (text.index("The match"), 2))
+    [chunk] = chunk_text(text, fmt="pdf", settings=DEFAULT, pages=pages)
+    assert (chunk.page, chunk.end_page, chunk.last_page) == (1, 2, 2)
+    assert chunk.page_label == "pages 1–2"
+    [one] = chunk_text("Only one page.", fmt="pdf", settings=DEFAULT, pages=((0, 3),))
+    assert (one.page, one.last_page, one.page_label) == (3, 3, "page 3")
 
 
 def test_rst_and_org_headings() -> None:
