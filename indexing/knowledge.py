@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import logging
 import os
 import time
 from collections.abc import Collection, Iterable, Sequence
@@ -21,17 +22,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from indexing.chunking import CHUNKER_VERSION
 from indexing.errors import HintedError
 from indexing.lock import IndexLock
-from indexing.manifest import Manifest
+from indexing.manifest import SNAPSHOT_META, Manifest
 from indexing.progress import ProgressCallback
 from indexing.sync import Syncer, SyncReport, SyncSettings
 from indexing.types import Chunk
 
 if TYPE_CHECKING:
+    from indexing.dense_snapshot import DenseSnapshot
     from indexing.embedder import Embedder
     from indexing.vectors import VectorStore
+
+log = logging.getLogger(__name__)
 
 META_MODEL = "model_id"
 META_DIMENSION = "dimension"
@@ -139,6 +145,7 @@ class KnowledgeBase:
         self._vectors: VectorStore | None = None
         # (vectors, chunks, when counted): see vector_coverage
         self._coverage: tuple[int, int, float] | None = None
+        self._snapshot: DenseSnapshot | None = None  # see dense_snapshot.py
 
     @classmethod
     def open(
@@ -220,6 +227,11 @@ class KnowledgeBase:
             return cached[0], cached[1]
         if self.reembed_needed:
             return None
+        snapshot = self._fresh_snapshot()
+        if snapshot is not None:  # it matches the manifest: no need to open Chroma to count
+            _files, chunks = self.manifest.totals()
+            self._coverage = (len(snapshot.ids), chunks, time.monotonic())
+            return len(snapshot.ids), chunks
         store = self.vectors()
         if store is None:
             return None
@@ -299,6 +311,7 @@ class KnowledgeBase:
                 if ids:
                     store.compact()  # Chroma keeps deleted vectors' bytes until rewritten
             self.manifest.purge()  # the removed text must not stay readable in the file
+            self._refresh_snapshot()
             unused = hashes - self.manifest.hashes_in_use(hashes)
         return FolderRemoved(match, len(files), len(ids), frozenset(unused))
 
@@ -399,6 +412,7 @@ class KnowledgeBase:
             if recorded_chunking != chunking:
                 with self.manifest.transaction():
                     self.manifest.set_meta(META_CHUNKING, chunking)
+            self._refresh_snapshot()
             return syncer.report(selected, started, reembedded=reembed, rebuilt=rebuild)
 
     def _select(
@@ -427,6 +441,79 @@ class KnowledgeBase:
 
     # --- reads for retrieval ----------------------------------------------------------------
 
+    # --- the dense snapshot (a cold search without Chroma) ------------------------------------
+
+    def _snapshot_path(self) -> Path | None:
+        collection = self.manifest.get_meta(META_COLLECTION)
+        if collection is None or not isinstance(self.vector_location, Path | str) or str(
+            self.vector_location
+        ).startswith(("http://", "https://")):
+            return None
+        from indexing.dense_snapshot import snapshot_file
+
+        return snapshot_file(Path(self.vector_location), collection)
+
+    @property
+    def searches_without_store(self) -> bool:
+        """Dense search can be answered from the snapshot file (no Chroma import needed)."""
+        return self._fresh_snapshot() is not None
+
+    def _fresh_snapshot(self) -> DenseSnapshot | None:
+        """The snapshot if it matches the index right now, else None (ask Chroma)."""
+        token = self.manifest.get_meta(SNAPSHOT_META)
+        if not token:
+            return None
+        cached = self._snapshot
+        if cached is not None and cached.token == token:
+            return cached
+        path = self._snapshot_path()
+        if path is None:
+            return None
+        from indexing.dense_snapshot import load
+
+        snapshot = load(path)
+        if snapshot is None or snapshot.token != token or (
+            snapshot.collection != self.manifest.get_meta(META_COLLECTION)
+        ):
+            return None
+        self._snapshot = snapshot
+        return snapshot
+
+    def _refresh_snapshot(self) -> None:
+        """After a change, under the index lock: write the snapshot of the current chunks
+        (reusing the previous one's rows), then record its token. Any failure leaves no token:
+        searches ask Chroma, the next sync tries again."""
+        if self.manifest.get_meta(SNAPSHOT_META) or self.reembed_needed:
+            return  # still valid (nothing changed), or dense search reads no collection yet
+        path = self._snapshot_path()
+        store = self._recorded_store() if path is not None else None
+        if path is None or store is None or not path.parent.is_dir():
+            return
+        from indexing.dense_snapshot import load, write
+
+        try:
+            ids = sorted(self.manifest.chunk_ids())
+            previous = load(path) if path.exists() else None
+            rows: dict[str, np.ndarray] = {}
+            if previous is not None and previous.collection == store.name:
+                old = previous.row_of()
+                rows = {i: previous.matrix[old[i]] for i in ids if i in old}
+            missing = [i for i in ids if i not in rows]
+            if missing:
+                rows.update(store.get_embeddings(missing))
+            if any(i not in rows for i in ids):
+                return  # Chroma lacks vectors (a repair is due): no snapshot until it has them
+            dimension = int(self.manifest.get_meta(META_DIMENSION) or 0)
+            matrix = (np.stack([np.asarray(rows[i], dtype=np.float32) for i in ids])
+                      if ids else np.zeros((0, dimension), dtype=np.float32))
+            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+            norms[norms == 0] = 1.0
+            token = write(path, store.name, ids, matrix / norms)
+            with self.manifest.transaction():
+                self.manifest.set_meta(SNAPSHOT_META, token)
+        except Exception as exc:  # speed only: searches fall back to Chroma
+            log.warning("could not write the dense snapshot %s: %s", path, exc)
+
     def dense_search(
         self, query_embedding: Sequence[float], k: int, *, sources: Collection[str] | None = None
     ) -> list[tuple[str, float]]:
@@ -436,6 +523,11 @@ class KnowledgeBase:
             raise ReembedNeeded(self.indexed_model or "?", self.embedder.model_id)
         if sources is not None and not sources:
             return []
+        snapshot = self._fresh_snapshot()
+        if snapshot is not None:
+            allowed = (self.manifest.chunk_ids_for_sources(sources)
+                       if sources is not None else None)
+            return snapshot.search(np.asarray(query_embedding), k, allowed=allowed)
         if self.vectors() is None or k <= 0:
             return []
         where = {"source": {"$in": sorted(sources)}} if sources is not None else None

@@ -89,6 +89,8 @@ def _adopt_legacy(conn: sqlite3.Connection) -> int:
 SCHEMA = Schema("knowledge database", MIGRATIONS, adopt=_adopt_legacy)
 SCHEMA_VERSION = SCHEMA.version
 
+SNAPSHOT_META = "dense_snapshot"  # = dense_snapshot.META_KEY (no numpy import here)
+
 _CHUNK_COLUMNS = (
     "id, text, source, root, heading, idx, start_char, end_char, start_line, end_line, page, "
     "mtime, content_hash, language, end_page"
@@ -308,7 +310,13 @@ class Manifest:
 
     # --- chunks -----------------------------------------------------------------------------
 
+    def _chunks_changed(self) -> None:
+        # The file copy of the dense vectors (dense_snapshot.py) no longer matches: forget its
+        # token in the same transaction, so no search can trust it from now on.
+        self.conn.execute("DELETE FROM meta WHERE key = ?", (SNAPSHOT_META,))
+
     def put_chunks(self, chunks: Iterable[Chunk]) -> None:
+        self._chunks_changed()
         self.conn.executemany(
             f"INSERT OR REPLACE INTO chunks({_CHUNK_COLUMNS}) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -317,6 +325,8 @@ class Manifest:
 
     def delete_chunks(self, ids: Collection[str]) -> None:
         ids = list(ids)
+        if ids:
+            self._chunks_changed()
         for part in _chunks(ids):
             marks = ",".join("?" * len(part))
             self.conn.execute(f"DELETE FROM chunks WHERE id IN ({marks})", tuple(part))
@@ -420,6 +430,7 @@ class Manifest:
 
     def clear_index(self) -> None:
         """Forget every file and chunk (keeps folders); inside a transaction."""
+        self._chunks_changed()
         self.conn.execute("DELETE FROM files")
         self.conn.execute("DELETE FROM chunks")
         self.keywords.clear()

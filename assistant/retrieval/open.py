@@ -24,10 +24,12 @@ def open_retriever(ctx: AppContext, *, origin: str = "cli", log: bool = True) ->
     from indexing import vectors
     from indexing.embedder import preload
 
-    # A cold start's two slow loads, side by side: the embedding model and Chroma.
+    # A cold start's slow loads side by side: the embedding model, and Chroma unless the
+    # index's dense snapshot answers without it.
     preload(ctx.embedder())
-    vectors.warm(vector_location(ctx))
     kb = open_knowledge(ctx)
+    if not kb.searches_without_store:
+        vectors.warm(vector_location(ctx))
     try:
         if kb.reembed_needed:
             from indexing.knowledge import ReembedNeeded
