@@ -126,6 +126,16 @@ def resolve_folder(path: str | os.PathLike[str]) -> Path:
     return real
 
 
+def _looks_like_chroma(directory: Path) -> bool:
+    """Chroma's own database is there and still a SQLite file (reading 16 bytes): a store that
+    was damaged or deleted since the last sync must not be hidden by the snapshot."""
+    try:
+        with (directory / "chroma.sqlite3").open("rb") as handle:
+            return handle.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
 def _inside(child: str, parent: str) -> bool:
     return child != parent and child.startswith(parent.rstrip("/") + "/")
 
@@ -463,12 +473,13 @@ class KnowledgeBase:
         token = self.manifest.get_meta(SNAPSHOT_META)
         if not token:
             return None
+        path = self._snapshot_path()
+        if path is None or not path.is_file() or not _looks_like_chroma(path.parent):
+            # Gone, or a damaged store: that must be reported by Chroma, not hidden by a copy.
+            return None
         cached = self._snapshot
         if cached is not None and cached.token == token:
             return cached
-        path = self._snapshot_path()
-        if path is None:
-            return None
         from indexing.dense_snapshot import load
 
         snapshot = load(path)

@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +23,7 @@ from assistant.config import (
     SECTIONS,
     Config,
     ConfigError,
+    _toml_value,
     config_from_dict,
     load_config,
     render_config,
@@ -92,6 +94,14 @@ def test_string_settings_survive_render_and_load(
     config.ui.keybindings = keys
     path = tmp_path / "config.toml"
     path.write_text(render_config(config, commented=False), encoding="utf-8")
+    # ui.theme must name a theme: the user's own theme file carries this one's name.
+    (tmp_path / "themes").mkdir(exist_ok=True)
+    (tmp_path / "themes" / "mine.toml").write_text(f"name = {_toml_value(theme)}\n",
+                                                   encoding="utf-8")
+    if not theme:
+        with pytest.raises(ConfigError, match=r"ui\.theme"):
+            load_config(path)
+        return
     loaded = load_config(path)
     assert loaded.personas == config.personas
     assert loaded.ui.theme == theme

@@ -3,6 +3,8 @@ this base syncs (counting per search would cost every query a Chroma round trip)
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.fixtures.knowledge import note_text
 
 
@@ -17,7 +19,9 @@ def test_coverage_is_cached_and_refreshed_by_sync(knowledge, monkeypatch) -> Non
     assert chunks > 0 and vectors == chunks
 
     store = kb.vectors()
-    store.delete(store.ids())  # the store emptied behind the base's back
+    store.delete(store.ids())  # the store emptied behind the base's back…
+    for copy in Path(kb.vector_location).glob("dense-*.npz"):
+        copy.unlink()  # …with its dense snapshot (else searches rightly keep using that)
     assert kb.vector_coverage() == (vectors, chunks)  # cached: no recount per search
     monkeypatch.setattr("indexing.knowledge.COVERAGE_TTL", 0.0)  # the cache expires
     assert kb.vector_coverage() == (0, chunks)
