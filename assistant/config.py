@@ -108,7 +108,11 @@ class IndexingConfig:
 class RetrievalConfig:
     top_k: int = _opt(6, "Chunks given to the model per question.")
     candidates: int = _opt(50, "Candidates taken from each retriever before fusion.")
-    rrf_k: int = _opt(60, "Reciprocal Rank Fusion constant.")
+    meaning_weight: float = _opt(
+        0.6,
+        "Share of meaning (dense cosine) in the fused score; the rest is keywords (BM25). Each "
+        "list's scores are min-max normalised over its candidates first.",
+    )
     per_file: int = _opt(
         2,
         "Most chunks of one file among the results (0 = no cap); the file's other matches are "
@@ -256,7 +260,10 @@ def _check_value(value: Any, tp: Any, where: str) -> Any:
 
 # Settings that existed but never did anything (no code read them) and were removed: a config
 # file that still sets them loads, the value ignored, instead of failing on an "unknown key".
-RETIRED_KEYS = frozenset({"retrieval.rewrite_queries", "memory.profile_every_sessions"})
+RETIRED_KEYS = frozenset({
+    "retrieval.rewrite_queries", "memory.profile_every_sessions",
+    "retrieval.rrf_k",  # knowledge search fuses normalised scores now (retrieval.meaning_weight)
+})
 
 # The valid range of every numeric setting (inclusive). A numeric setting without one is a bug
 # (tests/unit/test_config.py checks every field of the schema): a value such as
@@ -274,7 +281,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "indexing.watch_debounce_ms": (0, 600_000),
     "retrieval.top_k": (1, 200),
     "retrieval.candidates": (1, 1000),
-    "retrieval.rrf_k": (1, 10_000),
+    "retrieval.meaning_weight": (0, 1),
     "retrieval.per_file": (0, 200),
     "retrieval.score_threshold": (-1, 1),
     "retrieval.keyword_threshold": (0, 1),

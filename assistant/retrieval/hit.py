@@ -16,9 +16,11 @@ from indexing.types import Chunk
 class SearchHit:
     chunk: Chunk
     rank: int  # final position, 1-based
-    score: float  # display relevance in [0, 1] (see scores.display_score); never raw RRF
-    fused: float  # RRF score after the recency boost (the ranking key without a reranker)
-    rrf: float  # RRF score before the recency boost
+    score: float  # display relevance in [0, 1] (see scores.fused_display)
+    fused: float  # fusion score after the recency boost (the ranking key without a reranker)
+    # The fusion score (fusion.convex, 0-1) before the recency boost; the name is from the
+    # RRF it once was, kept because the retrieval log stores it under that name.
+    rrf: float
     cosine: float | None = None  # dense cosine similarity; None when dense did not return it
     dense_rank: int | None = None  # 1-based rank in the dense list
     bm25: float | None = None  # raw BM25 (higher is better); None when keyword did not return it

@@ -22,14 +22,14 @@ from assistant.errors import UserError
 from assistant.retrieval.coverage import vector_gap_warning
 from assistant.retrieval.diversify import cap_per_file
 from assistant.retrieval.filters import allowed_sources, modified_sources
-from assistant.retrieval.fusion import max_rrf, rrf
+from assistant.retrieval.fusion import convex, keep_within
 from assistant.retrieval.gate import is_low_confidence
 from assistant.retrieval.hit import RetrievalResult, SearchHit
 from assistant.retrieval.query import build_search_query
 from assistant.retrieval.recency import recency_boost
 from assistant.retrieval.rerank import Reranker
 from assistant.retrieval.scores import fused_display, keyword_score, term_coverage
-from assistant.retrieval.weights import dense_trusted, dense_weight, keyword_weight
+from assistant.retrieval.weights import dense_trusted, dense_weight
 from assistant.timerange import TimeRange
 from indexing.types import Chunk
 
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 STAGES: tuple[str, ...] = ("embed", "dense", "keyword", "fuse", "rerank", "total")
+KEEP_KEYWORD_TOP = 10  # a strong keyword #1 never ranks below this (issue 17)
 
 
 class KnowledgeSearch(Protocol):
@@ -194,9 +195,8 @@ class HybridRetriever:
                 )
 
         t = time.perf_counter()
-        weight = dense_weight(search_query, self.embedder.model_id)
-        kw_weight = keyword_weight(search_query, self.embedder.model_id)
-        ranked = self._fuse(dense, keyword, weight, kw_weight)
+        trust = dense_weight(search_query, self.embedder.model_id)
+        ranked = self._fuse(dense, keyword, trust, search_query)
         timings["fuse"] = (time.perf_counter() - t) * 1000
 
         t = time.perf_counter()
@@ -220,11 +220,7 @@ class HybridRetriever:
                 coverage[chunk.id] = term_coverage(query_terms, self._tokenize(chunk.text))
             return coverage[chunk.id]
         # The best possible fused score: first in both lists, from a file modified just now.
-        best_possible = (
-            (weight + kw_weight)
-            * max_rrf(1, self.settings.rrf_k)
-            * (1.0 + max(0.0, self.settings.recency_boost))
-        )
+        best_possible = 1.0 + max(0.0, self.settings.recency_boost)
         hits = [
             SearchHit(
                 chunk=c.chunk,
@@ -252,7 +248,7 @@ class HybridRetriever:
         # The gate vouches only with evidence from what is shown: a strong match the list
         # does not hold must not make a list of weak ones look confident. An English-only
         # model's cosine on a Chinese query says nothing: it must not vouch either.
-        best_cosine = _best(h.cosine for h in hits) if dense_trusted(weight) else None
+        best_cosine = _best(h.cosine for h in hits) if dense_trusted(trust) else None
         best_keyword = _best(h.keyword for h in hits)
         low = not hits or is_low_confidence(
             best_cosine,
@@ -325,14 +321,13 @@ class HybridRetriever:
         self,
         dense: list[tuple[str, float]],
         keyword: list[tuple[str, float]],
-        dense_weight: float = 1.0,
-        keyword_weight: float = 1.0,
+        trust: float,
+        query: str,
     ) -> list[_Candidate]:
-        fused = rrf(
-            [[i for i, _ in dense], [i for i, _ in keyword]],
-            k=self.settings.rrf_k,
-            weights=[dense_weight, keyword_weight],
-        )
+        """Convex fusion of the normalised lists, the recency boost, and the keyword #1 kept
+        in view when it is a strong match. `trust` scales the dense list's share."""
+        share = self.settings.meaning_weight
+        fused = convex([dense, keyword], [share * trust, 1.0 - share])
         chunks = self.kb.get_chunks([f.id for f in fused])
         cosine = dict(dense)
         bm25 = dict(keyword)
@@ -360,8 +355,26 @@ class HybridRetriever:
                     keyword_rank=f.ranks[1],
                 )
             )
-        out.sort(key=lambda c: -c.fused)  # stable: RRF order among equals
-        return out
+        out.sort(key=lambda c: -c.fused)  # stable: fusion order among equals
+        return self._keep_keyword_top(out, keyword, query)
+
+    def _keep_keyword_top(
+        self, ranked: list[_Candidate], keyword: list[tuple[str, float]], query: str
+    ) -> list[_Candidate]:
+        """A keyword #1 that holds most of the query's terms (normalised keyword score at the
+        gate's keyword threshold) is an exact match the user typed for: whatever the dense
+        list thinks, it stays within the first KEEP_KEYWORD_TOP results."""
+        if not keyword:
+            return ranked
+        top = keyword[0][0]
+        index = next((i for i, c in enumerate(ranked) if c.chunk.id == top), None)
+        if index is None or index < KEEP_KEYWORD_TOP:
+            return ranked
+        terms = self._tokenize(query)
+        coverage = term_coverage(terms, self._tokenize(ranked[index].chunk.text))
+        if coverage < self.settings.keyword_threshold:
+            return ranked
+        return keep_within(ranked, index, KEEP_KEYWORD_TOP)
 
 
 def _source_of(candidate: _Candidate) -> str:

@@ -1,7 +1,7 @@
 """Scores people can read: cosine as a percentage, BM25 on 0–1, fused score on 0–1.
 
-Raw RRF values (~0.016) mean nothing to a reader, and raw BM25 depends on corpus size and
-query length. So:
+Raw BM25 depends on corpus size and query length, and a raw fusion value means nothing to a
+reader. So:
 
 - keyword: BM25 relative to the best keyword hit of this query, times the share of the
   query's terms the chunk actually contains. The top keyword hit for a query whose every term

@@ -68,3 +68,36 @@ def test_recency_boost_future_mtime_counts_as_now_and_can_be_off() -> None:
     assert recency_boost(NOW, NOW, boost=0.0) == 0.0
     assert recency_boost(NOW, NOW, days=0) == 0.0
     assert recency_boost(NOW - SECONDS_PER_DAY, NOW, days=2, boost=0.5) == pytest.approx(0.25)
+
+
+def test_convex_fusion_normalises_each_list_and_weighs_them() -> None:
+    from assistant.retrieval.fusion import convex
+
+    dense = [("a", 0.9), ("b", 0.5), ("c", 0.1)]
+    keyword = [("c", 12.0), ("d", 3.0), ("a", 3.0)]
+    fused = {f.id: f for f in convex([dense, keyword], [0.6, 0.4])}
+    assert fused["a"].score == pytest.approx(0.6 * 1.0 + 0.4 * 0.0)
+    assert fused["b"].score == pytest.approx(0.6 * 0.5)
+    assert fused["c"].score == pytest.approx(0.4 * 1.0)
+    assert fused["a"].ranks == (1, 3) and fused["d"].ranks == (None, 2)
+    # Weights are shares: scaling both changes nothing; the best possible score is 1.
+    again = {f.id: f.score for f in convex([dense, keyword], [3.0, 2.0])}
+    assert again == pytest.approx({k: f.score for k, f in fused.items()})
+    assert convex([[("x", 0.3)], [("x", 7.0)]], [0.6, 0.4])[0].score == pytest.approx(1.0)
+    # A flat list (all equal) puts every item at 1; duplicates count once, at their best.
+    flat = convex([[("p", 0.5), ("q", 0.5), ("p", 0.1)]], [1.0])
+    assert [(f.id, f.score, f.ranks) for f in flat] == [("p", 1.0, (1,)), ("q", 1.0, (2,))]
+    assert convex([[], []], [0.5, 0.5]) == []
+    with pytest.raises(ValueError):
+        convex([dense], [0.5, 0.5])
+    with pytest.raises(ValueError):
+        convex([dense, keyword], [0.0, 0.0])
+
+
+def test_keep_within_moves_an_item_up_to_a_position() -> None:
+    from assistant.retrieval.fusion import keep_within
+
+    items = list("abcdefghijkl")
+    moved = keep_within(items, 11, 10)
+    assert moved[9] == "l" and moved[:9] == items[:9] and moved[10:] == ["j", "k"]
+    assert keep_within(items, 3, 10) == items  # already within: unchanged

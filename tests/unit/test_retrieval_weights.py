@@ -1,4 +1,4 @@
-"""Per-query retriever weights: CJK queries on an English-only embedding model."""
+"""Trust in the dense list: CJK queries on an English-only embedding model; no word rules."""
 
 from __future__ import annotations
 
@@ -8,13 +8,10 @@ from assistant.config import RetrievalConfig
 from assistant.retrieval.hybrid import HybridRetriever
 from assistant.retrieval.weights import (
     CJK_DENSE_WEIGHT,
-    NATURAL_KEYWORD_WEIGHT,
     dense_trusted,
     dense_weight,
     english_only_model,
     is_cjk_query,
-    is_natural_language,
-    keyword_weight,
 )
 from tests.fakes import HashEmbedder
 from tests.fixtures.retrieval import FakeKnowledgeBase, make_chunk
@@ -48,29 +45,16 @@ def test_dense_weight_and_trust() -> None:
 
 
 @pytest.mark.parametrize(
-    ("query", "natural"),
-    [("how do I undo my last commit", True), ("pretty print a JSON file", True),
-     ("git-stash", False), ("what does ABC-001 say", False), ("snake_case rename tool", False),
-     ("fooBar helper", False), ("tar extract", False), ("resize 1080p video", False),
-     ("磁盘可用空间", False)],
+    "query", ["how do I undo my last commit", "ABC-001 login crash", "git-stash", "tar"]
 )
-def test_natural_language_queries(query: str, natural: bool) -> None:
-    assert is_natural_language(query) is natural
-
-
-def test_keyword_weight() -> None:
-    model = "bundled:all-MiniLM-L6-v2"
-    assert keyword_weight("how do I undo my last commit", model) == NATURAL_KEYWORD_WEIGHT
-    assert keyword_weight("ABC-001 login crash", model) == 1.0
-    assert keyword_weight("磁盘可用空间", model) == 1.0
-
-
-def test_natural_query_fuses_with_half_keyword_weight() -> None:
+def test_no_rule_on_the_shape_of_the_words(query: str) -> None:
+    """Plain-word questions and identifiers fuse alike: first in both lists scores 1.0."""
     kb = FakeKnowledgeBase(HashEmbedder())
-    kb.add(make_chunk("/n/a.md", "undo the last commit but keep the changes"))
+    kb.add(make_chunk("/n/a.md", f"{query}: notes"), make_chunk("/n/b.md", "unrelated words"))
     r = HybridRetriever(kb, kb.embedder, RetrievalConfig(), parallel=False)
-    top = r.search("undo the last commit", top_k=1).hits[0]
-    assert top.rrf == pytest.approx((1 + NATURAL_KEYWORD_WEIGHT) / 61)
+    top = r.search(query, top_k=1).hits[0]
+    assert top.source == "/n/a.md" and top.dense_rank == 1 and top.keyword_rank == 1
+    assert top.rrf == pytest.approx(1.0)
     assert top.score == pytest.approx(1 / 1.2)
 
 
@@ -83,9 +67,13 @@ def test_chinese_query_on_english_model_trusts_keywords() -> None:
     result = r.search("磁盘可用空间", top_k=2)
     top = result.hits[0]
     assert top.source == "/n/df.md"
-    # Dense weighted 0.1, keyword 1: first in both lists is the best possible score.
-    assert top.rrf == pytest.approx((CJK_DENSE_WEIGHT + 1) / 61)
+    # Dense trusted 0.1: first in both lists is still the best possible score.
+    assert top.rrf == pytest.approx(1.0)
     assert top.score == pytest.approx(1 / 1.2)  # best possible for a file older than a week
+    # Without a keyword match, whatever its cosine, a hit gets at most the dense list's
+    # share, trusted a tenth: 0.06 of 0.46.
+    second = result.hits[1]
+    assert second.keyword_rank is None and second.rrf <= 0.06 / 0.46 + 1e-9
     # Any cosine passes a threshold of -1, but an English model's cosine on Chinese text does
     # not count: only the keyword evidence can lift the gate.
     assert not result.low_confidence and result.best_keyword == 1.0
