@@ -293,7 +293,7 @@ def hit_view(hit: SearchHit, roots: Sequence[str], ctx: AppContext) -> SourceVie
         relpath=chunk.relpath if chunk.root else _relpath(chunk.source, roots),
         heading=chunk.heading, text=chunk.text, start_line=chunk.start_line,
         end_line=chunk.end_line, vector=hit.cosine, keyword=hit.keyword, fused_rank=hit.rank,
-        recent=hit.recency_boost > 0,
+        recent=hit.recency_boost > 0, more_from_file=hit.more_from_file,
     )
 
 
@@ -310,7 +310,7 @@ def source_view(source: Source, ctx: AppContext) -> SourceView:
         vector=scores.get("vector"), keyword=scores.get("keyword"),
         fused_rank=int(data.get("rank") or source.n),
         recent=bool(boost) if boost is not None else _is_recent(item.source, ctx),
-        cited=source.cited,
+        cited=source.cited, more_from_file=int(data.get("more_from_file") or 0),
     )
 
 

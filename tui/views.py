@@ -25,6 +25,7 @@ class SourceView:
     fused_rank: int
     recent: bool  # got a recency boost
     cited: bool = False
+    more_from_file: int = 0  # the file's other matching chunks not listed ("+2 more …")
 
 
 @dataclass(frozen=True, slots=True)

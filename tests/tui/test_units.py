@@ -110,3 +110,15 @@ def test_theme_css_is_loaded(tmp_path: Path) -> None:
     assert "library-amber" in loaded.css  # a bundled theme with extra CSS
     assert "brain-dark" not in loaded.css
     assert any("bad.toml: css: expected a string" in e for e in loaded.errors)
+
+
+def test_source_label_counts_the_files_folded_chunks() -> None:
+    from tui.views import SourceView
+    from tui.widgets.sources_pane import source_label
+
+    view = SourceView(1, "c1", "/n/kill.md", "kill.md", "kill", "kill -9 PID", 1, 3, 0.8, 1.0,
+                      1, False)
+    assert source_label(view).plain == "kill.md\nkill"
+    folded = SourceView(1, "c1", "/n/kill.md", "kill.md", "", "kill -9 PID", 1, 3, 0.8, 1.0, 1,
+                        False, more_from_file=2)
+    assert source_label(folded).plain == "kill.md\n—  +2 more from this file"

@@ -27,6 +27,15 @@ def format_keyword(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
+def source_label(source: SourceView) -> Text:
+    """The path, then the heading path and how many more chunks of the file matched."""
+    label = Text(source.relpath, overflow="ellipsis", no_wrap=True)
+    label.append("\n" + (source.heading or "—"), style="dim")
+    if source.more_from_file:
+        label.append(f"  +{source.more_from_file} more from this file", style="dim italic")
+    return label
+
+
 class SourcesPane(Vertical):
     BORDER_TITLE = "Sources"
 
@@ -64,11 +73,9 @@ class SourcesPane(Vertical):
         table = self.table
         table.clear()
         for s in sources:
-            label = Text(s.relpath, overflow="ellipsis", no_wrap=True)
-            label.append("\n" + (s.heading or "—"), style="dim")
             table.add_row(
                 str(s.number),
-                label,
+                source_label(s),
                 format_vector(s.vector),
                 format_keyword(s.keyword),
                 str(s.fused_rank),
