@@ -119,14 +119,12 @@ class KnowledgeAdapter:
         self._light = Lazy(lambda: _open_knowledge(ctx, False), close=_close_kb)
 
     def warm_up(self) -> None:
-        from assistant.knowledge_service import vector_location
-        from indexing import vectors
         from indexing.embedder import preload
 
-        # The model (onnxruntime, GIL released) loads while the index opens; Chroma connects
-        # in the background so the first question does not pay for it either.
+        # The model (onnxruntime, GIL released) loads while the index opens; open_retriever
+        # connects Chroma in the background only if the index's dense snapshot cannot answer
+        # (importing chromadb holds the GIL for a second and would slow everything else).
         preload(self.ctx.embedder())
-        vectors.warm(vector_location(self.ctx))
         self.retriever()
         # Models load lazily on the first uncached text; queries are never disk-cached, so
         # this loads the model now, not when the user asks the first question.

@@ -115,11 +115,13 @@ SCRIPT = textwrap.dedent("""
     AppContext.embedder = lambda self: embedder
     from assistant.cli.main import main
     code = main(sys.argv[2:])
-    print(json.dumps({"code": code, "chroma": "chromadb" in sys.modules}), file=sys.stderr)
+    print(json.dumps({"code": code, "chroma": "chromadb" in sys.modules,
+                      "jieba": "jieba" in sys.modules, "torch": "torch" in sys.modules}),
+          file=sys.stderr)
 """)
 
 
-def test_a_cold_brain_search_never_imports_chroma(home: Path, tmp_path: Path) -> None:
+def test_a_cold_brain_search_imports_neither_chroma_nor_jieba(home: Path, tmp_path: Path) -> None:
     notes = tmp_path / "notes"
     notes.mkdir()
     for i in range(3):
@@ -131,7 +133,26 @@ def test_a_cold_brain_search_never_imports_chroma(home: Path, tmp_path: Path) ->
                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
         return json.loads(done.stderr.strip().splitlines()[-1]), done.stdout
 
-    assert brain("index", str(notes))[0] == {"code": 0, "chroma": True}
+    assert brain("index", str(notes))[0]["code"] == 0
     result, out = brain("search", "n1", "--json")
-    assert result == {"code": 0, "chroma": False}
+    # Issue 15: neither Chroma, nor jieba for a query without CJK, nor torch.
+    assert result == {"code": 0, "chroma": False, "jieba": False, "torch": False}
     assert json.loads(out)["hits"][0]["scores"]["vector"] is not None  # dense search ran
+
+
+JIEBA = textwrap.dedent("""
+    import sys
+    from indexing.tokenize import query_tokens, tokenize
+    tokenize("How do I rotate the logs? git-stash snake_case")
+    query_tokens("rotate logs")
+    english = "jieba" in sys.modules
+    tokenize("如何压缩一个文件夹")
+    print(english, "jieba" in sys.modules)
+""")
+
+
+def test_jieba_loads_only_for_text_with_cjk() -> None:
+    done = subprocess.run([sys.executable, "-c", JIEBA], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]
