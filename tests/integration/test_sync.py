@@ -214,6 +214,18 @@ def test_search_filters_by_sources(knowledge, kb) -> None:
     assert kb.dense_search(query, 5, sources=[]) == []
 
 
+def test_sources_modified_uses_the_indexed_file_times(knowledge, kb) -> None:
+    import os
+
+    old = knowledge.write("old.md", "# Old\n\nWritten long ago.\n")
+    new = knowledge.write("new.md", "# New\n\nWritten today.\n")
+    os.utime(old, (1_600_000_000, 1_600_000_000))
+    kb.sync(knowledge.settings())
+    assert kb.sources_modified(1_700_000_000, None) == [str(new)]
+    assert kb.sources_modified(None, 1_700_000_000) == [str(old)]
+    assert kb.sources_modified(None, None) == sorted([str(new), str(old)])
+
+
 def test_folder_registration_rules(knowledge, tmp_path) -> None:
     kb = knowledge.open()
     inner = knowledge.notes / "inner"
