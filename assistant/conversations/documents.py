@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -55,17 +56,26 @@ class UnitDoc:
         return digest.hexdigest()[:16]
 
 
+def said_text(question: str, answer: str) -> str:
+    """What was said in a turn: the question and the answer without reasoning."""
+    return "\n".join(part for part in (question.strip(), strip_reasoning(answer)) if part)
+
+
 def turn_doc(
     *, turn_id: int, session_id: str, title: str, question: str, answer: str,
-    created_at: float,
+    created_at: float, context: Sequence[str] = (),
 ) -> UnitDoc:
+    """A turn's unit. `context` = what was said in the turns just before and after it in its
+    session: its words also find this turn (a question's words are often split over adjacent
+    turns: "what did Caroline research?" → "I'm looking into adoption" / "which agencies?"),
+    measured on LoCoMo (bench/conversations.py): recall@5 +0.04. Only the turn's own words are
+    embedded."""
     from assistant.chat.sessions import title_from
 
-    answer = strip_reasoning(answer)
-    said = "\n".join(part for part in (question.strip(), answer) if part)
+    said = said_text(question, answer)
     # A title that is only this question cut short would count its words twice.
     named = title.strip() if title.strip() != title_from(question) else ""
-    keyword = "\n".join(part for part in (named, said) if part)
+    keyword = "\n".join(part for part in (named, said, *context) if part)
     return UnitDoc(turn_unit_id(turn_id), "turn", session_id, turn_id, created_at, keyword,
                    said[:EMBED_CHARS] or title[:EMBED_CHARS])
 

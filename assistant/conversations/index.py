@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from assistant.conversations.documents import UnitDoc, summary_doc, turn_doc
+from assistant.conversations.documents import UnitDoc, said_text, summary_doc, turn_doc
 
 if TYPE_CHECKING:
     from assistant.chat.sessions import SessionStore
@@ -82,12 +82,23 @@ _SESSION_SELECT = (
 )
 
 
-def _turn_docs(rows: Iterable[Any]) -> list[UnitDoc]:
-    return [
-        turn_doc(turn_id=int(r[0]), session_id=str(r[1]), title=str(r[2]), question=str(r[3]),
-                 answer=str(r[4]), created_at=float(r[5]))
-        for r in rows
-    ]
+# How many turns on each side of a turn lend it their words (see `documents.turn_doc`).
+CONTEXT_TURNS = 1
+
+
+def _turn_docs(rows: Sequence[Any]) -> list[UnitDoc]:
+    """Docs of turns given as whole sessions' rows ordered by session and seq (neighbours are
+    part of each turn's keyword text)."""
+    said = [said_text(str(r[3]), str(r[4])) for r in rows]
+    docs = []
+    for i, r in enumerate(rows):
+        context = [said[j] for j in range(max(0, i - CONTEXT_TURNS),
+                                          min(len(rows), i + CONTEXT_TURNS + 1))
+                   if j != i and rows[j][1] == r[1]]
+        docs.append(turn_doc(turn_id=int(r[0]), session_id=str(r[1]), title=str(r[2]),
+                             question=str(r[3]), answer=str(r[4]), created_at=float(r[5]),
+                             context=context))
+    return docs
 
 
 def _session_docs(rows: Iterable[Any]) -> list[UnitDoc]:
@@ -156,7 +167,7 @@ class ConversationIndex:
         rewritten summaries (each unit's text hash tells)."""
         with self.store.lock:
             conn = self.store.conn
-            turns = conn.execute(f"{_TURN_SELECT} ORDER BY t.id").fetchall()
+            turns = conn.execute(f"{_TURN_SELECT} ORDER BY t.session_id, t.seq").fetchall()
             sessions = conn.execute(_SESSION_SELECT).fetchall()
             hashes = dict(conn.execute(f"SELECT id, text_hash FROM {UNITS_TABLE}").fetchall())
         docs = _turn_docs(turns) + _session_docs(sessions)
@@ -166,15 +177,25 @@ class ConversationIndex:
         return self._docs_for([f"t:{i}" for i in turn_ids])
 
     def _docs_for(self, unit_ids: Sequence[str]) -> list[UnitDoc]:
+        wanted = set(unit_ids)
         turn_ids = [int(u[2:]) for u in unit_ids if u.startswith("t:")]
         session_ids = [u[2:] for u in unit_ids if u.startswith("s:")]
         docs: list[UnitDoc] = []
         with self.store.lock:
             conn = self.store.conn
+            sessions: set[str] = set()
             for start in range(0, len(turn_ids), 500):
                 part = turn_ids[start : start + 500]
-                docs += _turn_docs(conn.execute(
-                    f"{_TURN_SELECT} WHERE t.id IN ({','.join('?' * len(part))})", part))
+                sessions.update(r[0] for r in conn.execute(
+                    f"SELECT DISTINCT session_id FROM turns WHERE id IN "
+                    f"({','.join('?' * len(part))})", part))
+            names = sorted(sessions)
+            for start in range(0, len(names), 500):
+                part_names = names[start : start + 500]
+                rows = conn.execute(
+                    f"{_TURN_SELECT} WHERE t.session_id IN ({','.join('?' * len(part_names))}) "
+                    "ORDER BY t.session_id, t.seq", part_names).fetchall()
+                docs += [d for d in _turn_docs(rows) if d.id in wanted]
             for start in range(0, len(session_ids), 500):
                 names = session_ids[start : start + 500]
                 docs += _session_docs(conn.execute(

@@ -195,5 +195,6 @@ def test_chatgpt_import_is_searchable(conversation_index: ConversationIndex) -> 
     lines, _ = read_source(EXPORT)
     report, errors = import_conversations(conversation_index, lines, name="conversations.json")
     assert not errors and (report.sessions, report.turns) == (2, 4)
-    hits = search_conversations(conversation_index, "皮划艇 决定", top_k=3).hits
-    assert hits[0].refs == ("u-11",) and hits[0].title == "皮划艇旅行计划"
+    hits = search_conversations(conversation_index, "决定租皮划艇", top_k=2).hits
+    assert {h.title for h in hits} == {"皮划艇旅行计划"}
+    assert ("u-11",) in [h.refs for h in hits]

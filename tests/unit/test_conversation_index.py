@@ -226,3 +226,18 @@ def test_the_keyword_trigger_survives_reopening(tmp_path: Any) -> None:
     assert conn.execute(f"SELECT COUNT(*) FROM {KEYWORD_TABLE}").fetchone()[0] == 0
     assert conn.execute(f"SELECT COUNT(*) FROM {KEYWORD_TABLE}_ids").fetchone()[0] == 0
     conn.close()
+
+
+def test_neighbouring_turns_lend_their_words(conversation_index: ConversationIndex) -> None:
+    store = conversation_index.store
+    session = store.create(model="m")
+    first = store.add_turn(session.id, "I'm looking into adoption agencies.", "Good luck!",
+                           status="complete")
+    assert conversation_index.sync().indexed == 1
+    store.add_turn(session.id, "Which one is LGBTQ-friendly?", "Rainbow Families is.",
+                   status="complete")
+    # the new turn, and the first one again: its keyword text now holds its new neighbour
+    assert conversation_index.sync().indexed == 2
+    hits = search_conversations(conversation_index, "rainbow", now=NOW).hits
+    assert {h.unit_id for h in hits} == {f"t:{first.id}", f"t:{first.id + 1}"}
+    assert hits[0].unit_id == f"t:{first.id + 1}"  # its own words rank first
