@@ -16,6 +16,17 @@ def context(args: argparse.Namespace) -> AppContext:
     return AppContext.load(getattr(args, "home", None))
 
 
+def positive_int(text: str) -> int:
+    """argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
+    return value
+
+
 def print_json(obj: Any) -> None:
     text = json.dumps(obj, ensure_ascii=False)
     # A file name that is not UTF-8 arrives as lone surrogates (surrogateescape); written raw

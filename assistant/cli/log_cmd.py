@@ -8,8 +8,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from assistant.cli.common import context, iso_time, plural, print_json
-from assistant.cli.search_cmd import _display_path, _positive_int
+from assistant.cli.common import context, iso_time, plural, positive_int, print_json
+from assistant.cli.search_cmd import _display_path
 from assistant.errors import UserError
 
 
@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "per-stage latency; chunk text is never stored. --disliked --export FILE turns the "
         "queries you rated 👎 into eval cases for `brain eval`.",
     )
-    p.add_argument("--limit", type=_positive_int, default=20, metavar="N", help="entries shown")
+    p.add_argument("--limit", type=positive_int, default=20, metavar="N", help="entries shown")
     p.add_argument("--disliked", action="store_true", help="only entries rated 👎")
     p.add_argument(
         "--export", type=Path, metavar="FILE.jsonl",
@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Rate entry ID (see `brain log`) 👍 or 👎. --correct PATH names the file "
         "that answers the query (implies 👎 unless --up); `brain log --disliked --export` "
         "turns those into eval cases for `brain eval`.")
-    rate.add_argument("id", type=_positive_int, metavar="ID", help="the entry number (#ID)")
+    rate.add_argument("id", type=positive_int, metavar="ID", help="the entry number (#ID)")
     updown = rate.add_mutually_exclusive_group()
     updown.add_argument("--up", action="store_true", help="👍 the results were right")
     updown.add_argument("--down", action="store_true", help="👎 the results were wrong")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from assistant.cli.common import context, print_json
+from assistant.cli.common import context, positive_int, print_json
 from assistant.errors import UserError
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "normalised to 0-1, '#N fused' the rank after combining both.",
     )
     p.add_argument("query", nargs="*", metavar="QUERY", help="what to look for")
-    p.add_argument("--top-k", type=_positive_int, metavar="N", help="number of results")
+    p.add_argument("--top-k", type=positive_int, metavar="N", help="number of results")
     p.add_argument(
         "--in", dest="in_path", metavar="PATH",
         help="only files under this folder or file, or matching this glob ('*.md')",
@@ -40,16 +40,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         "per line, in order",
     )
     p.set_defaults(func=run)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assistant.cli.common import context, plural, print_json
+from assistant.cli.common import context, plural, positive_int, print_json
 from assistant.errors import UserError
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     search.add_argument("--since", metavar="D",
                         help="from this date: 2024-03-05, 7d, 2w, 3m, 1y, 'last week'")
     search.add_argument("--until", metavar="D", help="up to this date (same forms as --since)")
-    search.add_argument("--top-k", type=_positive_int, default=None, metavar="N",
+    search.add_argument("--top-k", type=positive_int, default=None, metavar="N",
                         help="number of results (default 5)")
     search.add_argument("--json", action="store_true", help="print one JSON object")
     search.add_argument(
@@ -87,16 +87,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     reindex = actions.add_parser(
         "reindex", help="rebuild the conversation search index from the sessions database")
     reindex.set_defaults(func=_reindex)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
-    return value
 
 
 def _store(args: argparse.Namespace) -> SessionStore:

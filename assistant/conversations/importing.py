@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from assistant.chat.sessions import title_from
 from assistant.errors import UserError
+from assistant.memory.transfer import LineError
 
 if TYPE_CHECKING:
     from assistant.chat.sessions import SessionStore
@@ -46,15 +47,6 @@ class AlreadyImported(UserError):
 
 class ImportConflict(UserError):
     """Another import of the same content moved its progress meanwhile."""
-
-
-@dataclass(frozen=True, slots=True)
-class LineError:
-    line: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"line {self.line}: {self.message}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -221,11 +221,7 @@ class ConversationIndex:
         """Vectors first, then the units and their keywords in one SQLite transaction."""
         if not docs:
             return
-        vectors = self.embedder().embed_documents([d.embedding_text for d in docs])
-        self.vectors().upsert(
-            [d.id for d in docs], vectors,
-            [{"session": d.session_id, "kind": d.kind} for d in docs],
-        )
+        self._upsert(docs)
         with self.store.transaction() as conn:
             written: list[UnitDoc] = []
             for doc in docs:
@@ -256,32 +252,35 @@ class ConversationIndex:
     def reconcile(self) -> tuple[int, int]:
         """Make Chroma hold exactly the units' vectors: (orphans removed, vectors re-embedded)."""
         with self._lock:
-            vectors = self.vectors()
-            stored = set(vectors.ids())
+            removed = self._remove_orphans()
             with self.store.lock:
                 units = {r[0] for r in self.store.conn.execute(f"SELECT id FROM {UNITS_TABLE}")}
-            orphans = sorted(stored - units)
-            if orphans:
-                vectors.delete(orphans)
-            missing = sorted(units - stored)
+            missing = sorted(units - set(self.vectors().ids()))
             for start in range(0, len(missing), 256):
-                docs = self._docs_for(missing[start : start + 256])
-                if docs:
-                    vectors.upsert(
-                        [d.id for d in docs],
-                        self.embedder().embed_documents([d.embedding_text for d in docs]),
-                        [{"session": d.session_id, "kind": d.kind} for d in docs],
-                    )
-            return len(orphans), len(missing)
+                self._upsert(self._docs_for(missing[start : start + 256]))
+            return removed, len(missing)
+
+    def _upsert(self, docs: Sequence[UnitDoc]) -> None:
+        if docs:
+            self.vectors().upsert(
+                [d.id for d in docs],
+                self.embedder().embed_documents([d.embedding_text for d in docs]),
+                [{"session": d.session_id, "kind": d.kind} for d in docs],
+            )
+
+    def _clear(self) -> None:
+        """No vectors, no units, no keywords."""
+        self.vectors().drop()
+        self._vectors = None
+        with self.store.transaction() as conn:
+            conn.execute(f"DELETE FROM {UNITS_TABLE}")
+            self.keywords.clear()
+            self.keywords.optimize()
 
     def rebuild(self, *, progress: Callable[[int, int], None] | None = None) -> IndexReport:
         """Drop the vectors and the keyword table's content, then index everything again."""
         with self._lock:
-            self.vectors().drop()
-            self._vectors = None
-            with self.store.transaction() as conn:
-                conn.execute(f"DELETE FROM {UNITS_TABLE}")
-                self.keywords.clear()
+            self._clear()
             return self.sync(progress=progress)
 
     def forget(self, *, vectors: bool = True) -> int:
@@ -298,12 +297,7 @@ class ConversationIndex:
     def drop_all(self) -> None:
         """Forget-all: the whole collection and every unit and keyword."""
         with self._lock:
-            self.vectors().drop()
-            self._vectors = None
-            with self.store.transaction() as conn:
-                conn.execute(f"DELETE FROM {UNITS_TABLE}")
-                self.keywords.clear()
-                self.keywords.optimize()
+            self._clear()
             if self._purge is not None:
                 self._purge()
 
