@@ -43,18 +43,21 @@ class DaemonThreadPool(ThreadPoolExecutor):
             if self._closed:
                 raise RuntimeError("cannot schedule new futures after shutdown")
             self._jobs.put((future, fn, args, kwargs))
+            # `_idle` counts workers waiting for a job: only when none is, another may start.
             if self._idle == 0 and len(self._workers) < self._limit:
                 worker = threading.Thread(target=self._work, daemon=True,
                                           name=f"{self._prefix}-{next(_ids)}")
                 self._workers.append(worker)
                 worker.start()
-            else:
-                self._idle -= 1 if self._idle else 0
         return future
 
     def _work(self) -> None:
         while True:
+            with self._guard:
+                self._idle += 1
             item = self._jobs.get()
+            with self._guard:
+                self._idle -= 1
             if item is _STOP:
                 return
             future, fn, args, kwargs = item
@@ -66,8 +69,6 @@ class DaemonThreadPool(ThreadPoolExecutor):
                 else:
                     future.set_result(result)
                 del future, fn, args, kwargs, item  # drop references while idle
-            with self._guard:
-                self._idle += 1
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         with self._guard:

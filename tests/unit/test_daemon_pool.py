@@ -48,7 +48,14 @@ def test_never_more_threads_than_asked_and_idle_threads_are_reused() -> None:
 def test_shutdown_can_cancel_what_has_not_started() -> None:
     pool = DaemonThreadPool(1)
     gate = threading.Event()
-    running = pool.submit(gate.wait, 5)
+    started = threading.Event()
+
+    def first() -> bool:
+        started.set()
+        return gate.wait(5)
+
+    running = pool.submit(first)
+    assert started.wait(5)  # running, no longer queued
     queued = [pool.submit(time.sleep, 0) for _ in range(3)]
     pool.shutdown(wait=False, cancel_futures=True)
     gate.set()
@@ -95,3 +102,17 @@ def test_a_job_stuck_in_a_network_call_does_not_delay_exit() -> None:
     assert done.stdout.strip() == "stuck"
     # With ThreadPoolExecutor the interpreter would wait for the recv forever (timeout=60).
     assert time.monotonic() - started < 30
+
+
+def test_a_stuck_job_never_starves_the_next_ones() -> None:
+    """Workers are counted idle only while they wait: a long job must not make the pool think
+    a worker is free (the next jobs would queue behind it)."""
+    pool = DaemonThreadPool(3)
+    for _ in range(5):
+        pool.submit(time.sleep, 0).result(5)
+    stuck = threading.Event()
+    pool.submit(stuck.wait, 30)
+    time.sleep(0.05)
+    assert pool.submit(pow, 2, 10).result(5) == 1024
+    stuck.set()
+    pool.shutdown()
