@@ -107,7 +107,9 @@ class IndexingConfig:
 @dataclass(slots=True)
 class RetrievalConfig:
     top_k: int = _opt(6, "Chunks given to the model per question.")
-    candidates: int = _opt(50, "Candidates taken from each retriever before fusion.")
+    # Fusion, cap and gate defaults chosen on tldr golden + SciFact train together
+    # (bench/retrieval.py, bundled model; issue 17).
+    candidates: int = _opt(200, "Candidates taken from each retriever before fusion.")
     meaning_weight: float = _opt(
         0.6,
         "Share of meaning (dense cosine) in the fused score; the rest is keywords (BM25). Each "
@@ -118,14 +120,18 @@ class RetrievalConfig:
         "Most chunks of one file among the results (0 = no cap); the file's other matches are "
         "counted under its best hit (\"+2 more from this file\").",
     )
-    # Gate defaults calibrated on the tldr benchmark (bench/retrieval.py, bundled model).
     score_threshold: float = _opt(
-        0.44,
+        0.39,
         "Confidence gate: below this best cosine similarity, with no strong keyword match, "
         "the answer says it does not know.",
     )
     keyword_threshold: float = _opt(
-        0.55, "Normalized BM25 score (0-1) that counts as a strong keyword match for the gate."
+        0.85, "Normalized BM25 score (0-1) that counts as a strong keyword match for the gate."
+    )
+    keyword_alone_threshold: float = _opt(
+        0.3,
+        "The same bar when the meaning score cannot vouch (a Chinese question on an "
+        "English-only embedding model): keywords are the only evidence.",
     )
     recency_days: float = _opt(7.0, "Files modified within this many days get a recency boost.")
     recency_boost: float = _opt(0.2, "Largest recency boost (0.2 = +20%); 0 turns it off.")
@@ -285,6 +291,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "retrieval.per_file": (0, 200),
     "retrieval.score_threshold": (-1, 1),
     "retrieval.keyword_threshold": (0, 1),
+    "retrieval.keyword_alone_threshold": (0, 1),
     "retrieval.recency_days": (0, 36_500),
     "retrieval.recency_boost": (0, 10),
     "memory.top_k": (0, 100),

@@ -1,11 +1,17 @@
-"""Retrieval benchmark on the tldr corpus (English + Chinese pages indexed together).
+"""Retrieval benchmark on two tuning sets: tldr (English + Chinese pages) and SciFact train.
 
-Quality: hit@5 and MRR@10 of dense-only, BM25-only and the full hybrid pipeline, per language,
-on bench/data/tldr_golden.jsonl; the confidence gate's threshold calibrated against
-bench/data/tldr_unanswerable.jsonl. Latency: p50/p95 per stage after warm-up, against a naive
-LlamaIndex `VectorStoreIndex.as_retriever()` over the same chunks and vectors in the same run,
-and on a synthetic 100k-chunk index. The tldr index and the synthetic index live under
-bench/results/tmp/ and are built once (the embedding cache makes rebuilds cheap).
+Quality: tldr golden (bench/data/tldr_golden.jsonl) hit@5 and MRR@10 per language, on the
+pooled judgments and on the primary page; SciFact train (809 claims over 5,183 abstracts, one
+Markdown file per abstract, bench/scifact.py) nDCG@10 and recall@10 at document level (a
+document's rank is its best chunk's). Each for the current pipeline, the configuration before
+issue 17 (bench/retrieval_legacy.py), plain BM25 and plain dense, all in the same run.
+The confidence gate: its false-alarm rate on answerable questions (both sets) and its catch
+rate on off-corpus questions: bench/data/tldr_unanswerable.jsonl against tldr, the SciFact
+claims against tldr, the tldr questions against SciFact. Latency: p50/p95 per stage after
+warm-up, against a naive LlamaIndex `VectorStoreIndex.as_retriever()` over the same chunks and
+vectors in the same run, and on a synthetic 100k-chunk index. The indexes live under
+bench/results/tmp/ and are built once (the embedding cache makes rebuilds cheap); SciFact is
+skipped with a note when ../shared/datasets/scifact is absent.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ from bench.common import DATA_DIR, RESULTS_DIR, MissingData, Report, percentile,
 
 TMP = RESULTS_DIR / "tmp"
 HOME = TMP / "retrieval-home"
+SCIFACT_HOME = TMP / "retrieval-scifact-home"
+SCIFACT_CORPUS = TMP / "scifact-md"
 SYNTHETIC = TMP / "retrieval-synthetic-100k"
 SYNTHETIC_CHUNKS = 100_000
 STAGES = ("embed", "dense", "keyword", "fuse", "rerank", "total")
@@ -69,65 +77,103 @@ def _sources(kb: Any, ids: Sequence[str]) -> list[str]:
     return [chunks[i].source for i in ids if i in chunks]
 
 
-def _quality(report: Report, kb: Any, retriever: Any, embedder: Any, golden: list[dict[str, Any]],
+class _Systems:
+    """Every system the benchmark compares, as `query -> sources best first` over one index."""
+
+    def __init__(self, kb: Any, retriever: Any, embedder: Any) -> None:
+        from assistant.retrieval.weights import english_only_model
+        from indexing.tokenize import tokenize
+
+        self.kb, self.retriever, self.embedder = kb, retriever, embedder
+        self.english_only = english_only_model(embedder.model_id)
+        self.tokenize = tokenize
+        self.pool = 100  # deep enough for MRR@10 / nDCG@10 over distinct files
+
+    def dense(self, q: str) -> list[str]:
+        return _sources(self.kb, [i for i, _ in self.kb.dense_search(
+            self.embedder.embed_query(q), self.pool)])
+
+    def bm25(self, q: str) -> list[str]:
+        return _sources(self.kb, [i for i, _ in self.kb.keyword_search(q, self.pool)])
+
+    def legacy(self, q: str) -> list[str]:
+        from bench import retrieval_legacy
+
+        found = retrieval_legacy.search(self.kb, self.embedder, q,
+                                        english_only=self.english_only, tokenize=self.tokenize)
+        return _sources(self.kb, found.chunk_ids)
+
+    def legacy_evidence(self, q: str) -> tuple[float | None, float | None]:
+        from bench import retrieval_legacy
+
+        found = retrieval_legacy.search(self.kb, self.embedder, q,
+                                        english_only=self.english_only, tokenize=self.tokenize)
+        return found.best_cosine, found.best_keyword
+
+    def hybrid(self, q: str) -> list[str]:
+        # per_file=1 lists each file once, at its best chunk: the document ranking.
+        result = self.retriever.search(q, top_k=self.pool, log=False)
+        return [h.source for h in result.hits]
+
+    def hybrid_evidence(self, q: str) -> tuple[float | None, float | None]:
+        result = self.retriever.search(q, log=False)  # the default top_k, as the chat asks
+        return result.best_cosine, result.best_keyword
+
+    def variants(self) -> dict[str, Callable[[str], list[str]]]:
+        return {"dense": self.dense, "bm25": self.bm25, "legacy": self.legacy,
+                "hybrid": self.hybrid}
+
+
+def _quality(report: Report, systems: _Systems, golden: list[dict[str, Any]],
              label: str = "") -> dict[str, Any]:
-    from assistant.retrieval.evaluation import (
-        EvalCase,
-        distinct_sources,
-        evaluate,
-        run_cases,
-        score_case,
-    )
+    from assistant.retrieval.evaluation import EvalCase, evaluate, run_cases, score_case
 
     cases = [EvalCase(g["query"], tuple(g["expected"]), g.get("lang")) for g in golden]
-    pool = retriever.settings.candidates
-    variants: dict[str, Callable[[str], list[str]]] = {
-        "dense": lambda q: _sources(kb, [i for i, _ in kb.dense_search(embedder.embed_query(q),
-                                                                       pool)]),
-        "bm25": lambda q: _sources(kb, [i for i, _ in kb.keyword_search(q, pool)]),
-        "hybrid": lambda q: distinct_sources(
-            h.source for h in retriever.search(q, top_k=pool, log=False).hits),
-    }
     details: dict[str, Any] = {}
     targets = _TARGETS.get(label, {})
-    for name, fn in variants.items():
+    hybrid_by_lang: dict[str, Any] = {}
+    for name, fn in systems.variants().items():
         ev = run_cases(cases, fn)
         details[name] = {"all": ev.overall.as_dict()} | {
             lang: m.as_dict() for lang, m in ev.by_lang.items()
         }
+        # Also against the pages each question was written from, without the pooled
+        # judgments (bench/data/README.md), so their effect stays visible.
+        primary = evaluate([
+            score_case(EvalCase(g["query"], tuple(g.get("primary") or g["expected"]),
+                                g.get("lang")), r.sources)
+            for g, r in zip(golden, ev.results, strict=True)
+        ])
+        details[f"{name}_primary"] = {lang: m.as_dict() for lang, m in primary.by_lang.items()}
         if name == "hybrid":
-            # Also against the pages each question was written from, without the pooled
-            # judgments (bench/data/README.md), so their effect stays visible.
-            primary = evaluate([
-                score_case(EvalCase(g["query"], tuple(g.get("primary") or g["expected"]),
-                                    g.get("lang")), r.sources)
-                for g, r in zip(golden, ev.results, strict=True)
-            ])
-            details["hybrid_primary"] = {lang: m.as_dict() for lang, m in primary.by_lang.items()}
-            for lang in LANGS:
-                pm = primary.by_lang.get(lang)
-                if pm is not None:
-                    report.add(f"{label}primary_hybrid_{lang}_hit5", pm.hit_at[5],
-                               notes=f"{pm.count} questions, primary pages only")
-                    report.add(f"{label}primary_hybrid_{lang}_mrr10", pm.mrr,
-                               notes=f"{pm.count} questions, primary pages only")
             details["hybrid_misses"] = [
                 {"query": r.case.query, "expected": list(r.case.expected),
                  "got": [os.path.relpath(s, tldr_dir()) for s in r.sources[:3]]}
                 for r in ev.results if not r.hit_at(5)
             ]
-        for lang in LANGS:
-            m = ev.by_lang.get(lang)
-            if m is None:
-                continue
-            for metric, value in (("hit@5", m.hit_at[5]), ("mrr@10", m.mrr)):
-                target = targets.get((lang, metric)) if name == "hybrid" else None
-                report.add(
-                    f"{label}{name}_{lang}_{metric.replace('@', '')}", value,
-                    target=f">= {target}" if target else None,
-                    passed=(value >= target) if target else None,
-                    notes=f"{m.count} questions",
-                )
+        for kind, evaluation in (("", ev), ("primary_", primary)):
+            for lang in LANGS:
+                m = evaluation.by_lang.get(lang)
+                if m is None:
+                    continue
+                for metric, value in (("hit@5", m.hit_at[5]), ("mrr@10", m.mrr)):
+                    key = f"{kind}{lang}_{metric.replace('@', '')}"
+                    if name == "legacy":
+                        details.setdefault("legacy_values", {})[key] = value
+                        continue
+                    target = targets.get((lang, metric)) if name == "hybrid" else None
+                    baseline = (details.get("legacy_values") or {}).get(key)
+                    if name == "hybrid":
+                        hybrid_by_lang[key] = value
+                    report.add(
+                        f"{label}{kind}{name}_{lang}_{metric.replace('@', '')}", value,
+                        target=f">= {target}" if target else None,
+                        passed=(value >= target) if target else None,
+                        baseline=baseline if name == "hybrid" else None,
+                        baseline_name="before issue 17" if name == "hybrid" and baseline
+                        else None,
+                        notes=f"{m.count} questions" + (", primary pages only" if kind else ""),
+                    )
     return details
 
 
@@ -139,50 +185,109 @@ def _multilingual(report: Report, golden: list[dict[str, Any]]) -> dict[str, Any
     embedder = ctx.embedder()
     retriever = HybridRetriever(kb, embedder, ctx.config.retrieval)
     try:
-        return _quality(report, kb, retriever, embedder, golden, label=f"{MULTILINGUAL}_")
+        return _quality(report, _Systems(kb, retriever, embedder), golden,
+                        label=f"{MULTILINGUAL}_")
     finally:
         retriever.close()
         kb.close()
 
 
-def _gate(report: Report, retriever: Any, golden: list[dict[str, Any]],
-          unanswerable: list[dict[str, Any]]) -> dict[str, Any]:
-    """Calibrate the gate: per language, the best trusted cosine and best keyword score of
-    answerable vs off-corpus questions; thresholds maximise balanced accuracy averaged over
-    the languages (see assistant/retrieval/gate.py)."""
-    from assistant.retrieval.gate import choose_threshold, is_low_confidence
+def _open_scifact(embedder_spec: str = "bundled") -> tuple[Any, Any, Any]:
+    """(ctx, kb, sync report) for the SciFact bench home (one Markdown file per abstract)."""
+    from assistant.context import AppContext
+    from assistant.knowledge_service import open_knowledge, sync_settings
+    from bench.scifact import write_corpus
 
-    def evidence(rows: list[dict[str, Any]]) -> dict[str, list[tuple[Any, Any]]]:
-        out: dict[str, list[tuple[Any, Any]]] = {}
-        for row in rows:
-            r = retriever.search(row["query"], top_k=5, log=False)
-            out.setdefault(row.get("lang") or "?", []).append((r.best_cosine, r.best_keyword))
-        return out
+    files = write_corpus(SCIFACT_CORPUS)
+    ctx = AppContext.load(str(SCIFACT_HOME))
+    kb = open_knowledge(ctx, lock_timeout=60)
+    kb.add_folder(SCIFACT_CORPUS)
+    started = time.perf_counter()
+    sync = kb.sync(sync_settings(ctx.config))
+    print(f"  scifact index: {files} abstracts, {sync.chunks_added} chunks added, "
+          f"{sync.embedded} embedded, {time.perf_counter() - started:.1f} s; total {kb.stats()}",
+          flush=True)
+    return ctx, kb, sync
 
-    pos, neg = evidence(golden), evidence(unanswerable)
-    pos = {lang: v for lang, v in pos.items() if lang in neg}
-    neg = {lang: v for lang, v in neg.items() if lang in pos}
-    keyword_grid = [round(0.3 + 0.05 * i, 2) for i in range(13)]  # 0.30 … 0.90
-    cal = choose_threshold(pos, neg, keyword_threshold=keyword_grid)
-    report.add("gate_best_cosine_threshold", cal.threshold,
-               notes=f"with keyword threshold {cal.keyword_threshold}: balanced accuracy "
-                     f"{cal.balanced_accuracy:.3f} (answered {cal.true_positive_rate:.3f}, "
-                     f"refused off-corpus {cal.true_negative_rate:.3f})")
-    report.add("gate_best_keyword_threshold", cal.keyword_threshold)
-    s = retriever.settings
-    configured: dict[str, Any] = {"threshold": s.score_threshold, "keyword": s.keyword_threshold}
-    for lang in pos:
-        tpr = sum(not is_low_confidence(c, k, cosine_threshold=s.score_threshold,
-                                        keyword_threshold=s.keyword_threshold)
-                  for c, k in pos[lang]) / len(pos[lang])
-        tnr = sum(is_low_confidence(c, k, cosine_threshold=s.score_threshold,
-                                    keyword_threshold=s.keyword_threshold)
-                  for c, k in neg[lang]) / len(neg[lang])
-        configured[lang] = {"answered": tpr, "refused_off_corpus": tnr}
-        report.add(f"gate_configured_{lang}_balanced_accuracy", (tpr + tnr) / 2,
-                   notes=f"cosine {s.score_threshold}, keyword {s.keyword_threshold}: answered "
-                         f"{tpr:.3f} of {len(pos[lang])}, refused {tnr:.3f} of {len(neg[lang])}")
-    return {"calibration": asdict(cal), "configured": configured}
+
+def _scifact(report: Report, systems: _Systems, claims: list[Any]) -> dict[str, Any]:
+    from assistant.retrieval.evaluation import distinct_sources
+    from bench.scifact import doc_id, ndcg, recall
+
+    details: dict[str, Any] = {"claims": len(claims)}
+    values: dict[str, dict[str, float]] = {}
+    for name, fn in systems.variants().items():
+        n_sum = r_sum = 0.0
+        for claim in claims:
+            docs = [doc_id(s) for s in distinct_sources(fn(claim.text))]
+            n_sum += ndcg(docs, claim.relevant)
+            r_sum += recall(docs, claim.relevant)
+        values[name] = {"ndcg@10": n_sum / len(claims), "recall@10": r_sum / len(claims)}
+    details.update(values)
+    for name in ("hybrid", "bm25", "dense"):
+        for metric in ("ndcg@10", "recall@10"):
+            value = values[name][metric]
+            target = 0.72 if (name, metric) == ("hybrid", "ndcg@10") else None
+            report.add(
+                f"scifact_{name}_{metric.replace('@', '')}", value,
+                baseline=values["legacy"][metric] if name == "hybrid" else None,
+                baseline_name="before issue 17" if name == "hybrid" else None,
+                target=f">= {target} (held-out test; train well above)" if target else None,
+                passed=(value >= target) if target else None,
+                notes=f"{len(claims)} train claims, document level",
+            )
+    return details
+
+
+def _gate(report: Report, tldr: _Systems, scifact: _Systems | None,
+          golden: list[dict[str, Any]], unanswerable: list[dict[str, Any]],
+          claims: list[Any]) -> dict[str, Any]:
+    """False alarms on answerable questions and catches of off-corpus ones, per set, for the
+    configured gate and the one before issue 17; and the thresholds `calibrate` would choose
+    on this run's evidence (the defaults in assistant/config.py come from it)."""
+    from assistant.retrieval.gate import GateThresholds, calibrate, gate_rates
+    from bench import retrieval_legacy
+
+    answerable: dict[str, tuple[_Systems, list[str]]] = {
+        "tldr_en": (tldr, [g["query"] for g in golden if g.get("lang") == "en"]),
+        "tldr_zh": (tldr, [g["query"] for g in golden if g.get("lang") == "zh"]),
+    }
+    off_corpus: dict[str, tuple[_Systems, list[str]]] = {
+        "tldr_unanswerable": (tldr, [u["query"] for u in unanswerable]),
+    }
+    if scifact is not None:
+        answerable["scifact"] = (scifact, [c.text for c in claims])
+        off_corpus["scifact_claims_on_tldr"] = (tldr, [c.text for c in claims])
+        off_corpus["tldr_questions_on_scifact"] = (scifact, [g["query"] for g in golden])
+
+    def evidence(system: str, sets: dict[str, tuple[_Systems, list[str]]]) -> dict[str, Any]:
+        return {name: [getattr(s, f"{system}_evidence")(q) for q in queries]
+                for name, (s, queries) in sets.items()}
+
+    pos, neg = evidence("hybrid", answerable), evidence("hybrid", off_corpus)
+    configured = gate_rates(pos, neg, tldr.retriever.gate_thresholds)
+    legacy = gate_rates(
+        evidence("legacy", answerable), evidence("legacy", off_corpus),
+        GateThresholds(retrieval_legacy.COSINE_THRESHOLD, retrieval_legacy.KEYWORD_THRESHOLD,
+                       retrieval_legacy.KEYWORD_THRESHOLD),
+    )
+    chosen = calibrate(pos, neg)
+    for name, value in configured.false_alarm.items():
+        report.add(f"gate_false_alarm_{name}", value, baseline=legacy.false_alarm[name],
+                   baseline_name="before issue 17", target="<= 0.02", passed=value <= 0.02,
+                   notes=f"{len(pos[name])} answerable questions flagged low confidence")
+    for name, value in configured.catch.items():
+        report.add(f"gate_catch_{name}", value, baseline=legacy.catch[name],
+                   baseline_name="before issue 17", target=">= 0.9", passed=value >= 0.9,
+                   notes=f"{len(neg[name])} off-corpus questions flagged low confidence")
+    now, best = tldr.retriever.gate_thresholds, chosen.thresholds
+    report.add("gate_calibrated_cosine_threshold", best.cosine,
+               notes=f"configured {now.cosine}; keyword {best.keyword} (configured "
+                     f"{now.keyword}), keyword alone {best.keyword_alone} (configured "
+                     f"{now.keyword_alone}): worst false alarm {chosen.worst_false_alarm:.3f}, "
+                     f"mean catch {chosen.mean_catch:.3f}")
+    return {"configured": asdict(configured), "legacy": asdict(legacy),
+            "calibrated": asdict(chosen)}
 
 
 def _latency(report: Report, retriever: Any, queries: list[str], prefix: str,
@@ -327,6 +432,7 @@ def _synthetic_kb(dimension: int, model_id: str) -> _SyntheticKB:
 
 def run(quick: bool) -> Report:
     from assistant.retrieval.hybrid import HybridRetriever
+    from bench.scifact import train_claims
 
     golden = _read_jsonl(DATA_DIR / "tldr_golden.jsonl")
     unanswerable = _read_jsonl(DATA_DIR / "tldr_unanswerable.jsonl")
@@ -336,14 +442,36 @@ def run(quick: bool) -> Report:
     retriever = HybridRetriever(kb, embedder, ctx.config.retrieval)
     files, chunks = kb.stats()
     report.details["index"] = {"files": files, "chunks": chunks, "sync_seconds": sync.seconds}
+    tldr = _Systems(kb, retriever, embedder)
 
     sample = golden
     if quick:  # every 3rd question, both languages
         sample = golden[::3]
-    report.details["quality"] = _quality(report, kb, retriever, embedder, sample)
+    report.details["quality"] = _quality(report, tldr, sample)
+
+    scifact: _Systems | None = None
+    claims: list[Any] = []
+    try:
+        claims = train_claims()
+        s_ctx, s_kb, s_sync = _open_scifact()
+    except MissingData as exc:  # CI and fresh machines have no ../shared: tldr alone
+        print(f"  scifact skipped: {exc}", flush=True)
+        report.details["scifact"] = {"skipped": str(exc)}
+    else:
+        if quick:
+            claims = claims[::4]
+        s_retriever = HybridRetriever(s_kb, s_ctx.embedder(), s_ctx.config.retrieval)
+        scifact = _Systems(s_kb, s_retriever, s_ctx.embedder())
+        report.details["scifact"] = _scifact(report, scifact, claims) | {
+            "index": dict(zip(("files", "chunks"), s_kb.stats(), strict=True)),
+            "sync_seconds": s_sync.seconds,
+        }
     report.details["gate"] = _gate(
-        report, retriever, sample, unanswerable if not quick else unanswerable[::2]
+        report, tldr, scifact, sample, unanswerable if not quick else unanswerable[::2], claims
     )
+    if scifact is not None:
+        scifact.retriever.close()
+        scifact.kb.close()
 
     if not quick:  # the multilingual index embeds ~8k pages at ~7/s once (cached afterwards)
         report.details["multilingual"] = _multilingual(report, golden)

@@ -23,7 +23,7 @@ from assistant.retrieval.coverage import vector_gap_warning
 from assistant.retrieval.diversify import cap_per_file
 from assistant.retrieval.filters import allowed_sources, modified_sources
 from assistant.retrieval.fusion import convex, keep_within
-from assistant.retrieval.gate import is_low_confidence
+from assistant.retrieval.gate import GateThresholds, is_low_confidence
 from assistant.retrieval.hit import RetrievalResult, SearchHit
 from assistant.retrieval.query import build_search_query
 from assistant.retrieval.recency import recency_boost
@@ -120,6 +120,11 @@ class HybridRetriever:
         self._pool: ThreadPoolExecutor | None = (
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="dense") if parallel else None
         )
+
+    @property
+    def gate_thresholds(self) -> GateThresholds:
+        s = self.settings
+        return GateThresholds(s.score_threshold, s.keyword_threshold, s.keyword_alone_threshold)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -250,12 +255,7 @@ class HybridRetriever:
         # model's cosine on a Chinese query says nothing: it must not vouch either.
         best_cosine = _best(h.cosine for h in hits) if dense_trusted(trust) else None
         best_keyword = _best(h.keyword for h in hits)
-        low = not hits or is_low_confidence(
-            best_cosine,
-            best_keyword,
-            cosine_threshold=self.settings.score_threshold,
-            keyword_threshold=self.settings.keyword_threshold,
-        )
+        low = not hits or is_low_confidence(best_cosine, best_keyword, self.gate_thresholds)
         timings["fuse"] += (time.perf_counter() - t) * 1000
         timings["total"] = (time.perf_counter() - start) * 1000
         result = RetrievalResult(

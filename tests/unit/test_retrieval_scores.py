@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.retrieval.gate import choose_threshold, is_low_confidence
+from assistant.retrieval.gate import GateThresholds, calibrate, gate_rates, is_low_confidence
 from assistant.retrieval.scores import (
     format_keyword,
     fused_display,
@@ -47,45 +47,50 @@ def test_percent_and_keyword_formatting() -> None:
     assert format_keyword(None) == "—"
 
 
+GATE = GateThresholds(cosine=0.35, keyword=0.5, keyword_alone=0.7)
+
+
 @pytest.mark.parametrize(
     ("cosine", "keyword", "low"),
     [
         (0.6, None, False),  # strong dense match
         (0.2, 0.9, False),  # weak dense, strong keyword (exact identifier)
         (0.2, 0.3, True),  # weak both
-        (None, None, True),  # nothing found
         (0.35, 0.0, False),  # exactly at the threshold passes
         (0.3499, 0.4999, True),
+        (None, None, True),  # nothing found / dense not trusted and no keyword hit
+        (None, 0.6, True),  # keywords alone must clear their own, higher bar
+        (None, 0.7, False),
     ],
 )
 def test_gate(cosine: float | None, keyword: float | None, low: bool) -> None:
-    assert (
-        is_low_confidence(cosine, keyword, cosine_threshold=0.35, keyword_threshold=0.5) is low
-    )
+    assert is_low_confidence(cosine, keyword, GATE) is low
 
 
-def test_choose_threshold_separates_answerable_from_off_corpus() -> None:
-    answerable = [(0.62, 0.0), (0.55, 0.1), (0.48, 0.2), (0.30, 1.0)]  # last: keyword saves it
-    off_corpus = [(0.20, 0.0), (0.25, 0.3), (0.33, 0.0), (0.50, 0.0)]  # last: a hard negative
-    cal = choose_threshold(answerable, off_corpus, keyword_threshold=0.5)
-    assert 0.33 < cal.threshold < 0.48
-    assert cal.true_positive_rate == 1.0
-    assert cal.true_negative_rate == 0.75
-    assert cal.balanced_accuracy == pytest.approx(0.875)
-    assert (cal.answerable, cal.unanswerable) == (4, 4)
-
-
-def test_choose_threshold_over_groups_and_keyword_thresholds() -> None:
-    # English: cosine separates. Chinese: cosines are noise (None), keywords separate at 0.6.
-    pos = {"en": [(0.6, 0.2), (0.5, 0.9)], "zh": [(None, 0.7), (None, 0.65)]}
-    neg = {"en": [(0.3, 0.55), (0.2, 0.0)], "zh": [(None, 0.55), (None, 0.1)]}
-    cal = choose_threshold(pos, neg, keyword_threshold=[0.5, 0.6, 0.8])
-    assert cal.keyword_threshold == 0.6 and 0.3 < cal.threshold < 0.6
-    assert cal.balanced_accuracy == 1.0 and (cal.answerable, cal.unanswerable) == (4, 4)
+def test_calibrate_catches_most_within_the_false_alarm_bound() -> None:
+    answerable = {
+        # 50 English questions with cosines 0.50..0.99; one keyword save at cosine 0.2.
+        "en": [(0.5 + i / 100, 0.0) for i in range(49)] + [(0.2, 0.9)],
+        "zh": [(None, 0.4)] + [(None, 0.7)] * 49,  # no trusted cosine: keywords alone
+    }
+    off_corpus = {
+        "off_en": [(0.1 + i / 100, 0.6) for i in range(45)],  # 0.10..0.54, keywords 0.6
+        "off_zh": [(None, 0.2)] * 10 + [(None, 0.75)],
+    }
+    cal = calibrate(answerable, off_corpus, max_false_alarm=0.02,
+                    keyword_grid=[0.4, 0.5, 0.6, 0.65, 0.7, 0.8, 0.95])
+    assert cal.worst_false_alarm <= 0.02
+    t = cal.thresholds
+    # One English answerable question (2% of 50) may fall under the cosine threshold; the
+    # English off-corpus keyword scores (0.6) must not pass, the English save (0.9) must.
+    assert 0.50 <= t.cosine <= 0.51 and 0.6 < t.keyword <= 0.9
+    # Alone, keywords keep the 0.7 Chinese answers and may drop the one at 0.4 (2%).
+    assert 0.2 < t.keyword_alone <= 0.7
+    assert cal.catch["off_zh"] == pytest.approx(10 / 11)
+    assert cal.catch["off_en"] == pytest.approx(41 / 45)  # cosines 0.10..0.50 flagged
+    assert cal.false_alarm["en"] == pytest.approx(1 / 50) and cal.false_alarm["zh"] <= 0.02
+    assert gate_rates(answerable, off_corpus, t) == cal
+    loose = calibrate(answerable, off_corpus, max_false_alarm=0.2, keyword_grid=[0.65])
+    assert loose.mean_catch > cal.mean_catch and loose.worst_false_alarm <= 0.2
     with pytest.raises(ValueError):
-        choose_threshold(pos, {"en": neg["en"]}, keyword_threshold=0.5)
-
-
-def test_choose_threshold_needs_both_sets() -> None:
-    with pytest.raises(ValueError):
-        choose_threshold([], [(0.1, 0.0)], keyword_threshold=0.5)
+        calibrate(answerable, {})
