@@ -126,10 +126,10 @@ class RetrievalConfig:
         "the answer says it does not know.",
     )
     keyword_threshold: float = _opt(
-        0.85, "Normalized BM25 score (0-1) that counts as a strong keyword match for the gate."
+        0.8, "Normalized BM25 score (0-1) that counts as a strong keyword match for the gate."
     )
     keyword_alone_threshold: float = _opt(
-        0.3,
+        0.4,
         "The same bar when the meaning score cannot vouch (a Chinese question on an "
         "English-only embedding model): keywords are the only evidence.",
     )

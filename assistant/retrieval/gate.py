@@ -85,8 +85,8 @@ def calibrate(
     """The thresholds that catch the most off-corpus questions (mean over the sets, so a small
     set counts as much as a large one) while flagging at most `max_false_alarm` of every
     answerable set. Cosine candidates are the midpoints between observed values, keyword ones
-    the grid; among equal catch rates the lowest false alarms win, then the middle of the
-    range for margin. When no choice meets the bound, the lowest worst false-alarm rate wins.
+    the grid; among equal catch rates the lowest worst false-alarm rate wins, then the lowest
+    mean one, then the middle of the range for margin. When no choice meets the bound, the lowest worst false-alarm rate wins.
     """
     import numpy as np
 
@@ -119,6 +119,7 @@ def calibrate(
         flagged.append((alone_low[:, None, None] + pair_low[None, :, :]) / len(items))
     n_pos = len(answerable)
     alarms = np.max(flagged[:n_pos], axis=0)
+    mean_alarms = np.mean(flagged[:n_pos], axis=0)
     catch = np.mean(flagged[n_pos:], axis=0)
     bound = max(max_false_alarm, float(alarms.min())) + 1e-12
     allowed = alarms <= bound
@@ -126,6 +127,8 @@ def calibrate(
     best = allowed & (catch >= top - 1e-12)
     fewest = float(alarms[best].min())
     best &= alarms <= fewest + 1e-12
+    fewest_mean = float(mean_alarms[best].min())
+    best &= mean_alarms <= fewest_mean + 1e-12
     choices = np.argwhere(best)
     a, k, c = (int(i) for i in choices[len(choices) // 2])
     return gate_rates(
