@@ -8,11 +8,14 @@ with the process. Whatever such a job was writing is protected the way a killed 
 SQLite transactions roll back, the index converges on the next sync.
 
 It subclasses ThreadPoolExecutor only so asyncio accepts it as a loop's default executor
-(`loop.set_default_executor` insists); none of the parent's machinery is used.
+(`loop.set_default_executor` insists); none of the parent's machinery is used. The TUI makes
+it its loop's default executor; `in_thread` runs one call on a daemon thread of its own (the
+TUI's backend calls, some of which block until quit: the folder watcher).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import queue
@@ -87,3 +90,28 @@ class DaemonThreadPool(ThreadPoolExecutor):
             for worker in workers:
                 if worker is not threading.current_thread():
                     worker.join()
+
+
+async def in_thread(fn: Callable[[], T]) -> T:
+    """`await` a blocking call run on its own daemon thread (cancelling the await abandons it:
+    its result, or its error, goes nowhere)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+
+    def settle(outcome: Callable[[], None]) -> None:
+        if not done.done():
+            outcome()
+
+    def run() -> None:
+        try:
+            result = fn()
+        except BaseException as exc:  # handed to the awaiting task, which decides
+            error = exc
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile (app quit)
+                loop.call_soon_threadsafe(settle, lambda: done.set_exception(error))
+        else:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(settle, lambda: done.set_result(result))
+
+    threading.Thread(target=run, name="brain-call", daemon=True).start()
+    return await done

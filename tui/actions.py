@@ -10,12 +10,26 @@ from textual.binding import Binding
 
 @dataclass(frozen=True, slots=True)
 class AppAction:
-    name: str  # action_<name> on the app; the id used by [ui] keybindings
+    name: str  # action_<name>; the id used by [ui] keybindings
     key: str
     title: str  # palette title
     help: str
     footer: bool = False  # shown in the footer
     priority: bool = False
+
+    @property
+    def on_app(self) -> bool:
+        """The app's own (themes, keys, quit); the rest belong to the main screen."""
+        return self.name in APP_ACTIONS
+
+    @property
+    def target(self) -> str:
+        """The action string a binding runs: the main screen's actions act on it only when
+        no dialog is open on top (`screen.` is the active screen)."""
+        return self.name if self.on_app else f"screen.{self.name}"
+
+
+APP_ACTIONS = frozenset({"quit", "help", "next_theme"})
 
 
 ACTIONS: tuple[AppAction, ...] = (
@@ -59,7 +73,7 @@ ACTION_NAMES = frozenset(a.name for a in ACTIONS)
 
 def app_bindings() -> list[Binding]:
     return [
-        Binding(a.key, a.name, a.title, show=a.footer, priority=a.priority, id=a.name)
+        Binding(a.key, a.target, a.title, show=a.footer, priority=a.priority, id=a.name)
         for a in ACTIONS
         if a.key
     ]

@@ -1,14 +1,15 @@
 """The interface the UI needs from the core, one protocol per domain.
 
-Every method is blocking and is called from a worker thread, never from the event loop.
-Failures the user can act on are raised as `assistant.errors.UserError` (message + hint);
-the UI shows them and keeps everything the user typed.
+Knowledge, memory, sessions and Ollama methods block: the UI calls them from worker threads
+(tui/workers.py), never on the event loop. The chat is async and runs on the UI's loop (one
+road for a turn: see tui/backend/chat.py). Failures the user can act on are `HintedError`s
+(message + hint); the UI shows them and keeps everything the user typed.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -66,19 +67,27 @@ class MemoryApi(Protocol):
         """Memories added or changed after `stamp` (by extraction), and the new stamp."""
 
 
+class ChatTurn(Protocol):
+    """One answer being written: its events in order (`Retrieved`, `Token`s, then `Finished`
+    or `Failed`), and `cancel()`, after which it ends promptly with `Finished(interrupted)`."""
+
+    def __aiter__(self) -> AsyncIterator[ChatEvent]: ...
+    def cancel(self) -> None: ...
+
+
 class ChatApi(Protocol):
-    def warm_up(self) -> None:
+    async def warm_up(self) -> None:
         """Import the LLM client, ask Ollama about the model, open stores (slow)."""
 
-    def ask(
-        self, session_id: str | None, text: str, *, model: str, cancel: threading.Event
-    ) -> Iterator[ChatEvent]: ...
-    def feedback(self, log_id: str, rating: int) -> None: ...
-    def extract_pending(self) -> int:
+    async def ask(self, session_id: str | None, text: str, *, model: str) -> ChatTurn: ...
+    def feedback(self, log_id: str, rating: int) -> None:
+        """Blocking (a worker thread)."""
+
+    async def extract_pending(self) -> int:
         """Memory extraction over the current session's turns not extracted yet (the app
         calls it when the user has been idle); how many turns it went through."""
 
-    def close(self) -> None:
+    async def close(self) -> None:
         """Finish pending writes (memory extraction at exit, session saves)."""
 
 

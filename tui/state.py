@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -63,3 +64,21 @@ def save_state(path: Path, state: UiState) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         json.dump(asdict(state), handle, indent=2)
     os.replace(tmp, path)
+
+
+class StateStore:
+    """The UI state of this run: loaded once, saved on every change. A failed save is reported
+    through `on_error` (the layout is a convenience: it never stops the app)."""
+
+    def __init__(self, path: Path, on_error: Callable[[str], None]) -> None:
+        self.path = path
+        self.state = load_state(path)
+        self._on_error = on_error
+
+    def update(self, **changes: Any) -> UiState:
+        self.state = replace(self.state, **changes).clamped()
+        try:
+            save_state(self.path, self.state)
+        except OSError as exc:
+            self._on_error(f"Cannot save the layout: {exc}")
+        return self.state

@@ -129,6 +129,14 @@ class Token:
 
 
 @dataclass(frozen=True, slots=True)
+class Replaced:
+    """The answer shown so far was not the answer (e.g. untagged reasoning ended by
+    `</think>`): show `text` instead."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class Finished:
     model: str
     tokens: int
@@ -137,6 +145,7 @@ class Finished:
     interrupted: bool = False
     session_id: str | None = None
     notice: str = ""  # e.g. the answer was cut off at the length limit (shown as a warning)
+    text: str = ""  # the answer as stored, when known (what an interrupted turn kept)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +156,7 @@ class Failed:
     session_id: str | None = None  # the session the failed turn was stored in
 
 
-ChatEvent = Retrieved | Token | Finished | Failed
+ChatEvent = Retrieved | Token | Replaced | Finished | Failed
 
 
 @dataclass(frozen=True, slots=True)

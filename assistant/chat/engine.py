@@ -210,6 +210,18 @@ class TurnStream:
             raise StopAsyncIteration
         return event
 
+    def ready(self) -> list[ChatEvent]:
+        """The events already queued, without waiting: a reader slower than the model (a UI
+        repainting) takes a whole backlog of tokens in one go instead of one per repaint."""
+        events: list[ChatEvent] = []
+        while not self._queue.empty():
+            event = self._queue.get_nowait()
+            if event is _END:
+                self._queue.put_nowait(_END)
+                break
+            events.append(event)
+        return events
+
     def cancel(self) -> None:
         """Stop generating now; the stream then ends with `Done` (interrupted)."""
         self._task.cancel()

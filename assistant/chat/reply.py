@@ -97,7 +97,11 @@ class ReplyReader:
             self._take(first)
             while True:
                 try:
-                    chunk = await asyncio.wait_for(agen.__anext__(), self._timeout)
+                    # asyncio.timeout, not wait_for: no task per chunk, so chunks already
+                    # received are read without a trip through the event loop each — on the
+                    # UI's loop, a busy repaint would otherwise throttle a fast model.
+                    async with asyncio.timeout(self._timeout):
+                        chunk = await agen.__anext__()
                 except StopAsyncIteration:
                     break
                 except TimeoutError:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from assistant.chat.engine import ChatEngine, ChatFn, EngineSettings
 from assistant.chat.models import OllamaCatalog
 from assistant.chat.sessions import SessionStore
-from assistant.chat.turn import KnowledgeItem, MemoryItem, Retrieval
+from assistant.chat.turn import HitScores, KnowledgeItem, MemoryItem, Retrieval
 from assistant.context import AppContext
 from assistant.errors import UserError
 from indexing.lazy import Lazy
@@ -25,8 +25,7 @@ from indexing.lazy import Lazy
 if TYPE_CHECKING:
     import numpy as np
 
-    from assistant.chat.blocking import BlockingChat
-    from assistant.memory.model import RecalledMemory
+    from assistant.memory.model import Memory, RecalledMemory
     from assistant.memory.service import MemoryService
     from assistant.retrieval.hit import SearchHit
     from assistant.retrieval.hybrid import HybridRetriever
@@ -36,8 +35,6 @@ log = logging.getLogger(__name__)
 
 
 def item_from_hit(hit: SearchHit) -> KnowledgeItem:
-    from assistant.retrieval.contract import hit_to_json
-
     chunk = hit.chunk
     return KnowledgeItem(
         chunk_id=chunk.id,
@@ -50,20 +47,19 @@ def item_from_hit(hit: SearchHit) -> KnowledgeItem:
         end_line=chunk.end_line,
         page=chunk.page,
         end_page=chunk.last_page,
-        data=hit_to_json(hit),
-        hit=hit,
+        scores=HitScores(
+            rank=hit.rank, vector=hit.cosine, keyword=hit.keyword, fused=hit.fused,
+            recency_boost=hit.recency_boost, more_from_file=hit.more_from_file,
+        ),
     )
 
 
 def item_from_memory(recalled: RecalledMemory) -> MemoryItem:
-    memory = recalled.memory
-    return MemoryItem(
-        memory_id=memory.id,
-        text=memory.text,
-        kind=memory.type.value,
-        score=recalled.score,
-        data=memory.to_json(score=recalled.score),
-    )
+    return memory_item(recalled.memory, recalled.score)
+
+
+def memory_item(memory: Memory, score: float) -> MemoryItem:
+    return MemoryItem(memory.id, memory.text, memory.type.value, score, memory=memory)
 
 
 class RetrieverKnowledge:
@@ -128,9 +124,7 @@ class ServiceMemory:
     def note(self, message: str, *, session_id: str | None) -> MemoryItem | None:
         """Store an explicit "remember that …" from the user's message."""
         memory = self.service().remember(message, session_id=session_id, source="chat")
-        if memory is None:
-            return None
-        return MemoryItem(memory.id, memory.text, memory.type.value, 1.0, data=memory.to_json())
+        return None if memory is None else memory_item(memory, 1.0)
 
     def remember(
         self, text: str, kind: str, *, session_id: str | None, said: Sequence[str] = ()
@@ -299,20 +293,3 @@ def open_chat(
         session_id=resolved,
     )
     return ChatService(engine, store, knowledge_source, memory_source)
-
-
-
-def open_blocking_chat(ctx: AppContext, **options: object) -> BlockingChat:
-    """`open_chat` for synchronous callers (the TUI's workers): see blocking.py."""
-    from assistant.chat.blocking import BlockingChat
-
-    opened: list[ChatService] = []
-
-    def make() -> ChatEngine:
-        opened.append(open_chat(ctx, **options))  # type: ignore[arg-type]
-        return opened[0].engine
-
-    async def close() -> None:
-        await opened[0].aclose()
-
-    return BlockingChat(make, on_close=close)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from assistant.memory.model import Memory
 
 TurnStatus = Literal["complete", "interrupted", "failed"]
 # Shown with an answer the model stopped at its length limit (Ollama's done_reason "length").
@@ -15,12 +18,21 @@ MEMORY_FORGOTTEN = "memory forgotten"
 
 
 @dataclass(frozen=True, slots=True)
-class KnowledgeItem:
-    """One retrieved chunk as the chat engine uses it (independent of the retriever's types).
+class HitScores:
+    """Why the retriever returned a chunk (the evidence the sources pane and `brain ask --json`
+    show): its rank and per-retriever scores. Live items only: sessions store text, not this."""
 
-    `data` is the retriever's own JSON form of the hit (what `brain search --json` prints), kept
-    so `brain ask --json` can print exactly the same objects.
-    """
+    rank: int  # after fusion (and reranking), 1-based
+    vector: float | None  # cosine similarity; None when dense search did not return it
+    keyword: float | None  # BM25 normalised to 0..1; None when keyword search did not
+    fused: float  # the fused score (RRF plus recency boost)
+    recency_boost: float = 0.0  # fraction added for a recently changed file
+    more_from_file: int = 0  # the file's other matching chunks not shown
+
+
+@dataclass(frozen=True, slots=True)
+class KnowledgeItem:
+    """One retrieved chunk as the chat engine uses it (independent of the retriever's types)."""
 
     chunk_id: str
     text: str
@@ -32,9 +44,7 @@ class KnowledgeItem:
     end_line: int = 0
     page: int | None = None
     end_page: int | None = None  # a chunk over a page break: cited as "p. 1–2"
-    data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
-    # The retriever's SearchHit (per-retriever evidence for the UI); None once stored.
-    hit: Any = field(default=None, compare=False, hash=False, repr=False)
+    scores: HitScores | None = field(default=None, compare=False, hash=False, repr=False)
 
     @property
     def location(self) -> str:
@@ -56,7 +66,9 @@ class MemoryItem:
     text: str
     kind: str  # fact, preference, goal, …
     score: float
-    data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    # The stored memory it came from (key, pinned, dates for the UI and `brain ask --json`);
+    # None once stored in a session, which keeps the text as it was used.
+    memory: Memory | None = field(default=None, compare=False, hash=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -352,10 +352,10 @@ def _json(final: Done | Failed) -> dict[str, Any]:
     out: dict[str, Any] = {
         "answer": turn.answer if turn is not None else final.partial,  # type: ignore[union-attr]
         # The same objects as `brain search --json` hits; sources[n-1] is the answer's [n].
-        "sources": [s.item.data or _stored_hit(s) for s in sources],
+        "sources": [_source_json(s) for s in sources],
         "citations": [s.n for s in sources if s.cited],
-        "memories": [m.data or {"id": m.memory_id, "type": m.kind, "text": m.text,
-                                "score": m.score}
+        "memories": [m.memory.to_json(score=m.score) if m.memory is not None else
+                     {"id": m.memory_id, "type": m.kind, "text": m.text, "score": m.score}
                      for m in (turn.memories if turn is not None else ())],
         "low_confidence": bool(turn and turn.low_confidence),
         "timings": dict(turn.timings) if turn is not None else {},
@@ -373,11 +373,16 @@ def _json(final: Done | Failed) -> dict[str, Any]:
     return out
 
 
-def _stored_hit(source: Source) -> dict[str, Any]:
-    """A hit object for a source found by a tool call (no live search result to copy)."""
-    item = source.item
-    return {
-        "rank": source.n, "source": item.source, "heading": item.heading, "text": item.text,
-        "score": item.score, "scores": {"vector": None, "keyword": None, "fused": 0.0},
-        "chunk_id": item.chunk_id,
-    }
+def _source_json(source: Source) -> dict[str, Any]:
+    """The same object as the `brain search --json` hit; a source a tool call found has no
+    live scores (rank = its [n])."""
+    from assistant.retrieval.contract import hit_json
+
+    item, scores = source.item, source.item.scores
+    return hit_json(
+        rank=scores.rank if scores else source.n, source=item.source, heading=item.heading,
+        text=item.text, score=item.score, vector=scores.vector if scores else None,
+        keyword=scores.keyword if scores else None, fused=scores.fused if scores else 0.0,
+        chunk_id=item.chunk_id, more_from_file=scores.more_from_file if scores else 0,
+        pages=(item.page, item.end_page or item.page) if item.page is not None else None,
+    )

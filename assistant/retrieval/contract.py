@@ -54,23 +54,37 @@ SEARCH_RESULT_SCHEMA: dict[str, Any] = {
 
 
 def hit_to_json(hit: SearchHit) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "rank": hit.rank,
-        "source": hit.source,
-        "heading": hit.heading,
-        "text": hit.chunk.text,
-        "score": hit.score,
-        "scores": {
-            "vector": None if hit.cosine is None else round(hit.cosine, 6),
-            "keyword": hit.keyword,
-            "fused": round(hit.fused, 8),
-        },
-        "chunk_id": hit.chunk_id,
-        "more_from_file": hit.more_from_file,
-    }
     chunk = hit.chunk
-    if chunk.page is not None:
-        out["pages"] = [chunk.page, chunk.last_page]
+    return hit_json(
+        rank=hit.rank, source=hit.source, heading=hit.heading, text=chunk.text,
+        score=hit.score, vector=hit.cosine, keyword=hit.keyword, fused=hit.fused,
+        chunk_id=hit.chunk_id, more_from_file=hit.more_from_file,
+        pages=(chunk.page, chunk.last_page) if chunk.page is not None else None,
+    )
+
+
+def hit_json(
+    *, rank: int, source: str, heading: str, text: str, score: float, vector: float | None,
+    keyword: float | None, fused: float, chunk_id: str, more_from_file: int,
+    pages: tuple[int, int] | None = None,
+) -> dict[str, Any]:
+    """One hit object, from a live search or from a chat turn's source (`brain ask --json`)."""
+    out: dict[str, Any] = {
+        "rank": rank,
+        "source": source,
+        "heading": heading,
+        "text": text,
+        "score": score,
+        "scores": {
+            "vector": None if vector is None else round(vector, 6),
+            "keyword": keyword,
+            "fused": round(fused, 8),
+        },
+        "chunk_id": chunk_id,
+        "more_from_file": more_from_file,
+    }
+    if pages is not None:
+        out["pages"] = list(pages)
     return out
 
 

@@ -21,8 +21,8 @@ class BrainTestApp(BrainApp):
         self._no_blink()
 
     def _no_blink(self) -> None:
-        for widget in self.query("Input, TextArea"):
-            widget.cursor_blink = False  # type: ignore[attr-defined]
+        # The main screen's widgets exist before it is composed (it builds them first).
+        self.chat_screen.chat_input.cursor_blink = False
 
     def push_screen(self, *args: Any, **kwargs: Any) -> Any:
         result = super().push_screen(*args, **kwargs)

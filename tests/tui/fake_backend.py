@@ -7,8 +7,9 @@ test_core_backend.py drive the same app over the real core.
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -237,6 +238,45 @@ class ChatScript:
     warnings: tuple[str, ...] = ()  # Retrieved.warnings, e.g. the vectors are missing
 
 
+class FakeTurn:
+    """One scripted answer: the `tui.protocols.ChatTurn` of FakeChat."""
+
+    def __init__(self, chat: FakeChat, model: str) -> None:
+        self.chat = chat
+        self.model = model
+        self.cancel_requested = False
+
+    def cancel(self) -> None:
+        self.cancel_requested = True
+
+    def __aiter__(self) -> AsyncIterator[ChatEvent]:
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[ChatEvent]:
+        chat, script, model = self.chat, self.chat.script, self.model
+        used = tuple(m for m in chat.memory.items.values() if m.status == "active")[:2]
+        yield Retrieved(sample_sources(), used, script.low_confidence,
+                        f"log-{len(chat.asked)}", warnings=script.warnings)
+        if not chat.ollama.up:
+            raise UserError("Ollama is not running at http://127.0.0.1:11434",
+                            "Start it with `ollama serve`.")
+        if script.fail_with is not None:
+            raise script.fail_with
+        count = 0
+        for i, token in enumerate(script.tokens):
+            if self.cancel_requested:
+                chat.cancelled.set()
+                yield Finished(model, count, 0.4, interrupted=True, session_id="s1")
+                return
+            yield Token(token)
+            count += 1
+            await asyncio.sleep(0)
+            if i == 0 and script.gate is not None:
+                while not (script.gate.is_set() or self.cancel_requested):
+                    await asyncio.sleep(0.01)
+        yield Finished(model, count, 1.25, cited=(1,), session_id="s1", notice=script.notice)
+
+
 class FakeChat:
     def __init__(self, ollama: FakeOllama, memory: FakeMemory) -> None:
         self.ollama = ollama
@@ -250,46 +290,24 @@ class FakeChat:
         self.cancelled = threading.Event()
         self.warmed = False
 
-    def warm_up(self) -> None:
+    async def warm_up(self) -> None:
         self.warmed = True
 
-    def ask(self, session_id: str | None, text: str, *, model: str,
-            cancel: threading.Event) -> Iterator[ChatEvent]:
+    async def ask(self, session_id: str | None, text: str, *, model: str) -> FakeTurn:
         self.asked.append((session_id, text, model))
-        used = tuple(m for m in self.memory.items.values() if m.status == "active")[:2]
-        log_id = f"log-{len(self.asked)}"
-        yield Retrieved(sample_sources(), used, self.script.low_confidence, log_id,
-                        warnings=self.script.warnings)
-        if not self.ollama.up:
-            raise UserError("Ollama is not running at http://127.0.0.1:11434",
-                            "Start it with `ollama serve`.")
-        if self.script.fail_with is not None:
-            raise self.script.fail_with
-        count = 0
-        for i, token in enumerate(self.script.tokens):
-            if cancel.is_set():
-                self.cancelled.set()
-                yield Finished(model, count, 0.4, interrupted=True, session_id="s1")
-                return
-            yield Token(token)
-            count += 1
-            if i == 0 and self.script.gate is not None:
-                while not (self.script.gate.is_set() or cancel.is_set()):
-                    cancel.wait(0.01)
-        yield Finished(model, count, 1.25, cited=(1,), session_id="s1",
-                       notice=self.script.notice)
+        return FakeTurn(self, model)
 
     def feedback(self, log_id: str, rating: int) -> None:
         self.feedback_log.append((log_id, rating))
 
-    def extract_pending(self) -> int:
+    async def extract_pending(self) -> int:
         # Like the engine: the finished turns not extracted yet, once.
         pending = len(self.asked) - self.extracted_through
         self.extracted_through = len(self.asked)
         self.extract_calls += 1
         return pending
 
-    def close(self) -> None:
+    async def close(self) -> None:
         self.closed = True
 
 

@@ -41,3 +41,10 @@ async def ask(pilot: Pilot, text: str) -> None:
     chat_input.focus()
     chat_input.load_text(text)
     await pilot.press("enter")
+
+
+async def screen_ready(pilot: Pilot) -> None:
+    """The main screen is composed (a snapshot's `run_before` may start before it is)."""
+    from tui.widgets.chat_input import ChatInput
+
+    await wait_until(pilot, lambda: pilot.app.screen.query(ChatInput), what="main screen")

@@ -30,7 +30,7 @@ async def test_ask_streams_answer_and_lists_sources(make_app, backend) -> None: 
 
         used = [i.memory.id for i in app.query_one(MemoryPane).items]
         assert used == ["m1", "m2"]
-        assert app.session_id == "s1"
+        assert app.chat_screen.chat.session_id == "s1"
         # The sources pane lists the retrieved files with their scores, cited marked.
         table = app.query_one(SourcesPane).table
         assert table.row_count == 3
@@ -87,7 +87,7 @@ async def test_escape_cancels_stream_and_keeps_partial(make_app, backend) -> Non
         await ask(pilot, "long answer please")
         await wait_until(pilot, lambda: app.query(AnswerMessage) and
                          app.query_one(AnswerMessage).text, what="first token")
-        assert app.generating is not None
+        assert app.chat_screen.chat.generating is not None
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.query_one(AnswerMessage).finished, what="cancel")
         gate.set()
@@ -95,7 +95,7 @@ async def test_escape_cancels_stream_and_keeps_partial(make_app, backend) -> Non
         assert backend.chat.cancelled.is_set()
         assert answer.text == "Use "
         assert "interrupted" in str(answer.query_one(".answer-status").render())
-        assert app.generating is None
+        assert app.chat_screen.chat.generating is None
         # A new question works after a cancel.
         backend.chat.script.gate = None
         await ask(pilot, "again")
@@ -169,7 +169,7 @@ async def test_preview_opens_editor_at_the_line(make_app, tmp_path, monkeypatch)
 async def test_watch_mode_shows_in_status_bar(make_app) -> None:  # type: ignore[no-untyped-def]
     app = make_app(watch=True)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: "watching 0 folders" in app.status_bar.activity)
+        await wait_until(pilot, lambda: "watching 0 folders" in app.chat_screen.status_bar.activity)
 
 
 async def test_low_confidence_is_flagged(make_app, backend) -> None:  # type: ignore[no-untyped-def]
@@ -239,6 +239,7 @@ async def test_retrieval_warnings_show_in_the_status_line(make_app, backend) -> 
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "when do backups run?")
         await wait_until(pilot, lambda: answer_finished(app))
-        await wait_until(pilot, lambda: "searching by keywords only" in app.status_bar.activity,
+        bar = app.chat_screen.status_bar
+        await wait_until(pilot, lambda: "searching by keywords only" in bar.activity,
                          what="warning in the status line")
-        assert "brain index --sync" in app.status_bar.activity
+        assert "brain index --sync" in app.chat_screen.status_bar.activity

@@ -5,8 +5,12 @@ The embedding model is the fast HashEmbedder, so these run in seconds without to
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.widgets import DataTable, Input, TextArea
@@ -51,7 +55,8 @@ async def test_add_folder_shows_progress_then_counts(core, tmp_path: Path) -> No
     (notes / "empty.md").write_text("")
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.model_ready, timeout=60, what="index opened")
+        await wait_until(pilot, lambda: app.chat_screen.status.model_ready, timeout=60,
+                         what="index opened")
         await pilot.press("f3")
         await wait_until(pilot, lambda: isinstance(app.screen, IndexManager))
         manager = app.screen
@@ -70,9 +75,10 @@ async def test_add_folder_shows_progress_then_counts(core, tmp_path: Path) -> No
         assert table.get_row_at(0)[1] == "2"
         summary = str(manager.query_one("#sync-summary").render())
         assert "2 added" in summary
-        await wait_until(pilot, lambda: "2 files" in app.status_bar.index, what="status counts")
+        await wait_until(pilot, lambda: "2 files" in app.chat_screen.status_bar.index,
+                         what="status counts")
         # Adding the same folder again is a clear error, not a crash.
-        app.add_folder(notes)
+        app.chat_screen.indexing.add_folder(notes)
         await wait_until(pilot, lambda: any("already indexed" in n.message
                                             for n in app._notifications))
 
@@ -105,7 +111,7 @@ async def test_edit_delete_undo_memory_in_the_store(core) -> None:  # type: igno
         await pilot.press("d")
         await wait_until(pilot, lambda: store.get(memory.id).status is MemoryStatus.DELETED)
         await wait_until(pilot, lambda: not pane.items, what="row removed")
-        await wait_until(pilot, lambda: app.status_bar.memories == 0)
+        await wait_until(pilot, lambda: app.chat_screen.status_bar.memories == 0)
         # Undo: back in the store and in the pane, with the edited text.
         await pilot.press("u")
         await wait_until(pilot, lambda: store.get(memory.id).status is MemoryStatus.ACTIVE)
@@ -125,7 +131,7 @@ async def test_extracted_memory_appears_live(core) -> None:  # type: ignore[no-u
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("ctrl+r")
         pane = app.query_one(MemoryPane)
-        await wait_until(pilot, lambda: app._memory_stamp != "", what="first poll")
+        await wait_until(pilot, lambda: app.chat_screen.memory._stamp != "", what="first poll")
         store.add(NewMemory(text="Lives in Lyon", type=MemoryType.FACT,
                             evidence=("I live in Lyon",)), actor=Actor.ASSISTANT)
         await wait_until(pilot, lambda: any(i.memory.text == "Lives in Lyon"
@@ -154,8 +160,8 @@ async def test_ollama_down_banner_then_recovery(core, fake_ollama) -> None:  # t
         await wait_until(pilot, lambda: answer_finished(app), timeout=60)
         assert "not running" in str(app.query_one(AnswerMessage)
                                     .query_one(".answer-status").render())
-        assert app.chat_input.text == "what is in my notes?"
-        failed_session = app.session_id
+        assert app.chat_screen.chat_input.text == "what is in my notes?"
+        failed_session = app.chat_screen.chat.session_id
         assert failed_session is not None
         fake_ollama.start()
         await wait_until(pilot, lambda: not banner.display, what="banner hidden")
@@ -165,7 +171,7 @@ async def test_ollama_down_banner_then_recovery(core, fake_ollama) -> None:  # t
         await wait_until(pilot, lambda: len(app.query(AnswerMessage)) == 2
                          and app.query(AnswerMessage)[-1].finished, timeout=30)
         assert "what is in my notes?" in app.query(AnswerMessage)[-1].text
-        assert app.session_id == failed_session
+        assert app.chat_screen.chat.session_id == failed_session
 
 
 async def test_missing_model_banner_says_pull(core, fake_ollama) -> None:  # type: ignore[no-untyped-def]
@@ -191,12 +197,13 @@ async def test_watch_mode_syncs_changes_live(ollama_home: Path, tmp_path: Path) 
                        watch=True)
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda: "watching 1 folder" in app.status_bar.activity,
+            bar = app.chat_screen.status_bar
+            await wait_until(pilot, lambda: "watching 1 folder" in bar.activity,
                              timeout=60, what="watcher running")
             (notes / "new.md").write_text("# New\n\nFresh note about rsync flags.\n")
             await wait_until(pilot, lambda: "live sync: 1 file updated" in
-                             app.status_bar.activity, timeout=30, what="live sync")
-            await wait_until(pilot, lambda: "3 files" in app.status_bar.index)
+                             app.chat_screen.status_bar.activity, timeout=30, what="live sync")
+            await wait_until(pilot, lambda: "3 files" in app.chat_screen.status_bar.index)
     finally:
         backend.close()
 
@@ -248,10 +255,10 @@ async def test_ask_streams_answer_with_sources_and_feedback(core, fake_ollama, t
         log_id = int(answer.log_id or 0)
         await wait_until(pilot, lambda: RetrievalLog.open(ctx.paths.retrieval_log_db)
                          .get(log_id).rating == 1, what="feedback stored")
-        assert app.session_id is not None
+        assert app.chat_screen.chat.session_id is not None
         # The session is stored: listing sessions shows it with one turn.
         sessions = backend.sessions.list()
-        assert [(s.id, s.turns) for s in sessions] == [(app.session_id, 1)]
+        assert [(s.id, s.turns) for s in sessions] == [(app.chat_screen.chat.session_id, 1)]
     # Sessions over the real store: turns come back with their sources; rename, export, delete.
     session_id = sessions[0].id
     turns = backend.sessions.turns(session_id)
@@ -325,7 +332,7 @@ async def test_cut_off_answer_then_resumed_rating(core, fake_ollama, tmp_path) -
         await wait_until(pilot, lambda: "answer cut off at the length limit"
                          in str(status.render()), what="cut-off note")
         assert status.has_class("-warn")
-        session_id = app.session_id
+        session_id = app.chat_screen.chat.session_id
     assert session_id is not None
     # A new run resumes the last session: its stored answer keeps the note and can be rated.
     app = make(core)
@@ -398,3 +405,114 @@ def test_search_refuses_an_index_built_with_another_model_and_sync_fixes_it(
         assert [s.relpath for s in result.sources] == ["git.md"]
     finally:
         backend.close()
+
+
+FAST_TOKENS = 200_000
+
+
+def streaming_disconnects(fake: Any) -> list[Any]:
+    return [d for d in fake.disconnects if d.path == "/api/chat" and d.phase == "streaming"]
+
+
+def watch_disconnect(fake: Any) -> tuple[threading.Event, list[float]]:
+    """When the fake saw the answer's stream closed, timed off the UI's loop (a thread)."""
+    gone = threading.Event()
+    at: list[float] = []
+
+    def poll() -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not streaming_disconnects(fake):
+            time.sleep(0.005)
+        at.append(time.monotonic())
+        gone.set()
+
+    threading.Thread(target=poll, daemon=True).start()
+    return gone, at
+
+
+async def test_esc_stops_a_back_to_back_stream_at_once(core, fake_ollama, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """At GPU speeds tokens arrive back to back (here ~500 a second, faster than any local
+    GPU; the old blocking wrapper only passed a cancel on after 50 ms without a token): Esc
+    must still stop the model within a fraction of a second (the HTTP stream is closed), store
+    the turn as interrupted with its partial text, and the next question must be accepted."""
+    from assistant.chat.sessions import SessionStore
+    from tui.widgets.message import AnswerMessage
+
+    ctx, backend = core
+    index_notes(backend, tmp_path)
+    # Word tokens in paragraphs of 40 words, as a model writes.
+    fake_ollama.script_chat([f"w{i}" + ("\n\n" if i % 40 == 39 else " ")
+                             for i in range(FAST_TOKENS)], chunk_delay=0.002,
+                            match=lambda body: "format" not in body)
+    app = make(core)
+    async with app.run_test(size=SIZE) as pilot:
+        await ask(pilot, "tell me everything")
+        await wait_until(pilot, lambda: app.query(AnswerMessage)
+                         and len(app.query_one(AnswerMessage).text) > 3_000, timeout=60,
+                         what="a fast stream")
+        answer = app.query_one(AnswerMessage)
+        gone, gone_at = watch_disconnect(fake_ollama)
+        pressed: list[float] = []
+        chat = app.chat_screen.chat
+        cancel = chat.cancel
+        chat.cancel = lambda: (pressed.append(time.monotonic()), cancel())[1]  # type: ignore[method-assign]
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: answer.finished, timeout=5, what="the answer stopped")
+        assert pressed, "Esc did not reach the chat"
+        started = pressed[0]
+        stopped_ui = time.monotonic() - started
+        # The fake notices the client leaving between two chunks, as Ollama's runner stops
+        # generating when its request context is cancelled (server/routes.go ChatHandler).
+        assert await asyncio.to_thread(gone.wait, 5), "the server kept streaming"
+        stopped_server = gone_at[0] - started
+        assert stopped_server < 1.0 and stopped_ui < 1.5, (stopped_server, stopped_ui)
+        [gone] = streaming_disconnects(fake_ollama)
+        assert 0 < gone.chunk < FAST_TOKENS / 2
+        assert "interrupted" in str(answer.query_one(".answer-status").render())
+        session_id = app.chat_screen.chat.session_id
+        assert session_id is not None
+        store = SessionStore.open(ctx.paths.sessions_db)
+        try:
+            [turn] = store.turns(session_id)
+        finally:
+            store.close()
+        assert turn.status == "interrupted"
+        assert turn.answer.startswith("w0 w1 w2 ") and len(turn.answer) >= 3_000
+        assert answer.text == turn.answer  # the screen shows what was kept
+        # The next question is accepted and answered.
+        fake_ollama.script_chat("Short answer.", match=lambda body: "format" not in body)
+        await ask(pilot, "in short?")
+        await wait_until(pilot, lambda: len(app.query(AnswerMessage)) == 2
+                         and app.query(AnswerMessage).last().finished, timeout=30,
+                         what="the second answer")
+        assert app.query(AnswerMessage).last().text == "Short answer."
+
+
+async def test_quitting_mid_answer_stores_the_turn(core, fake_ollama, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from assistant.chat.sessions import SessionStore
+    from tui.widgets.message import AnswerMessage
+
+    ctx, backend = core
+    index_notes(backend, tmp_path)
+    fake_ollama.script_chat(" ".join(f"word{i}" for i in range(400)), chunk_delay=0.02,
+                            match=lambda body: "format" not in body)
+    app = make(core)
+    async with app.run_test(size=SIZE) as pilot:
+        await ask(pilot, "a long story please")
+        await wait_until(pilot, lambda: app.query(AnswerMessage)
+                         and "word3" in app.query_one(AnswerMessage).text, timeout=60)
+        session_id = app.chat_screen.chat.session_id or ""
+        started = time.monotonic()
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: app.return_code is not None, timeout=15,
+                         what="the app to exit")
+        assert time.monotonic() - started < 10
+    store = SessionStore.open(ctx.paths.sessions_db)
+    try:
+        sessions = store.list()
+        assert len(sessions) == 1 and (not session_id or sessions[0].id == session_id)
+        [turn] = store.turns(sessions[0].id)
+    finally:
+        store.close()
+    assert turn.question == "a long story please" and turn.status == "interrupted"
+    assert turn.answer.startswith("word0 word1 word2 word3")

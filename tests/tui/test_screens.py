@@ -68,7 +68,8 @@ async def test_sessions_resume_rename_delete_export(make_app, backend, tmp_path:
         await wait_until(pilot, lambda: len(screen.sessions) == 1)
         # Resume the remaining one: its turns fill the chat and the panes.
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.session_id == "s1" and app.query(AnswerMessage))
+        chat = app.chat_screen.chat
+        await wait_until(pilot, lambda: chat.session_id == "s1" and app.query(AnswerMessage))
         assert app.query_one(QuestionMessage).text == "How do I apply a stash?"
         assert app.query_one(SourcesPane).table.row_count == 3
     assert load_state(app.ctx.paths.ui_state_file).last_session == "s1"
@@ -81,7 +82,7 @@ async def test_last_session_is_reopened(ctx: AppContext, make_app) -> None:  # t
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: app.query(AnswerMessage), what="turns restored")
-        assert app.session_id == "s1"
+        assert app.chat_screen.chat.session_id == "s1"
 
 
 async def test_missing_last_session_starts_fresh(ctx: AppContext, make_app) -> None:  # type: ignore[no-untyped-def]
@@ -90,7 +91,8 @@ async def test_missing_last_session_starts_fresh(ctx: AppContext, make_app) -> N
     save_state(ctx.paths.ui_state_file, UiState(last_session="gone"))
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.session_id is None, what="session forgotten")
+        await wait_until(pilot, lambda: app.chat_screen.chat.session_id is None,
+                         what="session forgotten")
         assert any("no session gone" in n.message for n in app._notifications)
     assert load_state(ctx.paths.ui_state_file).last_session is None
 
@@ -102,8 +104,8 @@ async def test_model_picker_switches_model(make_app, backend) -> None:  # type: 
         await wait_until(pilot, lambda: isinstance(app.screen, ModelPicker)
                          and app.screen.query_one(OptionList).option_count == 2)
         await pilot.press("down", "enter")
-        await wait_until(pilot, lambda: app.model_name == "llama3.2:3b")
-        assert app.status_bar.model == "llama3.2:3b"
+        await wait_until(pilot, lambda: app.chat_screen.chat.model == "llama3.2:3b")
+        assert app.chat_screen.status_bar.model == "llama3.2:3b"
         await ask(pilot, "hi")
         await wait_until(pilot, lambda: backend.chat.asked)
         assert backend.chat.asked[0][2] == "llama3.2:3b"
@@ -148,12 +150,12 @@ async def test_index_manager_progress_then_counts(make_app, backend, tmp_path: P
         await pilot.press("f3")
         await wait_until(pilot, lambda: isinstance(app.screen, IndexManager))
         manager = app.screen
-        app.add_folder(notes)
+        app.chat_screen.indexing.add_folder(notes)
         bar = manager.query_one(ProgressBar)
         await wait_until(pilot, lambda: bar.display and bar.progress == 1, what="progress shown")
         label = str(manager.query_one("#sync-label").render())
         assert "1/3 files" in label and "a.md" in label
-        assert "indexing" in app.status_bar.activity
+        assert "indexing" in app.chat_screen.status_bar.activity
         gate.set()
         await wait_until(pilot, lambda: manager.folders and manager.folders[0].files == 3,
                          what="counts")
@@ -161,7 +163,7 @@ async def test_index_manager_progress_then_counts(make_app, backend, tmp_path: P
         assert "3 added" in str(manager.query_one("#sync-summary").render())
         skipped = manager.query_one("#skipped", DataTable)
         assert skipped.display and skipped.get_row_at(0)[1] == "unsupported file type"
-        await wait_until(pilot, lambda: "3 files / 6 chunks" in app.status_bar.index)
+        await wait_until(pilot, lambda: "3 files / 6 chunks" in app.chat_screen.status_bar.index)
         # Remove asks first, then the folder is gone.
         await pilot.press("d")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
@@ -217,12 +219,12 @@ async def test_memory_pane_pin_history_new_forget(make_app, backend) -> None:  #
         await pilot.press("escape")
         await pilot.pause()
         assert backend.memory.count() == 5
-        app.action_forget_all()
+        app.chat_screen.action_forget_all()
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
         await wait_until(pilot, lambda: backend.memory.count() == 0)
         await wait_until(pilot, lambda: not pane.items)
-        await wait_until(pilot, lambda: app.status_bar.memories == 0)
+        await wait_until(pilot, lambda: app.chat_screen.status_bar.memories == 0)
 
 
 async def test_layout_and_theme_survive_restart(ctx: AppContext, make_app) -> None:  # type: ignore[no-untyped-def]
@@ -250,8 +252,8 @@ async def test_search_works_without_ollama(make_app, backend) -> None:  # type: 
     backend.ollama.up = False
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.banner.display, what="offline banner")
-        app.chat_input.load_text("stash")
+        await wait_until(pilot, lambda: app.chat_screen.banner.display, what="offline banner")
+        app.chat_screen.chat_input.load_text("stash")
         await pilot.press("ctrl+f")
         pane = app.query_one(SourcesPane)
         await wait_until(pilot, lambda: pane.table.row_count == 3)
@@ -261,13 +263,13 @@ async def test_search_works_without_ollama(make_app, backend) -> None:  # type: 
         await wait_until(pilot, lambda: answer_finished(app))
         assert app.query_one(ChatInput).text == "how do I stash?"
         backend.ollama.up = True
-        await wait_until(pilot, lambda: not app.banner.display, what="banner hidden")
+        await wait_until(pilot, lambda: not app.chat_screen.banner.display, what="banner hidden")
 
 
 async def test_input_newlines_and_history(make_app) -> None:  # type: ignore[no-untyped-def]
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
-        box = app.chat_input
+        box = app.chat_screen.chat_input
         box.focus()
         await pilot.press("a", "ctrl+j", "b")
         assert box.text == "a\nb"
@@ -289,12 +291,12 @@ async def test_new_session_clears_chat(make_app, backend) -> None:  # type: igno
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "first")
-        await wait_until(pilot, lambda: app.session_id == "s1")
+        await wait_until(pilot, lambda: app.chat_screen.chat.session_id == "s1")
         await pilot.press("ctrl+n")
         await wait_until(pilot, lambda: not app.query(AnswerMessage))
-        assert app.session_id is None
+        assert app.chat_screen.chat.session_id is None
         assert app.query_one(SourcesPane).table.row_count == 0
-        app.chat_input.load_text("second")
+        app.chat_screen.chat_input.load_text("second")
         await pilot.press("enter")
         await wait_until(pilot, lambda: len(backend.chat.asked) == 2)
         assert backend.chat.asked[1][0] is None  # a new session, not s1
@@ -323,7 +325,7 @@ async def test_theme_extra_css_applies_and_bad_css_is_ignored(
     )
     app = BrainTestApp(AppContext.load(str(home)), backend, watch=False)
     async with app.run_test(size=SIZE) as pilot:
-        status = app.status_bar
+        status = app.chat_screen.status_bar
         assert not status.styles.text_style.bold
         app.theme = "ledger"
         await pilot.pause()
@@ -349,15 +351,23 @@ async def test_theme_restored_at_startup_renders_like_a_live_switch(
     (themes / "ledger.toml").write_text(
         'name = "ledger"\nprimary = "#884400"\ncss = "#status { text-style: bold; }"\n'
     )
+    def settled(app: BrainTestApp) -> bool:
+        # The status line changes as the start-up checks finish: compare the settled screens.
+        status = app.chat_screen.status
+        return bool(status.model_ready and status.ollama_ok
+                    and app.chat_screen.status_bar.memories is not None)
+
     live = BrainTestApp(AppContext.load(str(home)), backend, watch=False)
     async with live.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: settled(live), what="start-up checks")
         live.theme = "ledger"
         await pilot.pause()
         switched = live.export_screenshot()
     assert load_state(ctx.paths.ui_state_file).theme == "ledger"
     restored = BrainTestApp(AppContext.load(str(home)), backend, watch=False)
     async with restored.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: settled(restored), what="start-up checks")
         await pilot.pause()
         assert restored.theme == "ledger"
-        assert restored.status_bar.styles.text_style.bold
+        assert restored.chat_screen.status_bar.styles.text_style.bold
         assert restored.export_screenshot() == switched

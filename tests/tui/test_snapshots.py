@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.tui.fake_backend import STAMP
-from tests.tui.helpers import answer_finished, wait_until
+from tests.tui.helpers import answer_finished, screen_ready, wait_until
 from tui.themes import load_themes
 from tui.views import FolderView
 from tui.widgets.chat_input import ChatInput
@@ -19,13 +19,19 @@ SIZE = (120, 36)
 THEMES = load_themes().names()
 
 
+def checks_done(app) -> bool:  # type: ignore[no-untyped-def]
+    status = app.chat_screen.status
+    return bool(status.model_ready and status.ollama_ok)
+
+
 async def answered(pilot) -> None:  # type: ignore[no-untyped-def]
     app = pilot.app
+    await screen_ready(pilot)
     chat_input = app.query_one(ChatInput)
     chat_input.load_text("how do I apply a stash?")
     await pilot.press("enter")
     await wait_until(pilot, lambda: answer_finished(app), what="answer")
-    await wait_until(pilot, lambda: app.model_ready and app.ollama_ok, what="checks done")
+    await wait_until(pilot, lambda: checks_done(app), what="checks done")
     await pilot.pause(0.1)
 
 
@@ -44,6 +50,7 @@ def test_memory_editor(snap_compare, make_app) -> None:  # type: ignore[no-untyp
     app = make_app()
 
     async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
+        await screen_ready(pilot)
         await pilot.press("ctrl+r")
         pane = pilot.app.query_one(MemoryPane)
         await wait_until(pilot, lambda: len(pane.items) == 3, what="all memories")
@@ -64,8 +71,7 @@ def test_index_manager(snap_compare, make_app, backend) -> None:  # type: ignore
 
     async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
         # The status bar behind the modal must be settled, or the snapshot races the checks.
-        await wait_until(pilot, lambda: pilot.app.model_ready and pilot.app.ollama_ok,
-                         what="checks done")
+        await wait_until(pilot, lambda: checks_done(pilot.app), what="checks done")
         await pilot.press("f3")
         await wait_until(pilot, lambda: getattr(pilot.app.screen, "folders", None),
                          what="folders listed")

@@ -1,14 +1,14 @@
 """Indexed folders: add (with a folder picker), remove, re-sync, rebuild; live progress.
 
-The sync itself runs in an app worker (it keeps going when this screen closes); the screen
-asks the app to start one and shows the progress the app forwards to it.
+The sync itself runs in the indexing controller (it keeps going when this screen closes); the
+screen asks the controller, handed to it, to start one and shows the progress it forwards.
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -19,6 +19,9 @@ from textual.widgets import DataTable, Footer, ProgressBar, Static
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.path_picker import PathPicker
 from tui.views import FolderView, SyncProgress, SyncSummary
+
+if TYPE_CHECKING:
+    from tui.controllers.indexing import IndexingController
 
 SKIPPED_SHOWN = 200
 
@@ -40,8 +43,9 @@ class IndexManager(ModalScreen[None]):
         Binding("R", "rebuild", "Rebuild"),
     ]
 
-    def __init__(self) -> None:
+    def __init__(self, indexing: IndexingController) -> None:
         super().__init__()
+        self.indexing = indexing
         self.folders: list[FolderView] = []
         self._started = 0.0
 
@@ -63,7 +67,7 @@ class IndexManager(ModalScreen[None]):
     def on_mount(self) -> None:
         self.query_one("#sync-progress").display = False
         self.query_one("#skipped").display = False
-        self.app.refresh_folders()  # type: ignore[attr-defined]
+        self.indexing.refresh_folders()
 
     # --- fed by the app ---------------------------------------------------------------------
 
@@ -130,7 +134,7 @@ class IndexManager(ModalScreen[None]):
     def action_add(self) -> None:
         def done(path: Path | None) -> None:
             if path is not None:
-                self.app.add_folder(path)  # type: ignore[attr-defined]
+                self.indexing.add_folder(path)
 
         self.app.push_screen(PathPicker(Path.home()), done)
 
@@ -141,7 +145,7 @@ class IndexManager(ModalScreen[None]):
 
         def done(yes: bool | None) -> None:
             if yes:
-                self.app.remove_folder(folder.path)  # type: ignore[attr-defined]
+                self.indexing.remove_folder(folder.path)
 
         self.app.push_screen(
             ConfirmScreen(f"Stop indexing {folder.path}?\nIts chunks are removed from the "
@@ -151,12 +155,12 @@ class IndexManager(ModalScreen[None]):
 
     def action_sync(self) -> None:
         folder = self._selected()
-        self.app.start_sync([folder.path] if folder else None, rebuild=False)  # type: ignore[attr-defined]
+        self.indexing.start_sync([folder.path] if folder else None, rebuild=False)
 
     def action_rebuild(self) -> None:
         def done(yes: bool | None) -> None:
             if yes:
-                self.app.start_sync(None, rebuild=True)  # type: ignore[attr-defined]
+                self.indexing.start_sync(None, rebuild=True)
 
         self.app.push_screen(
             ConfirmScreen("Rebuild the whole index from scratch? This re-reads every file.",

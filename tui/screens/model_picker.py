@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -12,8 +11,10 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from assistant.daemon_pool import in_thread
 from tui.protocols import OllamaApi
 from tui.views import ModelView
+from tui.workers import describe
 
 
 def _size(n: int) -> str:
@@ -38,14 +39,16 @@ class ModelPicker(ModalScreen[str | None]):
     def on_mount(self) -> None:
         self.load()
 
-    @work(thread=True, exclusive=True)
     def load(self) -> None:
+        self.run_worker(self._load(), exclusive=True)
+
+    async def _load(self) -> None:
         try:
-            models = self.ollama.models()
-        except Exception as exc:  # UserError (Ollama down…) or anything unexpected
-            self.app.call_from_thread(self._failed, str(exc) or type(exc).__name__)
+            models = await in_thread(self.ollama.models)
+        except Exception as exc:  # Ollama down…, or anything unexpected: said in the dialog
+            self._failed(describe(exc)[0])
             return
-        self.app.call_from_thread(self._show, models)
+        self._show(models)
 
     def _failed(self, message: str) -> None:
         self.query_one("#model-status", Static).update(f"Cannot list models: {message}")

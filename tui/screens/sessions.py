@@ -6,7 +6,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -17,6 +16,7 @@ from tui.protocols import SessionsApi
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.text_prompt import TextPrompt
 from tui.views import SessionView
+from tui.workers import attempt, succeeded
 
 
 class SessionsScreen(ModalScreen[str | None]):
@@ -49,26 +49,22 @@ class SessionsScreen(ModalScreen[str | None]):
     def on_mount(self) -> None:
         self.reload()
 
-    def _run(self, label: str, call: Callable[[], object], after: Callable[[object], None]) -> None:
-        self._background(label, call, after)
-
-    @work(thread=True)
-    def _background(
-        self, label: str, call: Callable[[], object], after: Callable[[object], None]
-    ) -> None:
-        try:
-            result = call()
-        except Exception as exc:  # UserError, or anything unexpected: shown, never a crash
-            self.app.call_from_thread(self.notify, f"{label}: {exc or type(exc).__name__}",
-                                      severity="error")
-            return
-        self.app.call_from_thread(after, result)
-
     def reload(self) -> None:
-        self._run("Listing sessions", self.api.list, self._show)  # type: ignore[arg-type]
+        self.run_worker(self._reload(), group="sessions", exclusive=True)
 
-    def _show(self, sessions: object) -> None:
-        assert isinstance(sessions, list)
+    async def _reload(self) -> None:
+        sessions = await attempt(self.app, "Listing sessions", self.api.list)
+        if sessions is not None:
+            self._show(sessions)
+
+    def _change(self, action: str, call: Callable[[], object]) -> None:
+        async def change() -> None:
+            if await succeeded(self.app, action, call):
+                self.reload()
+
+        self.run_worker(change(), group="sessions")
+
+    def _show(self, sessions: list[SessionView]) -> None:
         self.sessions = sessions
         table = self.query_one(DataTable)
         table.clear()
@@ -102,8 +98,7 @@ class SessionsScreen(ModalScreen[str | None]):
 
         def done(title: str | None) -> None:
             if title:
-                self._run("Rename", lambda: self.api.rename(session.id, title),
-                          lambda _: self.reload())
+                self._change("Rename", lambda: self.api.rename(session.id, title))
 
         self.app.push_screen(TextPrompt("New title", session.title), done)
 
@@ -114,7 +109,7 @@ class SessionsScreen(ModalScreen[str | None]):
 
         def done(yes: bool | None) -> None:
             if yes:
-                self._run("Delete", lambda: self.api.delete(session.id), lambda _: self.reload())
+                self._change("Delete", lambda: self.api.delete(session.id))
 
         self.app.push_screen(
             ConfirmScreen(f"Delete the session {session.title!r} and its turns?",
@@ -133,13 +128,15 @@ class SessionsScreen(ModalScreen[str | None]):
             parent = Path(value).expanduser().parent
             return None if parent.is_dir() else f"Folder {parent} does not exist"
 
+        async def export(path: Path) -> None:
+            written = await attempt(self.app, "Export",
+                                    lambda: self.api.export_markdown(session.id, path))
+            if written is not None:
+                self.notify(f"Exported to {written}")
+
         def done(path: str | None) -> None:
             if path:
-                self._run(
-                    "Export",
-                    lambda: self.api.export_markdown(session.id, Path(path).expanduser()),
-                    lambda written: self.notify(f"Exported to {written}"),
-                )
+                self.run_worker(export(Path(path).expanduser()), group="sessions")
 
         self.app.push_screen(TextPrompt("Export to Markdown file", str(default),
                                         validate=check), done)

@@ -6,7 +6,7 @@ the results back (`apply_change`, `add_fresh`), so what is shown is always what 
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal, TypeGuard, get_args
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -18,6 +18,14 @@ from tui.views import MemoryView
 
 MEMORY_TYPES = ("fact", "preference", "episode", "procedure")
 FRESH_SECONDS = 3.0
+
+
+# What the pane asks its controller to do (the `request('…')` bindings).
+MemoryVerb = Literal["edit", "new", "delete", "pin", "undo", "history", "forget_all"]
+
+
+def is_memory_verb(text: str) -> TypeGuard[MemoryVerb]:
+    return text in get_args(MemoryVerb)
 
 
 def memory_label(memory: MemoryView) -> str:
@@ -53,7 +61,7 @@ class MemoryPane(Vertical):
     class Requested(Message):
         """The user asked for `verb` on `memory` (None for new/forget_all)."""
 
-        def __init__(self, verb: str, memory: MemoryView | None) -> None:
+        def __init__(self, verb: MemoryVerb, memory: MemoryView | None) -> None:
             super().__init__()
             self.verb = verb
             self.memory = memory
@@ -125,6 +133,12 @@ class MemoryPane(Vertical):
         if all_active == self.all_active:
             await self._fill(memories)
 
+    async def forgotten(self) -> None:
+        """Every memory was deleted: nothing to show, nothing to undo."""
+        self.used = ()
+        self.last_touched = None
+        await self._fill([])
+
     async def _fill(self, memories: list[MemoryView]) -> None:
         caption = "All active memories" if self.all_active else "Used for this answer"
         if not memories:
@@ -194,6 +208,8 @@ class MemoryPane(Vertical):
         self.call_after_refresh(lambda: self.query_one(Input).focus())
 
     def action_request(self, verb: str) -> None:
+        if not is_memory_verb(verb):
+            return
         memory = self.selected()
         if verb == "undo" and memory is None:
             memory = self.last_touched

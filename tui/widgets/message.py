@@ -102,6 +102,7 @@ class AnswerMessage(Vertical, can_focus=True):
         self.rating = 0
         self._status_text = "thinking…"
         self._stream: MarkdownStream | None = None
+        self._streamed = ""  # the Markdown the stream has shown
         self._code_index = 0
 
     def compose(self) -> ComposeResult:
@@ -128,19 +129,29 @@ class AnswerMessage(Vertical, can_focus=True):
             self._stream = type(body).get_stream(body)
             self.set_status("answering…")
         self.text += fragment
+        self._streamed += fragment
         await self._stream.write(fragment)
+
+    async def replace(self, text: str) -> None:
+        """Show `text` instead of what was streamed so far (the stream goes on from it)."""
+        if self._stream is not None:
+            await self._stream.stop()
+            self._stream = None
+        self.text = self._streamed = text
+        await self.body.update(text)
 
     async def finish(self, done: Finished | None, *, error: str = "") -> None:
         if self._stream is not None:
             await self._stream.stop()
             self._stream = None
-        self.finished = True
         cited = set(done.cited if done and done.cited else cited_numbers(self.text))
         self.sources = tuple(
             s if s.cited == (s.number in cited) else _with_cited(s, s.number in cited)
             for s in self.sources
         )
-        await self.body.update(linkify_citations(self.text) if self.text else "")
+        shown = linkify_citations(self.text) if self.text else ""
+        if shown != self._streamed:  # citations to link, or text the stream did not show
+            await self.body.update(shown)
         parts: list[str] = []
         if done is not None:
             parts += [done.model, f"{done.tokens} tokens", f"{done.seconds:.1f} s"]
@@ -154,6 +165,7 @@ class AnswerMessage(Vertical, can_focus=True):
             parts.append("⚠ low confidence: your files may not contain the answer")
         self.set_status(" · ".join(parts), warn=bool(error) or self.low_confidence
                         or bool(done and done.notice))
+        self.finished = True  # last: whoever waits for it sees the finished text and status
 
     def on_focus(self) -> None:
         self.post_message(self.Focused(self))

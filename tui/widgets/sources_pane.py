@@ -5,9 +5,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from tui.messages import SourceChosen
 from tui.views import SourceView
 
 # (label, width); "source" holds the relative path with the heading path under it.
@@ -38,6 +38,13 @@ def source_label(source: SourceView) -> Text:
 
 class SourcesPane(Vertical):
     BORDER_TITLE = "Sources"
+
+    class Chosen(Message):
+        """A source was selected (Enter on its row): preview it."""
+
+        def __init__(self, source: SourceView) -> None:
+            super().__init__()
+            self.source = source
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -102,5 +109,5 @@ class SourcesPane(Vertical):
         key = event.row_key.value
         for source in self.sources:
             if str(source.number) == key:
-                self.post_message(SourceChosen(source))
+                self.post_message(self.Chosen(source))
                 return

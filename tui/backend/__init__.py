@@ -1,0 +1,39 @@
+"""The adapter from the UI to the core (`assistant/`, `indexing/`): one small class per domain.
+
+Core types are turned into the view types of `tui/views.py` here (convert.py) and nowhere else,
+so a change in the core touches this package only. The knowledge, memory, sessions and Ollama
+adapters block and are called from worker threads (tui/workers.py); the chat adapter is async
+and runs on the UI's own loop. Heavy modules (torch, Chroma, LlamaIndex) are imported inside
+methods: importing this package is cheap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from assistant.context import AppContext
+from tui.backend.chat import ChatAdapter
+from tui.backend.knowledge import KnowledgeAdapter
+from tui.backend.memory import MemoryAdapter
+from tui.backend.ollama import OllamaAdapter
+from tui.backend.sessions import SessionsAdapter
+
+__all__ = ["CoreBackend"]
+
+
+class CoreBackend:
+    """The real backend: what `brain` runs."""
+
+    def __init__(self, ctx: AppContext) -> None:
+        self.ctx = ctx
+        self.ollama = OllamaAdapter(ctx)
+        self.knowledge = KnowledgeAdapter(ctx)
+        self.memory = MemoryAdapter(ctx)
+        self.sessions = SessionsAdapter(ctx)
+        self.chat = ChatAdapter(ctx)
+
+    def close(self) -> None:
+        """Close the stores (the chat is closed by the app before it exits: it is async)."""
+        for part in (self.knowledge, self.memory, self.sessions):
+            with contextlib.suppress(Exception):  # closing must reach every store
+                part.close()

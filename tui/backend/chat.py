@@ -1,0 +1,170 @@
+"""The chat for the UI: the async engine, driven on Textual's own event loop.
+
+There is one road for a turn: the chat controller's async worker awaits `ask()` and iterates the
+returned `CoreTurn`, which reads the engine's `TurnStream` on the same loop and converts each
+core event into its view type, once. Nothing polls and no thread sits between the engine and
+the screen: `cancel()` cancels the engine's task directly, which closes the HTTP stream to Ollama
+at once whatever the token rate. The engine's blocking parts (search, recall, model facts) run
+on daemon threads (assistant/daemon_pool.py: the app makes it its loop's default executor).
+
+One engine for the app's lifetime, so its background work (rolling summary, memory extraction)
+survives between turns and `close()` waits for it, with a bound, before the app exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+from assistant.context import AppContext
+from assistant.daemon_pool import in_thread
+from assistant.errors import UserError
+from tui.backend.convert import memory_item_view, source_view
+from tui.views import ChatEvent, Failed, Finished, Replaced, Retrieved, Token
+
+if TYPE_CHECKING:
+    from assistant.chat import events as core
+    from assistant.chat.engine import ChatEngine, TurnStream
+    from assistant.chat.service import ChatService
+
+IDLE_EXTRACT_TIMEOUT = 120.0  # seconds: an idle extraction gives up; the turns stay pending
+CLOSE_TIMEOUT = 10.0  # seconds for memory extraction at exit; the turns stay pending after
+
+
+class CoreTurn:
+    """One turn as the UI sees it: view events (async iteration) and `cancel()`."""
+
+    def __init__(self, stream: TurnStream, ctx: AppContext, model: str) -> None:
+        self._stream = stream
+        self._ctx = ctx
+        self._model = model
+        self._tokens = 0
+        self._started = time.monotonic()
+
+    def cancel(self) -> None:
+        self._stream.cancel()
+
+    def __aiter__(self) -> AsyncIterator[ChatEvent]:
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[ChatEvent]:
+        async for first in self._stream:
+            # Tokens queued while the UI repainted come as one: at GPU speed the model outruns
+            # the screen, and a backlog shown token by token would trail the model for minutes.
+            for view in _merged([self._view(e) for e in (first, *self._stream.ready())]):
+                yield view
+
+    def _view(self, event: core.ChatEvent) -> ChatEvent | None:
+        from assistant.chat import events as core
+        from assistant.chat.turn import TRUNCATED_NOTE
+
+        if isinstance(event, core.Retrieved):
+            return Retrieved(
+                tuple(source_view(s, self._ctx) for s in event.sources),
+                tuple(memory_item_view(m) for m in event.memories),
+                event.low_confidence,
+                str(event.log_id) if event.log_id is not None else None,
+                empty_index=event.empty_index,
+                noted=memory_item_view(event.noted) if event.noted else None,
+                warnings=event.warnings,
+            )
+        if isinstance(event, core.Token):
+            self._tokens += 1
+            return Token(event.text)
+        if isinstance(event, core.AnswerReplaced):
+            return Replaced(event.answer)
+        if isinstance(event, core.ToolCalled):
+            tool = event.tool
+            first = tool.result.splitlines()[0][:200] if tool.result else ""
+            return Token(f"\n\n> 🔧 `{tool.name}` {first}\n\n")
+        if isinstance(event, core.Done):
+            turn = event.turn
+            total_ms = turn.timings.get("total_ms")
+            return Finished(
+                turn.model or self._model, self._tokens,
+                total_ms / 1000 if total_ms else time.monotonic() - self._started,
+                tuple(s.n for s in turn.sources if s.cited),
+                interrupted=event.interrupted, session_id=turn.session_id,
+                notice=TRUNCATED_NOTE if turn.truncated else "", text=turn.answer,
+            )
+        if isinstance(event, core.Failed):
+            return Failed(event.error.message, event.error.hint or "", event.partial,
+                          event.turn.session_id if event.turn is not None else None)
+        return None  # Waiting, Thinking: not shown yet
+
+
+def _merged(views: list[ChatEvent | None]) -> list[ChatEvent]:
+    out: list[ChatEvent] = []
+    for view in views:
+        if view is None:
+            continue
+        if isinstance(view, Token) and out and isinstance(out[-1], Token):
+            out[-1] = Token(out[-1].text + view.text)
+        else:
+            out.append(view)
+    return out
+
+
+class ChatAdapter:
+    def __init__(self, ctx: AppContext) -> None:
+        self.ctx = ctx
+        self._service: ChatService | None = None
+        self._opening = asyncio.Lock()
+
+    async def _open(self) -> ChatService:
+        async with self._opening:
+            if self._service is None:
+                from assistant.chat.service import open_chat
+
+                self._service = await in_thread(lambda: open_chat(self.ctx, origin="tui"))
+            return self._service
+
+    async def warm_up(self) -> None:
+        await (await self._open()).engine.warm_up()
+
+    async def ask(self, session_id: str | None, text: str, *, model: str) -> CoreTurn:
+        """Start a turn in `session_id` (None: a new session) with `model`."""
+        engine = (await self._open()).engine
+        # SQLite reads and writes (resume, set the session's model): off the UI's loop.
+        await in_thread(lambda: _select(engine, session_id, model))
+        return CoreTurn(engine.send(text), self.ctx, model)
+
+    def feedback(self, log_id: str, rating: int) -> None:
+        from assistant.retrieval.log import RetrievalLog
+
+        if not log_id.isdigit():
+            raise UserError("this answer has no retrieval log entry")
+        with RetrievalLog.open(self.ctx.paths.retrieval_log_db) as log:
+            log.rate(int(log_id), rating)
+
+    async def extract_pending(self) -> int:
+        if self._service is None:
+            return 0  # nothing was asked in this run
+        return await self._service.engine.extract_pending(timeout=IDLE_EXTRACT_TIMEOUT)
+
+    async def close(self) -> None:
+        """Let the engine finish its background work (memory extraction of this session's
+        turns, within CLOSE_TIMEOUT), then close it and the stores it opened."""
+        service, self._service = self._service, None
+        if service is None:
+            return
+        try:
+            with contextlib.suppress(TimeoutError):
+                await service.engine.finish(timeout=CLOSE_TIMEOUT)
+        finally:
+            await service.aclose()
+
+
+def _select(engine: ChatEngine, session_id: str | None, model: str) -> None:
+    current = engine.session
+    if session_id is None:
+        if current is not None:
+            engine.new_session()
+    elif current is None or current.id != session_id:
+        engine.resume(session_id)
+    if model and model != engine.model:
+        # Unchecked: a missing model fails the turn, which keeps the question.
+        engine.set_model(model, check=False)

@@ -1,0 +1,86 @@
+"""Core types → the view types of `tui/views.py`: the one place that knows both.
+
+A source row is built one way whether it comes from a search or from a chat turn: both are a
+numbered `Source` over a `KnowledgeItem` with typed scores (`HitScores`); a turn resumed from
+the sessions database has no scores, only its text.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from assistant.context import AppContext
+from tui.views import MemoryView, SourceView, TurnView
+
+if TYPE_CHECKING:
+    from assistant.chat.turn import MemoryItem, Source, Turn
+    from assistant.memory.model import Memory
+
+
+def iso(value: datetime | float | str | None) -> str:
+    """A date for display, in local time: `2026-01-15 09:30`."""
+    if value is None or value == "":
+        return ""
+    if isinstance(value, str):
+        return value[:16].replace("T", " ")
+    if isinstance(value, float | int):
+        value = datetime.fromtimestamp(value).astimezone()
+    return value.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def source_view(source: Source, ctx: AppContext) -> SourceView:
+    item = source.item
+    scores = item.scores
+    return SourceView(
+        number=source.n, chunk_id=item.chunk_id, source=item.source, relpath=item.relpath,
+        heading=item.heading, text=item.text, start_line=item.start_line or 1,
+        end_line=item.end_line or item.start_line or 1,
+        vector=scores.vector if scores else None, keyword=scores.keyword if scores else None,
+        fused_rank=scores.rank if scores else source.n,
+        recent=scores.recency_boost > 0 if scores else _is_recent(item.source, ctx),
+        cited=source.cited, more_from_file=scores.more_from_file if scores else 0,
+    )
+
+
+def _is_recent(path: str, ctx: AppContext) -> bool:
+    """For a stored source (no scores kept): would the file get a recency boost now?"""
+    cfg = ctx.config.retrieval
+    if cfg.recency_boost <= 0:
+        return False
+    try:
+        age_days = (time.time() - os.stat(path).st_mtime) / 86400
+    except OSError:
+        return False
+    return age_days < cfg.recency_days
+
+
+def memory_view(memory: Memory) -> MemoryView:
+    return MemoryView(memory.id, memory.type.value, memory.text, memory.key, memory.pinned,
+                      memory.status.value, iso(memory.updated_at))
+
+
+def memory_item_view(item: MemoryItem) -> MemoryView:
+    if item.memory is not None:
+        return memory_view(item.memory)
+    return MemoryView(item.memory_id, item.kind, item.text)
+
+
+def turn_view(turn: Turn, ctx: AppContext) -> TurnView:
+    from assistant.chat.turn import TRUNCATED_NOTE
+
+    status = " · ".join(p for p in (
+        turn.model,
+        turn.status if turn.status != "complete" else "",
+        turn.error,
+        f"⚠ {TRUNCATED_NOTE}" if turn.truncated else "",
+    ) if p)
+    return TurnView(
+        turn.question, turn.answer,
+        tuple(source_view(s, ctx) for s in turn.sources),
+        tuple(memory_item_view(m) for m in turn.memories),
+        status,
+        str(turn.log_id) if turn.log_id is not None else None,  # 👍/👎 on resumed answers
+    )

@@ -1,0 +1,100 @@
+"""The memory pane's operations over the memory store (blocking)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from assistant.context import AppContext
+from assistant.errors import UserError
+from indexing.lazy import Lazy
+from tui.backend.convert import iso, memory_view
+from tui.views import MemoryEvent, MemoryView
+
+if TYPE_CHECKING:
+    from assistant.memory.store import MemoryStore
+
+
+class MemoryAdapter:
+    def __init__(self, ctx: AppContext) -> None:
+        self.ctx = ctx
+        self._store = Lazy(lambda: _open_memory(ctx), close=lambda store: store.close())
+        self._seen_version = -1
+
+    def store(self) -> MemoryStore:
+        return self._store.get()
+
+    def list(self, *, all_active: bool, type_: str | None, query: str) -> list[MemoryView]:
+        from assistant.memory.model import MemoryType
+
+        try:
+            kind = MemoryType(type_) if type_ else None
+        except ValueError:
+            raise UserError(f"unknown memory type {type_!r}") from None
+        memories = self.store().list(type=kind)
+        if query:
+            needle = query.casefold()
+            memories = [m for m in memories if needle in m.text.casefold()
+                        or needle in (m.key or "").casefold()]
+        return [memory_view(m) for m in memories]
+
+    def count(self) -> int:
+        return self.store().count()
+
+    def add(self, text: str, type_: str) -> MemoryView:
+        from assistant.memory.model import MemoryType, NewMemory
+
+        return memory_view(self.store().add(NewMemory(text=text, type=MemoryType(type_),
+                                                      source="tui")))
+
+    def edit(self, memory_id: str, text: str) -> MemoryView:
+        return memory_view(self.store().edit(memory_id, text))
+
+    def delete(self, memory_id: str) -> None:
+        self.store().delete(memory_id)
+
+    def pin(self, memory_id: str, pinned: bool) -> MemoryView:
+        return memory_view(self.store().pin(memory_id, pinned))
+
+    def undo(self, memory_id: str) -> MemoryView:
+        return memory_view(self.store().undo(memory_id))
+
+    def history(self, memory_id: str) -> list[MemoryEvent]:
+        return [
+            MemoryEvent(str(e.event), e.old_text, e.new_text, str(e.actor), iso(e.at))
+            for e in self.store().history(memory_id)
+        ]
+
+    def forget_all(self) -> int:
+        from assistant.erasure.actions import forget_all_memories
+
+        return forget_all_memories(self.ctx, self.store())
+
+    def changes_since(self, stamp: str) -> tuple[list[MemoryView], str]:
+        """Memories the assistant added or changed after `stamp` (an updated_at value)."""
+        from assistant.memory.model import Actor
+
+        store = self.store()
+        version = store.change_count()
+        if stamp and version == self._seen_version:
+            return [], stamp
+        self._seen_version = version
+        memories = store.list(statuses=None)
+        newest = max((m.updated_at for m in memories), default=stamp or "0")
+        if not stamp:
+            return [], newest
+        fresh: list[MemoryView] = []
+        for m in memories:
+            if m.updated_at > stamp:
+                events = store.history(m.id)
+                if events and events[-1].actor is Actor.ASSISTANT:
+                    fresh.append(memory_view(m))
+        return fresh, max(newest, stamp)
+
+    def close(self) -> None:
+        self._store.close()
+
+
+def _open_memory(ctx: AppContext) -> MemoryStore:
+    from assistant.memory.service import open_memory
+
+    return open_memory(ctx)

@@ -1,0 +1,44 @@
+"""Is Ollama up, is the chat model there, which models are installed (blocking)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from assistant.context import AppContext
+from tui.views import ModelView, OllamaStatus
+
+if TYPE_CHECKING:
+    from assistant.ollama_client import OllamaClient
+
+STATUS_TIMEOUT = 3.0  # seconds: the live Ollama check must not hang a worker for long
+
+
+class OllamaAdapter:
+    def __init__(self, ctx: AppContext) -> None:
+        self.ctx = ctx
+
+    def _client(self, timeout: float) -> OllamaClient:
+        from assistant.ollama_client import OllamaClient
+
+        return OllamaClient(self.ctx.config.ollama.host, timeout=timeout)
+
+    def status(self, model: str) -> OllamaStatus:
+        from assistant.ollama_client import OllamaError, model_matches
+
+        try:
+            with self._client(STATUS_TIMEOUT) as client:
+                version = client.version()
+                installed = [m.name for m in client.list_models()]
+        except OllamaError as exc:
+            return OllamaStatus(False, message=str(exc).split("\n")[0], hint=exc.hint or "")
+        if not any(model_matches(model, name) for name in installed):
+            return OllamaStatus(
+                False, version, f"the chat model {model!r} is not installed in Ollama",
+                f"run `ollama pull {model}`", model_missing=True,
+            )
+        return OllamaStatus(True, version)
+
+    def models(self) -> list[ModelView]:
+        with self._client(self.ctx.config.ollama.timeout) as client:
+            models = client.list_models()
+        return [ModelView(m.name, m.size, m.family) for m in models]

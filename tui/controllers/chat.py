@@ -1,0 +1,335 @@
+"""Chat: send a question, stream the answer, stop it, rate it; sessions; idle extraction.
+
+A turn is one async worker on the UI's own loop (see tui/backend/chat.py): it awaits the
+backend's turn and shows each event as it comes. Esc cancels the turn itself, so the model stops
+at once and the turn ends with `Finished(interrupted)`; the engine stores it with the partial
+answer. Quitting does the same and waits for that store before closing the chat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import TYPE_CHECKING
+
+from textual.worker import Worker
+
+from assistant.daemon_pool import in_thread
+from assistant.errors import HintedError
+from tui.protocols import ChatTurn
+from tui.views import (
+    ChatEvent,
+    Failed,
+    Finished,
+    Replaced,
+    Retrieved,
+    SourceView,
+    Token,
+    TurnView,
+)
+from tui.widgets.message import AnswerMessage
+from tui.workers import describe, report, succeeded
+
+if TYPE_CHECKING:
+    from tui.screens.chat import ChatScreen
+
+SCROLL_FOLLOW_LINES = 8  # keep following the answer while the view is this close to the end
+IDLE_CHECKS_PER_WINDOW = 4
+STOP_TIMEOUT = 5.0  # seconds a quit waits for the interrupted turn to be stored
+
+
+class Activity:
+    """When the user last typed or clicked (the app records it), or an answer ended."""
+
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+
+    def touch(self) -> None:
+        self.last = time.monotonic()
+
+    def idle_for(self) -> float:
+        return time.monotonic() - self.last
+
+
+class ChatController:
+    def __init__(self, screen: ChatScreen, *, session_id: str | None, model: str,
+                 activity: Activity, extract_idle_seconds: float) -> None:
+        self.screen = screen
+        self.session_id = session_id
+        self.model = model
+        self.activity = activity
+        self.extract_idle_seconds = extract_idle_seconds
+        self.generating: AnswerMessage | None = None
+        self.asked = False  # a question was sent in this run (memory extraction at exit)
+        self._turn: ChatTurn | None = None
+        self._worker: Worker[None] | None = None
+        self._stop_requested = False
+        self._unextracted = 0  # answers in this run not through memory extraction yet
+        self._extracting = False
+
+    def start(self) -> None:
+        if self.extract_idle_seconds > 0:
+            every = max(0.05, min(self.extract_idle_seconds / IDLE_CHECKS_PER_WINDOW, 5.0))
+            self.screen.set_interval(every, self._check_idle)
+        if self.session_id:
+            self.resume(self.session_id)
+
+    # --- a turn ---------------------------------------------------------------------------
+
+    async def submit(self, text: str) -> None:
+        screen = self.screen
+        if self.generating is not None:
+            screen.notify("An answer is still being written: wait, or press Esc to stop it.",
+                          severity="warning")
+            return
+        screen.chat_input.remember(text)
+        screen.chat_input.clear()
+        answer = await screen.chat_view.add_exchange(text)
+        answer.question = text
+        self.asked = True
+        self.generating = answer
+        self._stop_requested = False
+        self._worker = screen.run_worker(self._answer(answer, text), group="chat")
+
+    async def _answer(self, answer: AnswerMessage, text: str) -> None:
+        turn: ChatTurn | None = None
+        try:
+            turn = await self.screen.backend.chat.ask(self.session_id, text, model=self.model)
+            self._turn = turn
+            if self._stop_requested:
+                turn.cancel()
+            async for event in turn:
+                await self._show(answer, event)
+        except asyncio.CancelledError:
+            if turn is not None:
+                turn.cancel()  # the engine stores the turn as interrupted
+            raise
+        except Exception as exc:  # Ollama down before the first event, or a bug: shown
+            message, hint = describe(exc)
+            await self._show(answer, Failed(message, hint))
+        finally:
+            self._turn = None
+        if not answer.finished:  # the stream ended without its final event
+            await self._show(answer, Finished(self.model, 0, 0.0, interrupted=True))
+
+    def cancel(self) -> None:
+        """Esc: stop the answer being written (kept as interrupted, with its text)."""
+        if self.generating is None:
+            return
+        self._stop_requested = True
+        if self._turn is not None:
+            self._turn.cancel()
+        self.screen.notify("Stopped.", timeout=2)
+
+    async def _show(self, answer: AnswerMessage, event: ChatEvent) -> None:
+        if isinstance(event, Retrieved):
+            await self._retrieved(answer, event)
+        elif answer.finished:
+            return
+        elif isinstance(event, Token):
+            await self._token(answer, event)
+        elif isinstance(event, Replaced):
+            await answer.replace(event.text)
+        elif isinstance(event, Finished):
+            await self._finished(answer, event)
+        else:
+            await self._failed(answer, event)
+
+    async def _retrieved(self, answer: AnswerMessage, event: Retrieved) -> None:
+        screen = self.screen
+        answer.sources = event.sources
+        answer.memories = event.memories
+        answer.low_confidence = event.low_confidence
+        answer.log_id = event.log_id
+        answer.empty_index = event.empty_index
+        screen.status.show_warnings(event.warnings)
+        await self.show_context(answer)
+        if event.noted is not None:
+            screen.memory_pane.add_fresh([event.noted])
+            screen.notify(f"Remembered: {event.noted.text}", timeout=4)
+            screen.status.refresh_stats()
+
+    async def _token(self, answer: AnswerMessage, event: Token) -> None:
+        await answer.append(event.text)
+        chat = self.screen.chat_view
+        if chat.max_scroll_y - chat.scroll_y < SCROLL_FOLLOW_LINES:
+            chat.scroll_end(animate=False)
+
+    async def _finished(self, answer: AnswerMessage, event: Finished) -> None:
+        if event.text:
+            answer.text = event.text  # exactly what was stored
+        await self.screen.chat_view.finish(answer, event)
+        self._unextracted += 1
+        self._continue_in(event.session_id)
+        self._over(answer)
+        await self.show_context(answer)
+
+    async def _failed(self, answer: AnswerMessage, event: Failed) -> None:
+        screen = self.screen
+        if event.partial and not answer.text:
+            answer.text = event.partial
+        error = event.message + (f" — {event.hint}" if event.hint else "")
+        await screen.chat_view.finish(answer, None, error=error)
+        self._continue_in(event.session_id)  # the failed turn is stored: continue there
+        if not screen.chat_input.text.strip():
+            screen.chat_input.load_text(answer.question)  # nothing the user typed is lost
+        self._over(answer)
+        screen.notify(error, severity="error", timeout=10)
+        screen.status.check_ollama()
+
+    def _continue_in(self, session_id: str | None) -> None:
+        if session_id and session_id != self.session_id:
+            self.session_id = session_id
+            self.screen.state.update(last_session=session_id)
+
+    def _over(self, answer: AnswerMessage) -> None:
+        if self.generating is answer:
+            self.generating = None
+        self.activity.touch()  # idle time counts from the answer's end
+        self.screen.status.refresh_stats()
+
+    async def stop(self) -> None:
+        """Quitting: stop the answer (stored as interrupted), then let the chat finish its
+        writes (memory extraction at exit, bounded) and close."""
+        if self._turn is not None:
+            self._turn.cancel()
+        worker = self._worker
+        if worker is not None and not worker.is_finished:
+            # The engine has stored the turn once the stream ended (it ends promptly).
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(worker.wait(), STOP_TIMEOUT)
+        try:
+            await self.screen.backend.chat.close()
+        except Exception as exc:
+            message, _ = describe(exc)
+            self.screen.notify(f"Could not finish saving: {message}", severity="error")
+
+    # --- the answer's context: sources, memories, rating, copy ---------------------------------
+
+    async def show_context(self, answer: AnswerMessage) -> None:
+        screen = self.screen
+        answers = screen.chat_view.answers
+        index = answers.index(answer) + 1 if answer in answers else 0
+        caption = f"Answer {index}: {answer.question[:40]}"
+        if answer.empty_index:
+            caption = "Nothing is indexed yet: press F3 to add a folder"
+        screen.sources_pane.show(answer.sources, caption, low=answer.low_confidence)
+        await screen.memory_pane.show_used(answer.memories)
+
+    async def cite(self, answer: AnswerMessage, number: int) -> None:
+        from tui.screens.source_preview import SourcePreview
+
+        await self.show_context(answer)
+        source = self.screen.sources_pane.select(number)
+        if source is None:
+            self.screen.notify(f"This answer has no source [{number}]", severity="warning")
+            return
+        self.screen.app.push_screen(SourcePreview(source, answer.question))
+
+    def preview(self, source: SourceView, search_query: str) -> None:
+        from tui.screens.source_preview import SourcePreview
+
+        asked = [a for a in self.screen.chat_view.answers if source in a.sources]
+        query = asked[-1].question if asked else search_query
+        self.screen.app.push_screen(SourcePreview(source, query))
+
+    def rate(self, answer: AnswerMessage, rating: int) -> None:
+        if answer.log_id is None:
+            self.screen.notify("This answer has no retrieval log entry to rate.",
+                               severity="warning")
+            return
+        self.screen.run_worker(self._rate(answer, answer.log_id, rating), group="feedback")
+
+    async def _rate(self, answer: AnswerMessage, log_id: str, rating: int) -> None:
+        feedback = self.screen.backend.chat.feedback
+        if await succeeded(self.screen.app, "Saving feedback", lambda: feedback(log_id, rating)):
+            answer.rating = rating
+            self.screen.notify("Thanks: 👍 recorded" if rating > 0 else "Thanks: 👎 recorded "
+                               "(`brain log --disliked` turns it into an eval case)")
+
+    def last_answer(self) -> AnswerMessage | None:
+        focused = self.screen.focused
+        if isinstance(focused, AnswerMessage) and focused.finished:
+            return focused
+        answers = [a for a in self.screen.chat_view.answers if a.finished]
+        return answers[-1] if answers else None
+
+    def rate_last(self, rating: int) -> None:
+        answer = self.last_answer()
+        if answer is not None:
+            self.rate(answer, rating)
+
+    def copy_last(self) -> None:
+        answer = self.last_answer()
+        if answer is None:
+            self.screen.notify("No answer to copy yet.", severity="warning")
+            return
+        answer.action_copy()
+
+    # --- sessions ---------------------------------------------------------------------------
+
+    async def new_session(self) -> None:
+        screen = self.screen
+        self.cancel()
+        self.session_id = None
+        screen.state.update(last_session=None)
+        await screen.chat_view.clear()
+        screen.sources_pane.show((), "New session")
+        await screen.memory_pane.show_used(())
+        screen.chat_input.focus()
+
+    def resume(self, session_id: str) -> None:
+        self.screen.run_worker(self._resume(session_id), group="session")
+
+    async def _resume(self, session_id: str) -> None:
+        screen = self.screen
+        turns_of = screen.backend.sessions.turns
+        try:
+            turns: list[TurnView] = await in_thread(lambda: turns_of(session_id))
+        except Exception as exc:
+            if isinstance(exc, HintedError):  # e.g. deleted elsewhere: start fresh
+                self._forget(session_id)
+            report(screen.app, "Opening the session", exc)
+            return
+        self.session_id = session_id
+        screen.state.update(last_session=session_id)
+        await screen.chat_view.load_turns(turns)
+        answers = screen.chat_view.answers
+        if answers:
+            await self.show_context(answers[-1])
+
+    def _forget(self, session_id: str) -> None:
+        if self.session_id == session_id:
+            self.session_id = None
+        if self.screen.state.state.last_session == session_id:
+            self.screen.state.update(last_session=None)
+
+    # --- idle-time memory extraction ---------------------------------------------------------
+
+    def _check_idle(self) -> None:
+        """After memory.extract_idle_seconds without input, extract memories from the answers
+        not extracted yet, so facts are not held back until the next cadence or exit."""
+        if (not self._unextracted or self._extracting or self.generating is not None
+                or self.screen.quitting  # exit extraction takes over
+                or self.activity.idle_for() < self.extract_idle_seconds):
+            return
+        self._extracting = True
+        self.screen.run_worker(self._idle_extract(self._unextracted), group="extract")
+
+    async def _idle_extract(self, pending: int) -> None:
+        try:
+            extracted = await self.screen.backend.chat.extract_pending()
+        except Exception as exc:
+            message, _ = describe(exc)
+            self.screen.notify(f"Extracting memories: {message}", severity="error")
+            extracted = 0
+        finally:
+            self._extracting = False
+        # A failed extraction leaves the turns in the session: the next cadence or exit retries.
+        self._unextracted = max(0, self._unextracted - pending)
+        self.activity.touch()
+        if extracted:
+            self.screen.memory.poll()  # new memories appear at once, highlighted
+            self.screen.status.refresh_stats()
+

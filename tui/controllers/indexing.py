@@ -1,0 +1,193 @@
+"""Indexing and search: folders, sync with live progress, watch mode, Ctrl+F search.
+
+A sync runs on a worker thread (it keeps going when the index manager closes) and reports
+progress to the loop through `on_loop`; the index manager, while open, is told each step.
+Search works without Ollama: retrieval only, shown in the sources pane.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from assistant.daemon_pool import in_thread
+from tui.views import FolderView, SearchResult, SyncProgress, SyncSummary
+from tui.workers import Refresh, attempt, describe, on_loop, succeeded
+
+if TYPE_CHECKING:
+    from tui.protocols import KnowledgeApi
+    from tui.screens.chat import ChatScreen
+    from tui.screens.index_manager import IndexManager
+
+PROGRESS_EVERY_SECONDS = 0.1  # at most ~10 progress repaints a second while indexing
+
+
+class SyncInterrupted(Exception):
+    """Raised from the progress callback to stop a sync when the app quits."""
+
+
+class IndexingController:
+    def __init__(self, screen: ChatScreen, *, watch: bool) -> None:
+        self.screen = screen
+        self.watch_enabled = watch
+        self.manager: IndexManager | None = None  # the index manager, while it is open
+        self.search_query = ""  # the last Ctrl+F search (source previews highlight it)
+        self._syncing = False
+        self._stop = threading.Event()  # quitting: stop the sync and the watcher
+        self.refresh_folders = Refresh(screen, "folders", self._folders)
+
+    @property
+    def api(self) -> KnowledgeApi:
+        return self.screen.backend.knowledge
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    # --- the index manager --------------------------------------------------------------------
+
+    def open_manager(self) -> None:
+        from tui.screens.index_manager import IndexManager
+
+        manager = IndexManager(self)
+        self.manager = manager
+
+        def closed(_: None) -> None:
+            if self.manager is manager:
+                self.manager = None
+
+        self.screen.app.push_screen(manager, closed)
+
+    async def _folders(self) -> None:
+        folders = await attempt(self.screen.app, "Listing folders", self.api.folders)
+        if folders is not None and self.manager is not None:
+            self.manager.show_folders(folders)
+
+    def add_folder(self, path: Path) -> None:
+        self.screen.run_worker(self._add(path), group="folders")
+
+    async def _add(self, path: Path) -> None:
+        folder: FolderView | None = await attempt(
+            self.screen.app, "Adding the folder", lambda: self.api.add_folder(path))
+        if folder is not None:
+            self.screen.notify(f"Added {folder.path}; indexing it now.")
+            self.refresh_folders()
+            self.start_sync([folder.path], rebuild=False)
+
+    def remove_folder(self, path: str) -> None:
+        self.screen.run_worker(self._remove(path), group="folders")
+
+    async def _remove(self, path: str) -> None:
+        if await succeeded(self.screen.app, "Removing the folder",
+                           lambda: self.api.remove_folder(path)):
+            self.screen.notify(f"Removed {path} from the index.")
+            self.refresh_folders()
+            self.screen.status.refresh_stats()
+
+    # --- sync -----------------------------------------------------------------------------------
+
+    def start_sync(self, folders: list[str] | None, *, rebuild: bool) -> None:
+        if self._syncing:
+            self.screen.notify("Indexing is already running.", severity="warning")
+            return
+        self._syncing = True
+        self.screen.run_worker(self._sync(folders, rebuild), group="sync")
+
+    async def _sync(self, folders: list[str] | None, rebuild: bool) -> None:
+        label = "Rebuilding the index" if rebuild else (
+            f"Indexing {Path(folders[0]).name}" if folders and len(folders) == 1
+            else "Syncing all folders"
+        )
+        self._started(label)
+        report = on_loop(self.screen.app, self._advanced)
+        last = 0.0
+
+        def progress(p: SyncProgress) -> None:
+            nonlocal last
+            if self._stop.is_set():
+                raise SyncInterrupted  # quitting: the sync is crash-safe, stop it now
+            now = time.monotonic()
+            if now - last >= PROGRESS_EVERY_SECONDS or p.done >= p.total:
+                last = now
+                report(p)
+
+        try:
+            summary = await in_thread(
+                lambda: self.api.sync(folders, rebuild=rebuild, progress=progress))
+        except SyncInterrupted:
+            return
+        except Exception as exc:
+            message, hint = describe(exc)
+            self._finished(None, message + (f" ({hint})" if hint else ""))
+        else:
+            self._finished(summary, "")
+        finally:
+            self._syncing = False
+
+    def _started(self, label: str) -> None:
+        self.screen.status_bar.activity = f"{label}…"
+        if self.manager is not None:
+            self.manager.sync_started(label)
+
+    def _advanced(self, progress: SyncProgress) -> None:
+        self.screen.status_bar.activity = f"indexing {progress.done}/{progress.total}"
+        if self.manager is not None:
+            self.manager.sync_advanced(progress)
+
+    def _finished(self, summary: SyncSummary | None, error: str) -> None:
+        bar = self.screen.status_bar
+        if summary is None:
+            bar.activity = "sync failed"
+            self.screen.notify(f"Indexing failed: {error}", severity="error", timeout=10)
+        else:
+            bar.activity = (f"synced: +{summary.added} ~{summary.updated} -{summary.removed}"
+                            + (f", {len(summary.skipped)} skipped" if summary.skipped else ""))
+        if self.manager is not None:
+            self.manager.sync_finished(summary, error)
+        self.refresh_folders()
+        self.screen.status.refresh_stats()
+
+    # --- watch mode ---------------------------------------------------------------------------
+
+    def watch(self) -> None:
+        if self.watch_enabled:
+            self.screen.run_worker(self._watch(), group="watch", exclusive=True)
+
+    async def _watch(self) -> None:
+        changed = on_loop(self.screen.app, self._watched)
+        try:
+            await in_thread(lambda: self.api.watch(changed, self._stop))
+        except Exception as exc:
+            message, _ = describe(exc)
+            self.screen.status_bar.activity = f"watch off: {message}"
+
+    def _watched(self, text: str) -> None:
+        self.screen.status_bar.activity = text
+        self.screen.status.refresh_stats()
+
+    # --- search (works without Ollama) ------------------------------------------------------
+
+    def search(self) -> None:
+        screen = self.screen
+        text = screen.chat_input.text.strip()
+        if not text:
+            screen.notify("Type what to search for in the message box, then Ctrl+F.",
+                          severity="warning")
+            return
+        self.search_query = text
+        screen.sources_pane.show((), f"Searching: {text[:40]}…")
+        screen.run_worker(self._search(text), group="search", exclusive=True)
+
+    async def _search(self, text: str) -> None:
+        result: SearchResult | None = await attempt(
+            self.screen.app, "Search", lambda: self.api.search(text))
+        if result is None:
+            return
+        screen = self.screen
+        pane = screen.sources_pane
+        if not pane.display:
+            screen.action_toggle_sources()
+        pane.show(result.sources, f"Search: {result.query[:40]}", low=result.low_confidence)
+        pane.table.focus()
+        screen.status.show_warnings(result.warnings)

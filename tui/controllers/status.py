@@ -1,0 +1,127 @@
+"""Start-up and the status line: loading the model, Ollama's state, the index and memory counts,
+retrieval warnings, and switching the chat model."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from tui.views import OllamaStatus
+from tui.workers import Refresh, attempt, describe, on_loop
+
+if TYPE_CHECKING:
+    from tui.screens.chat import ChatScreen
+
+
+class StatusController:
+    def __init__(self, screen: ChatScreen, *, ollama_poll_seconds: float) -> None:
+        self.screen = screen
+        self.ollama_poll_seconds = ollama_poll_seconds
+        self.ollama_ok: bool | None = None
+        self.model_ready = False
+        self.warming = threading.Event()  # set while models load (cannot be interrupted)
+        self._warned: tuple[str, ...] = ()  # retrieval warnings already shown as a toast
+        self.check_ollama = Refresh(screen, "ollama", self._check)
+        self.refresh_stats = Refresh(screen, "stats", self._stats)
+
+    def start(self) -> None:
+        self.warm_up()
+        self.check_ollama()
+        self.screen.set_interval(self.ollama_poll_seconds, self.check_ollama)
+
+    # --- loading the model ---------------------------------------------------------------------
+
+    def warm_up(self) -> None:
+        # A daemon thread of its own: a model load cannot be interrupted, and quitting must
+        # not wait for it (run_app exits at once when it is still loading).
+        self.warming.set()
+        loaded = on_loop(self.screen.app, self._loaded)
+        threading.Thread(target=self._load, args=(loaded,), name="brain-warm-up",
+                         daemon=True).start()
+
+    def _load(self, loaded: Callable[[str], None]) -> None:
+        try:
+            # The first answer should not pay for the Markdown widget's import (markdown-it).
+            with contextlib.suppress(Exception):
+                import textual.widgets._markdown  # noqa: F401
+            try:
+                self.screen.backend.knowledge.warm_up()
+            except Exception as exc:  # a broken model install must not kill the UI
+                loaded(describe(exc)[0])
+                return
+            loaded("")
+        finally:
+            self.warming.clear()
+
+    def _loaded(self, error: str) -> None:
+        status = self.screen.status_bar
+        if error:
+            status.index = "index unavailable"
+            self.screen.notify(f"Cannot load the index: {error}", severity="error", timeout=15)
+            return
+        self.model_ready = True
+        self.refresh_stats()
+        self.screen.indexing.watch()
+        # The first answer should not pay for the LLM client import and the stores opening;
+        # a failure here is reported by that first turn instead.
+        self.screen.run_worker(self._warm_chat(), group="warm-up")
+
+    async def _warm_chat(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.screen.backend.chat.warm_up()
+
+    # --- Ollama ---------------------------------------------------------------------------------
+
+    async def _check(self) -> None:
+        from assistant.daemon_pool import in_thread
+
+        model = self.screen.chat.model
+        try:
+            status = await in_thread(lambda: self.screen.backend.ollama.status(model))
+        except Exception as exc:  # a broken client install: report, keep the app running
+            status = OllamaStatus(False, message=f"cannot check Ollama: {describe(exc)[0]}")
+        self._checked(status)
+
+    def _checked(self, status: OllamaStatus) -> None:
+        was = self.ollama_ok
+        self.ollama_ok = status.ok
+        self.screen.banner.show_status(status, self.screen.chat.model)
+        bar = self.screen.status_bar
+        bar.ollama = "up" if status.ok else ("no model" if status.model_missing else "down")
+        if status.ok and was is False:
+            self.screen.notify("Ollama is back: chat is available again.")
+
+    def choose_model(self) -> None:
+        from tui.screens.model_picker import ModelPicker
+
+        def chosen(name: str | None) -> None:
+            if name:
+                self.screen.chat.model = name
+                self.screen.status_bar.model = name
+                self.screen.notify(f"Chat model: {name} (this session continues)")
+                self.check_ollama()
+
+        picker = ModelPicker(self.screen.backend.ollama, self.screen.chat.model)
+        self.screen.app.push_screen(picker, chosen)
+
+    # --- counts and warnings --------------------------------------------------------------------
+
+    async def _stats(self) -> None:
+        backend = self.screen.backend
+        counts = await attempt(self.screen.app, "Reading the index",
+                               lambda: (*backend.knowledge.stats(), backend.memory.count()))
+        if counts is not None:
+            files, chunks, memories = counts
+            self.screen.status_bar.set_index(files, chunks)
+            self.screen.status_bar.memories = memories
+
+    def show_warnings(self, warnings: tuple[str, ...]) -> None:
+        """In the status line (it stays until the next activity) and once as a toast."""
+        if not warnings:
+            return
+        self.screen.status_bar.activity = f"⚠ {warnings[0]}"
+        if warnings != self._warned:
+            self._warned = warnings
+            self.screen.notify("\n".join(warnings), severity="warning", timeout=10)
