@@ -17,6 +17,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy  # files and strictness: [tool.mypy] in pyproject.toml
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(if $(filter-out 0 no false,$(QUICK)),--quick,)

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from textual import events
 from textual.app import App
 from textual.binding import BindingType
-from textual.css.stylesheet import StylesheetError
+from textual.css.errors import StylesheetError
 
 from assistant.context import AppContext
 from assistant.daemon_pool import DaemonThreadPool
@@ -126,7 +126,8 @@ class BrainApp(App[int]):
 
     def watch_theme(self, theme: str) -> None:
         self._apply_theme_css(theme)
-        if self.is_mounted and theme != self.ui_state.state.theme:
+        # `is_running`: a theme set before the app starts is the saved one (nothing to save).
+        if self.is_running and theme != self.ui_state.state.theme:
             self.ui_state.update(theme=theme)
 
     def _apply_theme_css(self, theme: str) -> None:

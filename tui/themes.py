@@ -10,6 +10,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
@@ -60,7 +61,7 @@ def read_theme(path: Path) -> tuple[Theme, str]:
         raise ThemeError(f"{path}: name: expected string")
     if "primary" not in data:
         raise ThemeError(f"{path}: missing required key 'primary'")
-    kwargs: dict[str, object] = {"name": name}
+    kwargs: dict[str, Any] = {"name": name}  # Theme's own fields, each checked below
     for key in _COLOR_FIELDS:
         if key in data:
             value = data[key]
@@ -87,7 +88,7 @@ def read_theme(path: Path) -> tuple[Theme, str]:
     css = data.get("css", "")
     if not isinstance(css, str):
         raise ThemeError(f"{path}: css: expected a string of Textual CSS")
-    return Theme(**kwargs), css  # type: ignore[arg-type]
+    return Theme(**kwargs), css
 
 
 def load_themes(user_dir: Path | None = None, bundled_dir: Path = THEMES_DIR) -> LoadedThemes:

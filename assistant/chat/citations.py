@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from assistant.chat.turn import Source
@@ -22,6 +22,7 @@ def cited_numbers(answer: str) -> list[int]:
     for match in _CITATION.finditer(text):
         for part in re.split(r"\s*[,;]\s*", match.group(1)):
             bounds = re.split(r"\s*[–-]\s*", part)
+            numbers: Iterable[int]
             if len(bounds) == 2:
                 lo, hi = int(bounds[0]), int(bounds[1])
                 numbers = range(lo, hi + 1) if 0 < hi - lo <= _MAX_RANGE else (lo, hi)

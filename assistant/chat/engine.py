@@ -33,8 +33,9 @@ import contextlib
 import logging
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from assistant.chat import errors
@@ -168,15 +169,12 @@ class EngineSettings:
         )
 
 
-_END = object()
-
-
 class TurnStream:
     """Async iterator over one turn's events; `cancel()` interrupts the answer."""
 
-    def __init__(self, run: Callable[[Callable[[ChatEvent], None]], Awaitable[None]],
+    def __init__(self, run: Callable[[Callable[[ChatEvent], None]], Coroutine[Any, Any, None]],
                  on_abort: Callable[[Callable[[ChatEvent], None]], None]) -> None:
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._queue: asyncio.Queue[ChatEvent | None] = asyncio.Queue()  # None: the end
         self._final: Done | Failed | None = None
         self._task = asyncio.get_running_loop().create_task(run(self._emit))
         self._task.add_done_callback(lambda task: self._finish(task, on_abort))
@@ -198,15 +196,15 @@ class TurnStream:
             except Exception as exc:  # e.g. the sessions database is not writable
                 log.exception("could not record the turn")
                 self._emit(Failed(errors.not_saved(exc), "", None))
-        self._queue.put_nowait(_END)
+        self._queue.put_nowait(None)
 
     def __aiter__(self) -> TurnStream:
         return self
 
     async def __anext__(self) -> ChatEvent:
         event = await self._queue.get()
-        if event is _END:
-            self._queue.put_nowait(_END)  # later readers end too
+        if event is None:
+            self._queue.put_nowait(None)  # later readers end too
             raise StopAsyncIteration
         return event
 
@@ -216,8 +214,8 @@ class TurnStream:
         events: list[ChatEvent] = []
         while not self._queue.empty():
             event = self._queue.get_nowait()
-            if event is _END:
-                self._queue.put_nowait(_END)
+            if event is None:
+                self._queue.put_nowait(None)
                 break
             events.append(event)
         return events
@@ -414,7 +412,7 @@ class ChatEngine:
             if opener is not None:
                 opener()
 
-        jobs = [
+        jobs: list[asyncio.Future[Any]] = [
             loop.run_in_executor(None, imports),
             loop.run_in_executor(None, self._facts_quiet, self.settings.model),
         ]
@@ -547,10 +545,11 @@ class ChatEngine:
             if memory_on else nothing(),
             return_exceptions=True,
         )
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
         searched, recalled_t = results
+        if isinstance(searched, BaseException):  # knowledge's error first, as before
+            raise searched
+        if isinstance(recalled_t, BaseException):
+            raise recalled_t
         retrieval: Retrieval | None = None
         recalled: list[MemoryItem] | None = None
         noted: MemoryItem | None = None
@@ -654,10 +653,9 @@ class ChatEngine:
                 room = self._room_left(prompt, messages)
                 outcome = await loop.run_in_executor(
                     self._knowledge_pool if name == "search_knowledge" else self._memory_pool,
-                    lambda n=name, a=arguments, r=room: run_tool(
-                        n, a, next_n=len(state.sources) + 1, search=search,
-                        remember=remember, known=state.sources, max_tokens=r,
-                    ),
+                    partial(run_tool, name, arguments, next_n=len(state.sources) + 1,
+                            search=search, remember=remember, known=state.sources,
+                            max_tokens=room),
                 )
                 state.tools.append(outcome.use)
                 state.sources.extend(outcome.sources)
@@ -807,9 +805,10 @@ class ChatEngine:
         ]
 
     def _ensure_session(self) -> Session:
-        if self.session is None:  # new, or deleted meanwhile: the message starts a new one
-            self._session = self.store.create(model=self.settings.model)
-        return self._session
+        session = self.session
+        if session is None:  # new, or deleted meanwhile: the message starts a new one
+            session = self._session = self.store.create(model=self.settings.model)
+        return session
 
     def _store(self, state: _TurnState, status: str, error: str = "") -> Turn:
         session = self._ensure_session()
@@ -968,7 +967,7 @@ class ChatEngine:
                 try:
                     await loop.run_in_executor(
                         self._memory_pool,
-                        lambda e=exchanges: memory.extract(e, session_id=session_id, chat=call),
+                        partial(memory.extract, exchanges, session_id=session_id, chat=call),
                     )
                 except Exception as exc:
                     log.warning("memory extraction failed: %s", exc)

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from assistant.chat import errors
+
+if TYPE_CHECKING:
+    from assistant.ollama_client import OllamaClient
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +48,7 @@ class OllamaCatalog:
         self._cache: dict[str, ModelFacts] = {}
         self._lock = threading.Lock()
 
-    def _client(self):  # type: ignore[no-untyped-def]
+    def _client(self) -> OllamaClient:
         from assistant.ollama_client import OllamaClient
 
         return OllamaClient(self.host, self.timeout)

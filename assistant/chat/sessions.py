@@ -11,6 +11,7 @@ index.
 
 from __future__ import annotations
 
+import builtins
 import json
 import secrets
 import sqlite3
@@ -485,7 +486,7 @@ class SessionStore:
                 raise UserError(f"no turn {turn_id}")
             return self._turn(row)
 
-    def turns(self, session_id: str, *, after_seq: int = 0) -> list[Turn]:
+    def turns(self, session_id: str, *, after_seq: int = 0) -> builtins.list[Turn]:
         with self._lock:
             rows = self._conn.execute(
                 "SELECT * FROM turns WHERE session_id = ? AND seq > ? ORDER BY seq",

@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 import secrets
@@ -555,7 +556,7 @@ class MemoryStore:
                 ).fetchone()[0]
             )
 
-    def history(self, id_or_prefix: str) -> list[HistoryEvent]:
+    def history(self, id_or_prefix: str) -> builtins.list[HistoryEvent]:
         memory_id = PROFILE_ID if id_or_prefix == PROFILE_ID else self.resolve_id(id_or_prefix)
         with self._lock:
             rows = self.conn.execute(

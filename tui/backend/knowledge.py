@@ -53,16 +53,18 @@ class KnowledgeAdapter:
 
     def kb(self) -> KnowledgeBase:
         """The index with the embedding model: the retriever's when it is open."""
-        retriever = self._retriever.peek()
-        return retriever.kb if retriever is not None else self._writer.get()
+        return self._retrievers_kb() or self._writer.get()
 
     def light(self) -> KnowledgeBase:
         """The index without the embedding model, so listing works even if it cannot load."""
+        return self._retrievers_kb() or self._writer.peek() or self._light.get()
+
+    def _retrievers_kb(self) -> KnowledgeBase | None:
+        from indexing.knowledge import KnowledgeBase
+
         retriever = self._retriever.peek()
-        if retriever is not None:
-            return retriever.kb
-        writer = self._writer.peek()
-        return writer if writer is not None else self._light.get()
+        kb = retriever.kb if retriever is not None else None
+        return kb if isinstance(kb, KnowledgeBase) else None
 
     def stats(self) -> tuple[int, int]:
         return self.light().stats()

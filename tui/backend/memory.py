@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from typing import TYPE_CHECKING
 
 from assistant.context import AppContext
@@ -58,7 +59,7 @@ class MemoryAdapter:
     def undo(self, memory_id: str) -> MemoryView:
         return memory_view(self.store().undo(memory_id))
 
-    def history(self, memory_id: str) -> list[MemoryEvent]:
+    def history(self, memory_id: str) -> builtins.list[MemoryEvent]:
         return [
             MemoryEvent(str(e.event), e.old_text, e.new_text, str(e.actor), iso(e.at))
             for e in self.store().history(memory_id)
@@ -69,7 +70,7 @@ class MemoryAdapter:
 
         return forget_all_memories(self.ctx, self.store())
 
-    def changes_since(self, stamp: str) -> tuple[list[MemoryView], str]:
+    def changes_since(self, stamp: str) -> tuple[builtins.list[MemoryView], str]:
         """Memories the assistant added or changed after `stamp` (an updated_at value)."""
         from assistant.memory.model import Actor
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,7 +32,7 @@ class SessionsAdapter:
         s = self.store().create(model=self.ctx.config.ollama.model)
         return SessionView(s.id, s.title, iso(s.updated_at), 0)
 
-    def turns(self, session_id: str) -> list[TurnView]:
+    def turns(self, session_id: str) -> builtins.list[TurnView]:
         store = self.store()
         session = store.resolve(session_id)
         return [turn_view(t, self.ctx) for t in store.turns(session.id)]

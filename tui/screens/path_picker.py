@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import ClassVar
 
@@ -13,7 +14,7 @@ from textual.widgets import DirectoryTree, Input, Static
 
 
 class FolderTree(DirectoryTree):
-    def filter_paths(self, paths):  # type: ignore[no-untyped-def]
+    def filter_paths(self, paths: Iterable[Path]) -> Iterable[Path]:
         return [p for p in paths if p.is_dir() and not p.name.startswith(".")]
 
 

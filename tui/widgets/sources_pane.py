@@ -7,6 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Static
+from textual.widgets.data_table import ColumnKey
 
 from tui.views import SourceView
 
@@ -53,7 +54,7 @@ class SourcesPane(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("No answer yet: sources appear here with their scores.",
                      classes="pane-caption", markup=False)
-        table: DataTable[str] = DataTable(cursor_type="row", zebra_stripes=True)
+        table: DataTable[str | Text] = DataTable(cursor_type="row", zebra_stripes=True)
         yield table
 
     def on_mount(self) -> None:
@@ -65,15 +66,15 @@ class SourcesPane(Vertical):
         # The source column takes whatever the fixed columns leave (no sideways scrolling).
         table = self.query_one(DataTable)
         fixed = sum(w + 2 for _, w in COLUMNS if w) + 2
-        column = table.columns.get("source")  # type: ignore[call-overload]
+        column = table.columns.get(ColumnKey("source"))
         if column is not None:
             column.width = max(12, self.size.width - fixed - 2)
             column.auto_width = False
             table.refresh()
 
     @property
-    def table(self) -> DataTable[str]:
-        return self.query_one(DataTable)
+    def table(self) -> DataTable[str | Text]:
+        return self.query_one(DataTable)  # the only one
 
     def show(self, sources: tuple[SourceView, ...], caption: str, *, low: bool = False) -> None:
         self.sources = sources
