@@ -166,7 +166,7 @@ class BrainApp(App[int]):
         if self._quitting:
             return
         self._quitting = True
-        self.ui_state.update()
+        self.ui_state.update(theme=self.theme)  # the theme in effect, however it was chosen
         self.notify("Saving…", timeout=2)
         self.run_worker(self._finish_and_exit(), group="quit")
 
