@@ -228,6 +228,19 @@ def test_missing_model_is_a_clear_error(brain: Run, indexed: Path) -> None:
     assert "ollama pull missing:7b" in err and "Traceback" not in err
 
 
+def test_a_mistyped_model_does_not_stick_to_the_session(
+    brain: Run, indexed: Path, fake_ollama: FakeOllama, ollama_home: Path
+) -> None:
+    code, out, _ = brain("ask", "hello", "--json", "--no-knowledge")
+    session = json.loads(out)["session_id"]
+    code, out, err = brain("ask", "again", "-c", "--model", "qwen3:4bb", "--no-knowledge")
+    assert code == 1 and "ollama pull qwen3:4bb" in err
+    code, out, _ = brain("ask", "and again", "-c", "--json", "--no-knowledge")
+    assert code == 0, out
+    assert json.loads(out)["model"] == "qwen3:4b" and json.loads(out)["session_id"] == session
+    assert {b["model"] for b in fake_ollama.chat_requests} == {"qwen3:4b"}  # typo never sent
+
+
 def test_chatting_before_indexing_anything(brain: Run, fake_ollama: FakeOllama) -> None:
     fake_ollama.script_chat("I don't have notes on that.")
     code, out, err = brain("ask", "what is in my notes?")

@@ -363,3 +363,27 @@ def test_doctor_leaves_an_existing_home_untouched(
     code, report = _doctor_json(capsys)
     assert code == 0, report
     assert _tree(ollama_home) == before
+
+
+def test_a_thinking_only_model_is_named_with_faster_alternatives(
+    ollama_home: Path, fake_ollama: FakeOllama, fast_embedder: HashEmbedder,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, report = _doctor_json(capsys)  # the default qwen3:4b is Qwen3-4B-Thinking-2507
+    thinking = _by_name(report)["thinking"]
+    assert code == 0 and report["ok"] is True  # a warning, not a failure
+    assert thinking["ok"] is False and thinking["essential"] is False
+    assert "qwen3:4b is thinking-only" in thinking["detail"]
+    assert "qwen3:4b-instruct-2507" in thinking["hint"] and "gemma3" in thinking["hint"]
+
+
+def test_a_switchable_thinking_model_and_think_off(
+    ollama_home: Path, fake_ollama: FakeOllama, fast_embedder: HashEmbedder,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fake_ollama.add_model("qwen3:8b", reasoning="hybrid")
+    _write_config(ollama_home, f'[ollama]\nhost = "{fake_ollama.url}"\nmodel = "qwen3:8b"\n'
+                               'think = "off"\n')
+    _, report = _doctor_json(capsys)
+    thinking = _by_name(report)["thinking"]
+    assert thinking["ok"] is True and "thinking is off (faster)" in thinking["detail"]

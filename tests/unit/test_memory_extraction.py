@@ -182,3 +182,60 @@ def test_extract_async_never_raises(memory_store: MemoryStore) -> None:
     thread = service.extract_async(["I work at Acme"], on_done=done.append)
     thread.join(5)
     assert done and "boom" in (done[0].error or "") and memory_store.count() == 0
+
+
+def test_the_request_is_a_cheap_background_one(fake_ollama: FakeOllama) -> None:
+    """Issue 12: think off (with a schema even a thinking-only model writes JSON at once), the
+    chat's num_ctx (no reload), a capped reply, `text` first in the schema, `maxItems`."""
+    chat = ollama_chat_fn(fake_ollama.url, "qwen3:4b", timeout=5, num_ctx=lambda: 8192)
+    extract_memories(TURNS, chat_fn=chat)
+    body = fake_ollama.last_chat()
+    assert body["think"] is False and body["stream"] is False
+    assert body["options"]["num_ctx"] == 8192 and body["options"]["num_predict"] > 0
+    items = body["format"]["properties"]["memories"]
+    assert items["maxItems"] >= 1
+    assert next(iter(items["items"]["properties"])) == "text"
+    assert "turn" in items["items"]["required"]
+    system = body["messages"][0]["content"]
+    for kind in ("fact", "preference", "episode", "procedure"):
+        assert f"- {kind}:" in system
+    assert system.count("Remember \"") == 4 and system.count("Ignore \"") == 4
+    # The thinking-only default model answered with JSON only: no reasoning to strip.
+    assert fake_ollama.generations[-1].output_tokens < 40
+
+
+def test_the_models_turn_number_names_the_source() -> None:
+    reply = {"memories": [
+        {"text": "The user moved to Porto", "type": "episode", "turn": 3, "key": None,
+         "confidence": 0.9, "importance": 0.6},
+        {"text": "The user works at Acme", "type": "fact", "turn": 99, "key": "employer",
+         "confidence": 0.9, "importance": 0.6},
+    ]}
+    turns = ["I work at Acme.", "Nice weather.", "We moved from Acme's town to Porto."]
+    result = extract_memories(turns, chat_fn=lambda m, s: json.dumps(reply))
+    porto, acme = result.memories
+    assert porto.source_turn == 2  # the model's [3], although turn 1 shares the word "Acme"
+    assert acme.source_turn == 0  # an impossible number: the turn sharing most words
+
+
+def test_reasoning_before_the_json_is_not_an_error() -> None:
+    reply = "Okay, the user said they work at Acme.\n</think>\n\n" + json.dumps(GOOD)
+    result = extract_memories(TURNS, chat_fn=lambda m, s: reply)
+    assert result.error is None and len(result.memories) == 2
+
+
+def test_long_sessions_go_in_batches_with_their_own_numbers() -> None:
+    seen: list[list[str]] = []
+
+    def model(messages, schema):  # type: ignore[no-untyped-def]
+        seen.append(messages[1]["content"].splitlines()[1:])
+        return json.dumps({"memories": [{"text": "The user likes long walks", "type": "fact",
+                                         "turn": 1, "key": None, "confidence": 0.9,
+                                         "importance": 0.5}]})
+
+    turns = [f"message {i} " + "walk " * 40 for i in range(10)]
+    result = extract_memories(turns, chat_fn=model, max_tokens=200)
+    assert len(seen) > 1 and all(lines[0].startswith("[1] ") for lines in seen)
+    # Each batch's [1] maps back to the batch's first turn, not the session's.
+    assert sorted({m.source_turn for m in result.memories}) == sorted(
+        {sum(len(b) for b in seen[:i]) for i in range(len(seen))})

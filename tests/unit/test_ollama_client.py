@@ -196,3 +196,48 @@ def test_chained_and_unrelated_exceptions() -> None:
     except RuntimeError as outer:
         assert isinstance(map_exception(outer, "http://h:1"), OllamaUnavailable)
     assert map_exception(ValueError("a bug"), "http://h:1") is None
+
+
+def test_running_models_come_from_ps(client: OllamaClient, fake_ollama: FakeOllama) -> None:
+    assert client.running() == []
+    fake_ollama.preload("qwen3:4b", 8192)
+    (running,) = client.running()
+    assert (running.name, running.context_length) == ("qwen3:4b", 8192)
+
+
+def test_an_error_inside_a_stream_has_no_minus_one() -> None:
+    import ollama
+
+    from assistant.ollama_client import OllamaServerError, map_exception
+
+    mapped = map_exception(ollama.ResponseError("llama runner process has terminated"),
+                           "http://localhost:11434", "qwen3:4b")
+    assert isinstance(mapped, OllamaServerError)
+    assert str(mapped.args[0]) == "Ollama stopped with an error: llama runner process has " \
+                                  "terminated"
+
+
+@pytest.mark.parametrize(("capabilities", "template", "modelfile", "family", "expected"), [
+    (("completion", "thinking"), "{{ .Prompt }}<think>\n", "", "qwen3", True),
+    (("completion", "thinking"), "{{ if $.IsThinkSet }}/no_think{{ end }}", "", "qwen3", False),
+    (("completion", "thinking"), "{{ if .Think }}<think>{{ end }}", "", "deepseek2", False),
+    (("completion", "thinking"), "", "PARSER qwen3-thinking", "qwen3", True),
+    (("completion", "thinking"), "Reasoning: {{ .ThinkLevel }}", "", "gptoss", True),
+    (("completion", "tools"), "<think>", "", "llama", False),
+])
+def test_thinking_only_models_are_recognised(
+    capabilities: tuple[str, ...], template: str, modelfile: str, family: str, expected: bool
+) -> None:
+    from assistant.ollama_client import thinking_only
+
+    assert thinking_only(capabilities, template, modelfile, family) is expected
+
+
+def test_the_context_length_is_the_architectures_not_another_key() -> None:
+    from assistant.ollama_client import _arch_int
+
+    info = {"general.architecture": "qwen3", "qwen3.rope.scaling.original_context_length": 32768,
+            "qwen3.context_length": 262144}
+    assert _arch_int(info, "qwen3", "context_length") == 262144
+    assert _arch_int({"x.rope.scaling.original_context_length": 1, "x.context_length": 2}, "",
+                     "context_length") == 2
