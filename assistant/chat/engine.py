@@ -533,7 +533,9 @@ class ChatEngine:
         memory_on = use_memory and self.memory is not None and settings.memory_top_k > 0
         # Ollama first, alone: when it is down (or the model is not pulled) the turn fails in
         # milliseconds, before the embedding model is loaded for a search nobody will read.
-        facts = await loop.run_in_executor(None, self._facts, settings.model)
+        # Known facts cost nothing (no thread hop on the answer's path).
+        facts = self.catalog.cached(settings.model) or await loop.run_in_executor(
+            None, self._facts, settings.model)
 
         async def nothing() -> None:
             return None

@@ -33,6 +33,10 @@ class ModelCatalog(Protocol):
 
     def facts(self, model: str) -> ModelFacts: ...
 
+    def cached(self, model: str) -> ModelFacts | None:
+        """The facts already known, without asking Ollama (None if not looked up yet)."""
+        ...
+
     def saw_untagged_reasoning(self, model: str) -> None:
         """The model put untagged reasoning in `content` under think: false: from now on its
         replies are read as thinking-only."""
@@ -62,6 +66,10 @@ class OllamaCatalog:
                 return sorted(m.name for m in client.list_models() if m.name)
         except Exception as exc:
             raise self._mapped(exc, "") from exc
+
+    def cached(self, model: str) -> ModelFacts | None:
+        with self._lock:
+            return self._cache.get(model)
 
     def facts(self, model: str) -> ModelFacts:
         with self._lock:
