@@ -605,8 +605,9 @@ class ChatEngine:
         state.low_confidence = bool(retrieval and retrieval.low_confidence)
         state.timings["window"] = window
         state.timings["prompt_tokens"] = prompt.total_tokens
-        new_tokens = self._uncached_tokens(prompt.messages, window)
-        state.timings["prompt_new_tokens"] = new_tokens
+        # Counted only once the request is out (tokenizing the new material takes a few ms).
+        last_sent = self._last_sent
+        new_tokens = _once(lambda: self._uncached_tokens(prompt.messages, window, last_sent))
         emit(Retrieved(
             prompt.sources, state.memories, state.low_confidence,
             knowledge_used=retrieval is not None, memory_used=recalled is not None,
@@ -665,6 +666,7 @@ class ChatEngine:
                 messages.append(_tool_message(name, outcome.content))
         if state.truncated:
             log.info("answer stopped at the length limit")
+        state.timings["prompt_new_tokens"] = new_tokens()
         self._last_sent = (settings.model, window, [
             *((m.role, m.content) for m in prompt.messages), ("assistant", state.answer)])
         state.ms("total_ms")
@@ -698,10 +700,11 @@ class ChatEngine:
         emit(Done(turn))
         self._after_turn(turn.session_id, 0)
 
-    def _uncached_tokens(self, messages: Sequence[PromptMessage], window: int) -> int:
+    def _uncached_tokens(self, messages: Sequence[PromptMessage], window: int,
+                         last: tuple[str, int, list[tuple[str, str]]] | None) -> int:
         """About how many prompt tokens Ollama has to read: those after the longest common
-        prefix (in whole messages) with what our previous request left in its cache."""
-        last = self._last_sent
+        prefix (in whole messages) with what our previous request (`last`) left in its
+        cache."""
         start = 0
         if last is not None and last[0] == self.settings.model and last[1] == window:
             for sent, message in zip(last[2], messages, strict=False):
@@ -1045,6 +1048,18 @@ class ChatEngine:
             await transport.aclose()
         self._knowledge_pool.shutdown(wait=False, cancel_futures=True)
         self._memory_pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _once(compute: Callable[[], int]) -> Callable[[], int]:
+    """`compute`, run at the first call only."""
+    done: list[int] = []
+
+    def value() -> int:
+        if not done:
+            done.append(compute())
+        return done[0]
+
+    return value
 
 
 def _batches(turns: list[Turn], max_tokens: int) -> list[list[Turn]]:

@@ -44,7 +44,7 @@ class ReplySink(Protocol):
 class WaitInfo:
     host: str
     model: str
-    prompt_tokens: int  # estimated tokens Ollama must read (not in its prefix cache)
+    prompt_tokens: Callable[[], int]  # estimated tokens Ollama must read (not cached)
     window: int  # num_ctx of the request: a runner loaded with another size reloads
 
 
@@ -151,7 +151,7 @@ class ReplyReader:
                     raise errors.first_token_timeout(self._wait.model, self._first_token_timeout,
                                                      loading=phase == "loading")
                 self._emit(Waiting(phase, round(elapsed, 1), self._wait.model,
-                                   self._wait.prompt_tokens, self._first_token_timeout))
+                                   self._wait.prompt_tokens(), self._first_token_timeout))
         finally:
             for pending in (task, probe):
                 if pending is not None and not pending.done():
