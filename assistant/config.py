@@ -115,6 +115,12 @@ class RetrievalConfig:
         "Share of meaning (dense cosine) in the fused score; the rest is keywords (BM25). Each "
         "list's scores are min-max normalised over its candidates first.",
     )
+    fusion: str = _opt(
+        "convex",
+        "How the meaning and keyword lists are fused: `convex` (weighted sum of each list's "
+        "min-max normalised scores, by meaning_weight) or `rrf` (Reciprocal Rank Fusion, "
+        "k = 60, equal weights: ranks only).",
+    )
     per_file: int = _opt(
         2,
         "Most chunks of one file among the results (0 = no cap); the file's other matches are "
@@ -264,6 +270,8 @@ def _check_value(value: Any, tp: Any, where: str) -> Any:
     return value
 
 
+FUSIONS = ("convex", "rrf")  # retrieval.fusion (assistant/retrieval/hybrid.py)
+
 # Settings that existed but never did anything (no code read them) and were removed: a config
 # file that still sets them loads, the value ignored, instead of failing on an "unknown key".
 RETIRED_KEYS = frozenset({
@@ -388,6 +396,11 @@ def config_from_dict(data: dict[str, Any]) -> Config:
     if config.ollama.think not in ("auto", "on", "off"):
         raise ConfigError(
             f"ollama.think: expected one of auto, on, off, got {config.ollama.think!r}"
+        )
+    if config.retrieval.fusion not in FUSIONS:
+        raise ConfigError(
+            f"retrieval.fusion: expected one of {', '.join(FUSIONS)}, "
+            f"got {config.retrieval.fusion!r}"
         )
     if config.ollama.persona not in config.personas:
         raise ConfigError(

@@ -19,6 +19,8 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
+RRF_K = 60  # the constant of the RRF paper (Cormack et al., 2009) and most hybrid search tools
+
 
 @dataclass(frozen=True, slots=True)
 class Fused:
@@ -29,7 +31,7 @@ class Fused:
 
 def rrf(
     ranked_lists: Sequence[Sequence[str]],
-    k: int = 60,
+    k: int = RRF_K,
     weights: Sequence[float] | None = None,
 ) -> list[Fused]:
     """Fuse lists of ids (best first); ties keep the order of first appearance.
@@ -57,7 +59,7 @@ def rrf(
     return [Fused(item, scores[item], tuple(ranks[item])) for item in order]
 
 
-def max_rrf(list_count: int, k: int = 60) -> float:
+def max_rrf(list_count: int, k: int = RRF_K) -> float:
     """The best possible fused score: first in every list."""
     return list_count / (k + 1)
 

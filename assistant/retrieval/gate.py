@@ -86,7 +86,8 @@ def calibrate(
     set counts as much as a large one) while flagging at most `max_false_alarm` of every
     answerable set. Cosine candidates are the midpoints between observed values, keyword ones
     the grid; among equal catch rates the lowest worst false-alarm rate wins, then the lowest
-    mean one, then the middle of the range for margin. When no choice meets the bound, the lowest worst false-alarm rate wins.
+    mean one, then the middle of the range for margin. When no choice meets the bound, the
+    lowest worst false-alarm rate wins.
     """
     import numpy as np
 

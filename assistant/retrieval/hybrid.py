@@ -1,4 +1,5 @@
-"""HybridRetriever: dense + BM25 → RRF → recency → optional rerank → confidence gate.
+"""HybridRetriever: dense + BM25 → fusion (convex; RRF on request) → recency → optional
+rerank → confidence gate.
 
 `search()` returns the full evidence (`RetrievalResult`). A plain class, so a search never
 imports LlamaIndex (1-3 s); `as_llama_retriever()` / `retrieve()` give the LlamaIndex
@@ -22,7 +23,7 @@ from assistant.errors import UserError
 from assistant.retrieval.coverage import vector_gap_warning
 from assistant.retrieval.diversify import cap_per_file
 from assistant.retrieval.filters import allowed_sources, modified_sources
-from assistant.retrieval.fusion import convex, keep_within
+from assistant.retrieval.fusion import RRF_K, Fused, convex, keep_within, max_rrf, rrf
 from assistant.retrieval.gate import GateThresholds, is_low_confidence
 from assistant.retrieval.hit import RetrievalResult, SearchHit
 from assistant.retrieval.query import build_search_query
@@ -340,8 +341,7 @@ class HybridRetriever:
     ) -> list[_Candidate]:
         """Convex fusion of the normalised lists, the recency boost, and the keyword #1 kept
         in view when it is a strong match. `trust` scales the dense list's share."""
-        share = self.settings.meaning_weight
-        fused = convex([dense, keyword], [share * trust, 1.0 - share])
+        fused = self._fused_scores(dense, keyword, trust)
         chunks = self.kb.get_chunks([f.id for f in fused])
         cosine = dict(dense)
         bm25 = dict(keyword)
@@ -371,6 +371,20 @@ class HybridRetriever:
             )
         out.sort(key=lambda c: -c.fused)  # stable: fusion order among equals
         return self._keep_keyword_top(out, keyword, query)
+
+    def _fused_scores(
+        self, dense: list[tuple[str, float]], keyword: list[tuple[str, float]], trust: float
+    ) -> list[Fused]:
+        """Each candidate's fused score on [0, 1] (1 = first in both lists), best first."""
+        if self.settings.fusion == "rrf":
+            # Textbook RRF: ranks only, equal weights (the dense share scaled by `trust`),
+            # divided by the best possible sum so scores read like the convex ones.
+            weights = [trust, 1.0]
+            ranked = rrf([[i for i, _ in dense], [i for i, _ in keyword]], RRF_K, weights)
+            best = max_rrf(2, RRF_K) * sum(weights) / 2
+            return [Fused(f.id, f.score / best, f.ranks) for f in ranked]
+        share = self.settings.meaning_weight
+        return convex([dense, keyword], [share * trust, 1.0 - share])
 
     def _keep_keyword_top(
         self, ranked: list[_Candidate], keyword: list[tuple[str, float]], query: str

@@ -144,6 +144,7 @@ def test_wrong_types(tmp_path: Path, text: str, expected: str) -> None:
     ("[memory]\nbudget_share = 1.0\n", "memory.budget_share: expected number between 0 and 0.9"),
     ("[indexing]\nchunk_size = 500\nchunk_overlap = 500\n",
      "indexing.chunk_overlap: expected integer smaller than indexing.chunk_size (500)"),
+    ('[retrieval]\nfusion = "RRF "\n', "retrieval.fusion: expected one of convex, rrf, got 'RRF '"),
 ])
 def test_ranges(tmp_path: Path, text: str, expected: str) -> None:
     assert _error(tmp_path, text).startswith(expected)

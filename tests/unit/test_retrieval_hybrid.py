@@ -263,3 +263,24 @@ def test_a_strong_keyword_top_stays_in_the_top_ten(text: str, kept: bool) -> Non
         assert sources.index("/notes/strong.md") == 9
     else:
         assert "/notes/strong.md" not in sources[:10]
+
+
+def test_rrf_fusion_ranks_by_position_only() -> None:
+    """Same lists, two fusions: a keyword #1 that towers over its list (9.0 against ~1) wins
+    under the convex fusion of normalised scores; RRF sees only ranks, so the chunk second in
+    both lists beats it. Both score on [0, 1], 1 = first in both lists."""
+    chunks = {name: make_chunk(f"/notes/{name}.md", f"{name} zebra crossing", mtime=OLD)
+              for name in ("first", "steady", "other", "towering", "junk")}
+    order = ("first", "steady", "other", "towering", "junk")
+    dense = [(chunks[n].id, s) for n, s in zip(order, (0.80, 0.79, 0.70, 0.60, 0.20),
+                                                strict=True)]
+    order = ("towering", "steady", "other", "first", "junk")
+    keyword = [(chunks[n].id, s) for n, s in zip(order, (9.0, 1.1, 1.05, 1.0, 0.5), strict=True)]
+    kb = _FixedLists(dense, keyword)
+    kb.add(*chunks.values())
+    convex = retriever(kb, per_file=0, meaning_weight=0.5).search("zebra crossing", top_k=5)
+    assert convex.hits[0].source == "/notes/towering.md"
+    by_rank = retriever(kb, per_file=0, fusion="rrf").search("zebra crossing", top_k=5)
+    assert by_rank.hits[0].source == "/notes/steady.md"
+    assert by_rank.hits[0].rrf == pytest.approx((1 / 62 + 1 / 62) / (2 / 61))
+    assert all(0.0 < h.rrf <= 1.0 for h in by_rank.hits)
