@@ -34,6 +34,7 @@ def _probe(kind: str) -> None:
         payload = {
             "seconds": time.time() - started,
             "peak_rss_mb": peak_rss_mb(),
+            "cpu_seconds": sum(os.times()[:2]),  # all threads: what a busy machine must find
             "heavy_loaded": sorted({m.split(".")[0] for m in sys.modules} & set(HEAVY)),
         }
         payload.update(extra or {})
@@ -52,23 +53,26 @@ def _probe(kind: str) -> None:
         return
 
     from assistant.context import AppContext
-    from tui import messages
     from tui.app import BrainApp
     from tui.backend import CoreBackend
+    from tui.controllers.status import StatusController
 
     ctx = AppContext.load(None)
     wait_for_model = kind == "brain-loaded"
+    if wait_for_model:
+        loaded = StatusController._loaded
+
+        def _loaded(self: StatusController, error: str) -> None:  # the "model ready" moment
+            loaded(self, error)
+            report({"error": error, "stages": getattr(self, "stages", None)})
+
+        StatusController._loaded = _loaded  # type: ignore[method-assign]
 
     class Probe(BrainApp):
         def on_mount(self) -> None:
             super().on_mount()
             if not wait_for_model:
                 self.call_after_refresh(report)
-
-        def on_model_loaded(self, message: messages.ModelLoaded) -> None:
-            super().on_model_loaded(message)
-            if wait_for_model:
-                report({"error": message.error})
 
     Probe(ctx, CoreBackend(ctx), watch=False).run(headless=True, size=(120, 40))
 

@@ -24,17 +24,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from indexing.chunking import CHUNKER_VERSION
 from indexing.errors import HintedError
 from indexing.lock import IndexLock
 from indexing.manifest import SNAPSHOT_META, Manifest
-from indexing.progress import ProgressCallback
-from indexing.sync import Syncer, SyncReport, SyncSettings
 from indexing.types import Chunk
 
+# Chunking and sync (with their readers and gitignore matching) load only when a sync runs: a
+# search, and the TUI's warm-up before "model ready", never need them.
 if TYPE_CHECKING:
     from indexing.dense_snapshot import DenseSnapshot
     from indexing.embedder import Embedder
+    from indexing.progress import ProgressCallback
+    from indexing.sync import SyncReport, SyncSettings
     from indexing.vectors import VectorStore
 
 log = logging.getLogger(__name__)
@@ -102,6 +103,8 @@ def collection_name(model_id: str, dimension: int) -> str:
 
 
 def _chunking_fingerprint(settings: SyncSettings) -> str:
+    from indexing.chunking import CHUNKER_VERSION
+
     c = settings.chunking
     return (
         f"size={c.chunk_size} overlap={c.chunk_overlap} min={c.min_chunk_chars}"
@@ -405,6 +408,8 @@ class KnowledgeBase:
                 except Exception:  # an unreadable collection: start it afresh
                     self._drop_collection(current, embedder.model_id, embedder.dimension)
                     store = self._open_store(current, embedder.model_id, embedder.dimension)
+            from indexing.sync import Syncer
+
             syncer = Syncer(
                 self.manifest, store, embedder, settings, progress,
                 rechunk=rechunk, reusable=reusable,

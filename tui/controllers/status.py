@@ -27,8 +27,9 @@ class StatusController:
         self.refresh_stats = Refresh(screen, "stats", self._stats)
 
     def start(self) -> None:
+        # The model first: on a busy 2-core machine everything else started now (the Ollama
+        # check imports an HTTP client) takes CPU from it. Ollama is checked once it is loaded.
         self.warm_up()
-        self.check_ollama()
         self.screen.set_interval(self.ollama_poll_seconds, self.check_ollama)
 
     # --- loading the model ---------------------------------------------------------------------
@@ -43,9 +44,6 @@ class StatusController:
 
     def _load(self, loaded: Callable[[str], None]) -> None:
         try:
-            # The first answer should not pay for the Markdown widget's import (markdown-it).
-            with contextlib.suppress(Exception):
-                import textual.widgets._markdown  # noqa: F401
             try:
                 self.screen.backend.knowledge.warm_up()
             except Exception as exc:  # a broken model install must not kill the UI
@@ -54,9 +52,14 @@ class StatusController:
             loaded("")
         finally:
             self.warming.clear()
+        # Only now: the first answer should not pay for the Markdown widget's import
+        # (markdown-it), but the model must not wait for it either.
+        with contextlib.suppress(Exception):
+            import textual.widgets._markdown  # noqa: F401
 
     def _loaded(self, error: str) -> None:
         status = self.screen.status_bar
+        self.check_ollama()
         if error:
             status.index = "index unavailable"
             self.screen.notify(f"Cannot load the index: {error}", severity="error", timeout=15)
