@@ -166,6 +166,17 @@ class MemoryConfig:
 class ChatConfig:
     history_turns: int = _opt(8, "Recent turns kept verbatim before folding into a summary.")
     answer_reserve: int = _opt(1024, "Tokens kept free for the answer.")
+    recall_top_k: int = _opt(
+        3, "Earlier conversations (turns of past sessions) recalled into a question's prompt, "
+        "cited as [c1] (0 = off; also off with memory).")
+    recall_share: float = _opt(
+        0.15, "Largest share of the context window for recalled earlier conversations.")
+    session_summaries: bool = _opt(
+        True, "Have the model write a short summary of each session in idle time, so a search "
+        "for what you worked on finds whole sessions.")
+    summarize_idle_seconds: int = _opt(
+        120, "Summarise the session after this much idle time following an answer (0 = only "
+        "when it is closed).")
 
 
 @dataclass(slots=True)
@@ -313,6 +324,9 @@ RANGES: dict[str, tuple[float, float]] = {
     "memory.capacity": (10, 10_000_000),
     "chat.history_turns": (0, 1000),
     "chat.answer_reserve": (0, 1_000_000),
+    "chat.recall_top_k": (0, 20),
+    "chat.recall_share": (0, 0.9),
+    "chat.summarize_idle_seconds": (0, 86_400),
 }
 
 

@@ -1,9 +1,10 @@
 """Token budgets for the prompt's sections, from the model's context window.
 
 The fixed part (system prompt, instructions, the user's message) always goes in. Of the window,
-memory may use at most `memory_share` (25%) and knowledge at most `knowledge_share` (45%);
-conversation history gets whatever is left after the answer reserve, so budget that memory or
-knowledge did not need flows to history. Items are whole: when a section is over budget the
+memory may use at most `memory_share` (25%), knowledge at most `knowledge_share` (45%) and
+recalled earlier conversations at most `conversation_share` (15%, from what memory and knowledge
+leave); the session's own history gets whatever is left after the answer reserve, so budget that
+the material did not need flows to history. Items are whole: when a section is over budget the
 lowest-scoring items are dropped, never cut in the middle (a half chunk cited as [2] would be a
 misquote).
 """
@@ -37,15 +38,16 @@ class Budget:
     fixed: int  # system prompt + instructions + user message, always included
     memory: int  # cap for the memory section
     knowledge: int  # cap for the knowledge section
+    conversations: int = 0  # cap for the earlier-conversations section
 
     @property
     def free(self) -> int:
         """Tokens for memory + knowledge + history together."""
         return self.window - self.answer_reserve - self.fixed
 
-    def history(self, memory_used: int, knowledge_used: int) -> int:
-        """History gets the rest, after what memory and knowledge actually used."""
-        return max(0, self.free - memory_used - knowledge_used)
+    def history(self, memory_used: int, knowledge_used: int, conversations_used: int = 0) -> int:
+        """History gets the rest, after what the material actually used."""
+        return max(0, self.free - memory_used - knowledge_used - conversations_used)
 
 
 def plan(
@@ -55,6 +57,7 @@ def plan(
     answer_reserve: int,
     memory_share: float = 0.25,
     knowledge_share: float = 0.45,
+    conversation_share: float = 0.0,
 ) -> Budget:
     """Section caps for a `window`-token context whose fixed part takes `fixed` tokens.
 
@@ -68,8 +71,9 @@ def plan(
     if free < 0:
         raise ContextOverflow(needed=fixed, available=window - reserve, window=window)
     memory = min(int(window * memory_share), free)
-    knowledge = min(int(window * knowledge_share), free - memory)
-    return Budget(window, reserve, fixed, memory, max(0, knowledge))
+    knowledge = max(0, min(int(window * knowledge_share), free - memory))
+    conversations = max(0, min(int(window * conversation_share), free - memory - knowledge))
+    return Budget(window, reserve, fixed, memory, knowledge, conversations)
 
 
 def select_by_score(

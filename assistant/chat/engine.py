@@ -1,4 +1,5 @@
-"""The chat engine: one turn = retrieve ∥ recall → assemble → stream → store.
+"""The chat engine: one turn = retrieve ∥ recall ∥ recall conversations → assemble → stream →
+store.
 
 `ChatEngine.send(message)` returns a `TurnStream`, an async iterator of typed events
 (`Retrieved`, `Waiting`, `Thinking`, `ToolCalled`, `Token`, then `Done` or `Failed`).
@@ -16,14 +17,23 @@ What a real Ollama on a laptop needs (see README "Ollama on a laptop"):
   Ollama reload the model;
 - a cacheable prompt (prompt.py): Ollama reuses the longest common prefix of the previous
   request, so a turn re-reads only what is new;
-- background jobs (memory extraction, the rolling summary) only while the user is idle, and
-  cancelled the moment a question is sent (Ollama serves one request at a time);
+- background jobs (memory extraction, the rolling summary, session summaries) only while the
+  user is idle, and cancelled the moment a question is sent (Ollama serves one request at a
+  time);
 - a long, silent first-token wait (`first_token_timeout`, with `Waiting` progress) and a short
   limit between chunks (`timeout`).
 
-Knowledge search and memory recall are blocking (SQLite, the embedding model); each runs on its
-own single worker thread, concurrently, and always on the same thread (SQLite connections are
-bound to the thread that opened them).
+Knowledge search, memory recall and the recall of earlier conversations are blocking (SQLite,
+the embedding model); each runs on its own single worker thread, concurrently, and always on the
+same thread (SQLite connections are bound to the thread that opened them).
+
+Session summaries (assistant/conversations/summaries.py): a session with at least
+MIN_SUMMARY_TURNS turns gets a short model-written summary, indexed as a unit of its own, when
+it goes idle (`summarize_idle_seconds` after the last answer without a new question) or is
+closed (a new session, another session resumed: summarised at the next idle moment; `brain ask`
+summarises at its end, bounded; quitting the app leaves it to the next run, so quitting stays
+instant). Closed sessions of the last SUMMARY_BACKLOG_DAYS days still behind are caught up in
+idle time, a few at a time, with the session's model and num_ctx.
 """
 
 from __future__ import annotations
@@ -41,7 +51,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from assistant.chat import errors
 from assistant.chat.background import BackgroundJobs, ModelCall
 from assistant.chat.budget import ContextOverflow
-from assistant.chat.citations import mark_cited
+from assistant.chat.citations import mark_cited, mark_recalled
 from assistant.chat.errors import ChatError
 from assistant.chat.events import ChatEvent, Done, Failed, Retrieved, Token, ToolCalled
 from assistant.chat.models import ModelCatalog, ModelFacts, effective_window
@@ -61,9 +71,18 @@ from assistant.chat.summary import (
 )
 from assistant.chat.thinking import think_value
 from assistant.chat.tokens import count_message, count_tokens
-from assistant.chat.tools import MAX_TOOL_ROUNDS, TOOL_SPECS, run_tool
+from assistant.chat.tools import MAX_TOOL_ROUNDS, run_tool, tool_specs
 from assistant.chat.transport import OllamaTransport
-from assistant.chat.turn import MemoryItem, Retrieval, Session, Source, ToolUse, Turn
+from assistant.chat.turn import (
+    MemoryItem,
+    Recalled,
+    Recollection,
+    Retrieval,
+    Session,
+    Source,
+    ToolUse,
+    Turn,
+)
 from assistant.daemon_pool import DaemonThreadPool
 from assistant.errors import UserError
 
@@ -78,6 +97,9 @@ EXTRACTION_NUM_PREDICT = 1024
 PROFILE_MEMORY_ID = "profile"  # assistant.memory.store.PROFILE_ID
 REMEMBERED = "Remembered: {text}"
 NOT_REMEMBERED = "Not remembered: {reason}"
+MIN_SUMMARY_TURNS = 2  # a one-turn session is its own index unit already
+SUMMARY_BACKLOG_DAYS = 7  # closed sessions still unsummarised after this are left alone
+SUMMARY_BATCH = 3  # session summaries per idle job at most (each is one model request)
 
 ChatFn = Callable[[list[dict[str, str]], dict[str, Any]], str]
 
@@ -123,6 +145,27 @@ class MemorySource(Protocol):
         ...
 
 
+class ConversationSource(Protocol):
+    """What the engine needs from the user's earlier conversations (service.py: the real one
+    over the conversation index)."""
+
+    def recall(self, message: str, *, session_id: str | None, top_k: int) -> Recollection:
+        """Earlier turns relevant to `message`, best first, never from `session_id` (the
+        conversation being had, whose turns the prompt shows anyway); a time phrase in the
+        message ("last week", "上周") narrows the dates."""
+        ...
+
+    def search(self, query: str, *, since: str | None, until: str | None,
+               session_id: str | None, top_k: int) -> Recollection:
+        """The `search_conversations` tool: `since`/`until` as `--since/--until` take them (a
+        UserError for one it cannot read)."""
+        ...
+
+    def index(self, session_id: str) -> None:
+        """Index what changed in this session (its new turn, a new summary) now."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class EngineSettings:
     host: str
@@ -144,6 +187,10 @@ class EngineSettings:
     memory_top_k: int = 5
     extract_every_turns: int = 6
     top_k: int | None = None
+    recall_top_k: int = 3  # earlier turns recalled per question (0 = off)
+    conversation_share: float = 0.15
+    summaries: bool = True  # write session summaries in idle time
+    summarize_idle_seconds: float = 120.0  # idle this long after an answer: summarise (0 = off)
 
     @classmethod
     def from_config(cls, config: Config) -> EngineSettings:
@@ -166,6 +213,10 @@ class EngineSettings:
             memory_top_k=config.memory.top_k,
             extract_every_turns=config.memory.extract_every_turns,
             top_k=config.retrieval.top_k,
+            recall_top_k=config.chat.recall_top_k,
+            conversation_share=config.chat.recall_share,
+            summaries=config.chat.session_summaries,
+            summarize_idle_seconds=float(config.chat.summarize_idle_seconds),
         )
 
 
@@ -252,6 +303,7 @@ class _TurnState:
     thinking: list[str] = field(default_factory=list)  # shown apart, never stored as answer
     sources: list[Source] = field(default_factory=list)
     memories: tuple[MemoryItem, ...] = ()
+    conversations: list[Recalled] = field(default_factory=list)
     low_confidence: bool = False
     tools: list[ToolUse] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
@@ -285,11 +337,13 @@ class ChatEngine:
         memory: MemorySource | None,
         catalog: ModelCatalog,
         session_id: str | None = None,
+        conversations: ConversationSource | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.knowledge = knowledge
         self.memory = memory
+        self.conversations = conversations
         self.catalog = catalog
         self._session: Session | None = store.get(session_id) if session_id else None
         if self._session is not None and self._session.model:
@@ -298,6 +352,8 @@ class ChatEngine:
         # the process alive after the user quits (see assistant/daemon_pool.py).
         self._knowledge_pool = DaemonThreadPool(1, thread_name_prefix="brain-knowledge")
         self._memory_pool = DaemonThreadPool(1, thread_name_prefix="brain-memory")
+        self._conversation_pool = DaemonThreadPool(1, thread_name_prefix="brain-conversations")
+        self._indexing: set[asyncio.Future[None]] = set()  # sessions being indexed
         self.transport = self._new_transport()
         self._old_transports: list[OllamaTransport] = []
         self.jobs = BackgroundJobs()
@@ -306,6 +362,9 @@ class ChatEngine:
         self._last_sent: tuple[str, int, list[tuple[str, str]]] | None = None
         self._cache_dirty = False  # a background request replaced the chat's cached prefix
         self._profile = ""  # the profile text of the last turn (for warming the cache)
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop the engine runs on
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._summary_failed: dict[str, int] = {}  # session → turn seq its summary failed at
 
     def _new_transport(self) -> OllamaTransport:
         s = self.settings
@@ -329,13 +388,18 @@ class ChatEngine:
         return self.settings.model
 
     def new_session(self) -> None:
-        """Start a new, empty conversation (long-term memory still applies)."""
+        """Start a new, empty conversation (long-term memory still applies). The one left is
+        summarised at the next idle moment."""
         self._session = None
+        self._arm_idle_timer_threadsafe()
 
     def resume(self, session_id: str) -> Session:
+        previous = self._session
         self._session = self.store.resolve(session_id)
         if self._session.model:
             self.settings = replace(self.settings, model=self._session.model)
+        if previous is not None and previous.id != self._session.id:
+            self._arm_idle_timer_threadsafe()
         return self._session
 
     def turns(self) -> list[Turn]:
@@ -403,6 +467,7 @@ class ChatEngine:
         embedding model). Failures are left for the first turn to report. Loading the chat
         model itself is `preload()`."""
         loop = asyncio.get_running_loop()
+        self._loop = loop
 
         def imports() -> None:
             import llama_index.llms.ollama  # noqa: F401  (~1.5 s the first time)
@@ -420,6 +485,8 @@ class ChatEngine:
             jobs.append(loop.run_in_executor(self._knowledge_pool, touch, self.knowledge))
         if self.memory is not None:
             jobs.append(loop.run_in_executor(self._memory_pool, touch, self.memory))
+        if self.conversations is not None:  # opens the index and catches up with new turns
+            jobs.append(loop.run_in_executor(self._conversation_pool, touch, self.conversations))
         for result in await asyncio.gather(*jobs, return_exceptions=True):
             if isinstance(result, Exception):
                 log.info("warm-up: %s", result)
@@ -465,6 +532,8 @@ class ChatEngine:
             raise ChatError("protocol", "the message is empty", retryable=False)
         self._check_idle()
         self.jobs.yield_now()
+        self._loop = asyncio.get_running_loop()
+        self._cancel_idle_timer()
         state = _TurnState(text, time.perf_counter(), self.settings.model)
         self._active = TurnStream(
             lambda emit: self._run(state, emit, use_knowledge, use_memory),
@@ -531,6 +600,9 @@ class ChatEngine:
         loop = asyncio.get_running_loop()
         knowledge_on = use_knowledge and self.knowledge is not None
         memory_on = use_memory and self.memory is not None and settings.memory_top_k > 0
+        # Earlier conversations are the user's own past words, like memory: off with it.
+        conversations_on = (use_memory and self.conversations is not None
+                            and settings.recall_top_k > 0)
         # Ollama first, alone: when it is down (or the model is not pulled) the turn fails in
         # milliseconds, before the embedding model is loaded for a search nobody will read.
         # Known facts cost nothing (no thread hop on the answer's path).
@@ -545,13 +617,20 @@ class ChatEngine:
             if knowledge_on else nothing(),
             loop.run_in_executor(self._memory_pool, self._recall, state.message, session.id)
             if memory_on else nothing(),
+            loop.run_in_executor(self._conversation_pool, self._recall_conversations,
+                                 state.message, session.id)
+            if conversations_on else nothing(),
             return_exceptions=True,
         )
-        searched, recalled_t = results
+        searched, recalled_t, recollection = results
         if isinstance(searched, BaseException):  # knowledge's error first, as before
             raise searched
         if isinstance(recalled_t, BaseException):
             raise recalled_t
+        if isinstance(recollection, BaseException):
+            raise recollection
+        if recollection is not None:
+            state.timings["conversations_ms"] = recollection.timings.get("total_ms", 0.0)
         retrieval: Retrieval | None = None
         recalled: list[MemoryItem] | None = None
         noted: MemoryItem | None = None
@@ -588,17 +667,20 @@ class ChatEngine:
                 history=[
                     HistoryTurn(t.question, t.answer, t.status == "interrupted") for t in history
                 ],
-                tools=TOOL_SPECS if tools_on else (),
+                tools=self._tool_specs() if tools_on else (),
                 profile=profile,
+                conversations=recollection.items if recollection is not None else (),
             ),
             window=window,
             answer_reserve=settings.answer_reserve,
             memory_share=settings.memory_share,
             knowledge_share=settings.knowledge_share,
+            conversation_share=settings.conversation_share,
         )
         state.ms("assembly_ms", t_assembly)
         state.prompt = prompt
         state.sources = list(prompt.sources)
+        state.conversations = list(prompt.conversations)
         state.memories = profile_items + prompt.memories
         if prompt.memories and self.memory is not None:
             self._mark_used(self.memory, [m.memory_id for m in prompt.memories])
@@ -613,7 +695,11 @@ class ChatEngine:
             knowledge_used=retrieval is not None, memory_used=recalled is not None,
             log_id=state.log_id, noted=noted,
             empty_index=bool(retrieval and retrieval.empty_index),
-            warnings=(retrieval.warnings if retrieval is not None else ()) + refused,
+            warnings=(retrieval.warnings if retrieval is not None else ()) + refused
+            + (recollection.warnings if recollection is not None else ()),
+            conversations=prompt.conversations, conversations_used=recollection is not None,
+            time_range=recollection.time_range if recollection is not None else None,
+            time_range_applied=recollection.applied if recollection is not None else True,
         ))
 
         llm = self.transport.llm(model=settings.model, window=window, think=think,
@@ -625,6 +711,13 @@ class ChatEngine:
             (lambda text, kind: self._tool_remember(text, kind, session.id, state.message))
             if memory_on else None
         )
+        search_conversations = (
+            (lambda query, since, until, k: self._tool_conversations(
+                query, since, until, k, session.id))
+            if conversations_on else None
+        )
+        pools = {"search_knowledge": self._knowledge_pool,
+                 "search_conversations": self._conversation_pool}
         rounds = MAX_TOOL_ROUNDS if tools_on else 0
         untagged = think is False and facts is not None and facts.thinking_only
 
@@ -640,7 +733,7 @@ class ChatEngine:
                 wait=WaitInfo(settings.host, settings.model, new_tokens, window),
                 on_untagged=saw_untagged,
             )
-            kwargs: dict[str, Any] = {"tools": TOOL_SPECS} if rounds > 0 else {}
+            kwargs: dict[str, Any] = {"tools": self._tool_specs()} if rounds > 0 else {}
             if "overhead_ms" not in state.timings:
                 state.ms("overhead_ms")  # enter → the request leaves for Ollama
             end = await reader.read(await llm.astream_chat(messages, **kwargs))
@@ -655,14 +748,16 @@ class ChatEngine:
             for name, arguments in calls:
                 room = self._room_left(prompt, messages)
                 outcome = await loop.run_in_executor(
-                    self._knowledge_pool if name == "search_knowledge" else self._memory_pool,
+                    pools.get(name, self._memory_pool),
                     partial(run_tool, name, arguments, next_n=len(state.sources) + 1,
                             search=search, remember=remember, known=state.sources,
-                            max_tokens=room),
+                            max_tokens=room, search_conversations=search_conversations,
+                            recalled=state.conversations),
                 )
                 state.tools.append(outcome.use)
                 state.sources.extend(outcome.sources)
-                emit(ToolCalled(outcome.use, outcome.sources))
+                state.conversations.extend(outcome.conversations)
+                emit(ToolCalled(outcome.use, outcome.sources, outcome.conversations))
                 messages.append(_tool_message(name, outcome.content))
         if state.truncated:
             log.info("answer stopped at the length limit")
@@ -792,6 +887,28 @@ class ChatEngine:
         assert self.knowledge is not None
         return self.knowledge.search(query, top_k=top_k)
 
+    def _recall_conversations(self, message: str, session_id: str) -> Recollection:
+        assert self.conversations is not None
+        start = time.perf_counter()
+        try:
+            found = self.conversations.recall(message, session_id=session_id,
+                                              top_k=self.settings.recall_top_k)
+        except Exception as exc:
+            # A convenience, not the question's substance: the answer goes on without it and
+            # says so (knowledge and memory failures stop the turn; the user chose those).
+            log.warning("recalling earlier conversations failed: %s", exc)
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            found = Recollection(message, (), warnings=(
+                f"earlier conversations could not be searched: {reason}",))
+        elapsed = round((time.perf_counter() - start) * 1000, 2)
+        return replace(found, timings={**found.timings, "total_ms": elapsed})
+
+    def _tool_conversations(self, query: str, since: str | None, until: str | None, top_k: int,
+                            session_id: str) -> Recollection:
+        assert self.conversations is not None
+        return self.conversations.search(query, since=since, until=until,
+                                         session_id=session_id, top_k=top_k)
+
     def _tool_remember(self, text: str, kind: str, session_id: str, message: str) -> str:
         """The `remember` tool: grounded in what the user said in this session (all of it, not
         only the turns still in the prompt), the current message included."""
@@ -820,6 +937,9 @@ class ChatEngine:
         sources, invented = mark_cited(state.sources, state.answer)
         if invented:
             log.info("answer cites sources that do not exist: %s", invented)
+        recalled, invented = mark_recalled(state.conversations, state.answer)
+        if invented:
+            log.info("answer cites earlier conversations that do not exist: %s", invented)
         state.recorded = True
         stored = self.store.add_turn(
             session.id,
@@ -835,9 +955,17 @@ class ChatEngine:
             timings=state.timings,
             log_id=state.log_id,
             truncated=state.truncated,
+            conversations=recalled,
         )
-        # The live items carry the retriever's evidence (`data`, `hit`) that is not stored.
-        return replace(stored, sources=sources, memories=tuple(state.memories))
+        self._index_later(session.id)
+        # The live items carry the retriever's evidence (`data`, `hit`) that is not stored
+        # (and a recalled conversation deleted meanwhile is shown as stored: blanked).
+        live = {r.n: r for r in recalled}
+        conversations = tuple(
+            live[c.n] if c.n in live and not c.item.deleted else c for c in stored.conversations
+        )
+        return replace(stored, sources=sources, memories=tuple(state.memories),
+                       conversations=conversations)
 
     def _record_interrupted(self, state: _TurnState, emit: Callable[[ChatEvent], None]) -> None:
         if state.recorded:
@@ -857,11 +985,156 @@ class ChatEngine:
     # --- background: memory extraction and the rolling summary ------------------------------
 
     def _after_turn(self, session_id: str, dropped: int) -> None:
-        """Schedule what follows a reply: periodic memory extraction and folding old turns
-        into the summary. One background job at a time, cancelled by the next question;
-        whatever it leaves, the next turn's job picks up. Never delays the reply (this runs
-        after `Done` was emitted)."""
+        """Schedule what follows a reply: periodic memory extraction, folding old turns into
+        the summary, summaries of sessions closed earlier; and the idle timer. One background
+        job at a time, cancelled by the next question; whatever it leaves, the next turn's job
+        picks up. Never delays the reply (this runs after `Done` was emitted)."""
         self.jobs.start(lambda: self._background_job(session_id, dropped))
+        self._arm_idle_timer()
+
+    # --- idle time: session summaries -------------------------------------------------------
+
+    def _arm_idle_timer(self) -> None:
+        """(Re)start the countdown to the idle work; on the engine's loop."""
+        self._cancel_idle_timer()
+        delay = self.settings.summarize_idle_seconds
+        if not self.settings.summaries or delay <= 0:
+            return
+        self._idle_timer = asyncio.get_running_loop().call_later(delay, self._on_idle)
+
+    def _arm_idle_timer_threadsafe(self) -> None:
+        """`_arm_idle_timer` from any thread (new_session/resume may run on a worker)."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._arm_idle_timer)
+
+    def _cancel_idle_timer(self) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+
+    def _on_idle(self) -> None:
+        self._idle_timer = None
+        if self._active is not None and not self._active.done:
+            return  # a question is being answered: its end re-arms the timer
+        if not self.jobs.start(self._idle_job):
+            self._arm_idle_timer()  # a background job is still running: wait another period
+
+    async def _idle_job(self) -> None:
+        await self._summarize_sessions(include_current=True)
+        await self._warm_cache()
+
+    async def _summarize_sessions(self, *, include_current: bool) -> None:
+        """Summaries of the sessions that need one, the latest first, at most SUMMARY_BATCH:
+        those closed with turns not summarised yet (and the current one, when idle)."""
+        if not self.settings.summaries:
+            return
+        from assistant.conversations.summaries import sessions_behind
+
+        current = self._session.id if self._session is not None else None
+        behind = sessions_behind(
+            self.store, min_turns=MIN_SUMMARY_TURNS,
+            since=time.time() - SUMMARY_BACKLOG_DAYS * 86400,
+            exclude=None if include_current else current,
+        )
+        done = 0
+        for session_id, last_seq in behind:
+            if self._summary_failed.get(session_id) == last_seq:
+                continue  # its reply was unusable at this point: not again in this process
+            await self._summarize(session_id)
+            done += 1
+            if done >= SUMMARY_BATCH:
+                break
+
+    async def _summarize(self, session_id: str) -> bool:
+        """Write the summary of one session (background request, its turns as they are now);
+        False when there was nothing to write or the model's reply was unusable."""
+        from assistant.conversations.summaries import (
+            NUM_PREDICT,
+            SUMMARY_SCHEMA,
+            InvalidSummary,
+            parse_summary,
+            save_summary,
+            summary_messages,
+        )
+
+        try:
+            session = self.store.get(session_id)
+        except SessionNotFound:
+            return False
+        turns = [t for t in self.store.turns(session_id) if t.status != "failed"]
+        if len(turns) < MIN_SUMMARY_TURNS:
+            return False
+        through = turns[-1].seq
+        reply = await self._background_complete(
+            summary_messages(session.title, [(t.question, t.answer) for t in turns]),
+            SUMMARY_SCHEMA, NUM_PREDICT,
+        )
+        try:
+            summary = parse_summary(reply)
+        except InvalidSummary as exc:
+            log.info("session summary unusable (%s); not retried until the session changes", exc)
+            self._summary_failed[session_id] = through
+            return False
+        if not save_summary(self.store, session_id, summary, through_seq=through,
+                            model=self.settings.model):
+            return False  # the session was deleted meanwhile, or a newer summary is there
+        self._index_later(session_id)
+        return True
+
+    async def summarize(self, timeout: float | None = None) -> bool:
+        """Summarise the current session now, if it needs it (`brain ask` calls this at its
+        end): True when a summary was written. Runs as a background job (a question sent
+        meanwhile cancels it); on timeout it is cancelled and left to a later idle moment."""
+        await self.drain(timeout)
+        session = self._session
+        if session is None or not self.settings.summaries:
+            return False
+        outcome: list[bool] = []
+
+        async def job() -> None:
+            outcome.append(await self._summarize(session.id))
+
+        if not self.jobs.start(job):  # another job is running
+            return False
+        await self.jobs.wait(timeout)
+        if self.jobs.running:
+            self.jobs.yield_now()
+            await self.jobs.wait(5)
+        await self._wait_indexed(timeout)
+        return bool(outcome and outcome[0])
+
+    def _tool_specs(self) -> list[dict[str, Any]]:
+        """The same list every turn (and in the warm-up prompt): the tools are part of the
+        prompt prefix Ollama caches."""
+        return tool_specs(conversations=self.conversations is not None)
+
+    # --- the conversation index -------------------------------------------------------------
+
+    def _index_later(self, session_id: str) -> None:
+        """Index the session's new turn (or summary) on the conversations thread, off the
+        answer's path; `drain()` waits for it. A failure is logged: the next sync catches up."""
+        conversations = self.conversations
+        if conversations is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        future = loop.run_in_executor(self._conversation_pool, conversations.index, session_id)
+        self._indexing.add(future)
+
+        def done(f: asyncio.Future[None]) -> None:
+            self._indexing.discard(f)
+            if not f.cancelled() and f.exception() is not None:
+                log.warning("indexing the conversation failed (the next sync catches up): %s",
+                            f.exception())
+
+        future.add_done_callback(done)
+
+    async def _wait_indexed(self, timeout: float | None = None) -> None:
+        if self._indexing:
+            await asyncio.wait(set(self._indexing), timeout=timeout)
 
     async def _background_job(self, session_id: str, dropped: int) -> None:
         every = self.settings.extract_every_turns
@@ -878,6 +1151,7 @@ class ChatEngine:
             fold = [t for t in fold if t.seq > session.summary_through]
             if step and session.summary_through < step[-1].seq:
                 break  # the summary could not be written: retry after the next turn
+        await self._summarize_sessions(include_current=False)
         await self._warm_cache()
 
     async def _warm_cache(self) -> None:
@@ -916,7 +1190,7 @@ class ChatEngine:
                 summary=session.summary if session is not None else "",
                 history=[HistoryTurn(t.question, t.answer, t.status == "interrupted")
                          for t in history],
-                tools=TOOL_SPECS if tools_on else (), profile=self._profile,
+                tools=self._tool_specs() if tools_on else (), profile=self._profile,
             ),
             window=window, answer_reserve=settings.answer_reserve,
             memory_share=settings.memory_share, knowledge_share=settings.knowledge_share,
@@ -1039,15 +1313,20 @@ class ChatEngine:
             return None
 
     async def drain(self, timeout: float | None = None) -> None:
-        """Wait for background work (extraction, the rolling summary) to finish."""
+        """Wait for background work (extraction, the rolling summary, session summaries,
+        indexing the turns) to finish."""
         await self.jobs.wait(timeout)
+        await self._wait_indexed(timeout)
 
     async def aclose(self) -> None:
+        self._cancel_idle_timer()
         await self.jobs.aclose()
+        await self._wait_indexed(5)
         for transport in [*self._old_transports, self.transport]:
             await transport.aclose()
         self._knowledge_pool.shutdown(wait=False, cancel_futures=True)
         self._memory_pool.shutdown(wait=False, cancel_futures=True)
+        self._conversation_pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _once(compute: Callable[[], int]) -> Callable[[], int]:

@@ -12,10 +12,13 @@ shown apart (dim, collapsed), never stored as the answer, never cited, never sen
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from assistant.chat.errors import ChatError
-from assistant.chat.turn import MemoryItem, Source, ToolUse, Turn
+from assistant.chat.turn import MemoryItem, Recalled, Source, ToolUse, Turn
+
+if TYPE_CHECKING:
+    from assistant.timerange import TimeRange
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +32,14 @@ class Retrieved:
     noted: MemoryItem | None = None  # stored from an explicit "remember that …" in the message
     empty_index: bool = False  # nothing is indexed yet (the UI can suggest `brain index`)
     warnings: tuple[str, ...] = ()  # retrieval problems to show (e.g. vectors missing)
+    # Earlier conversations recalled for the question, numbered as in the prompt: [c<n>] in
+    # the answer means the one with that n (item: date, session title, question, answer).
+    conversations: tuple[Recalled, ...] = ()
+    conversations_used: bool = False  # False when conversation recall was off or unavailable
+    # The dates a phrase of the question named ("last week", "上周"), for the status line;
+    # `time_range_applied` False: no conversation was from then, so every date was searched.
+    time_range: TimeRange | None = None
+    time_range_applied: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +87,7 @@ class AnswerReplaced:
 class ToolCalled:
     tool: ToolUse
     sources: tuple[Source, ...] = ()  # new numbered sources the tool added, if any
+    conversations: tuple[Recalled, ...] = ()  # earlier conversations it added, [c<n>]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,12 +1,13 @@
-"""A session as a Markdown document: each exchange, with its cited sources as footnote-style
-lists, so the export reads on its own (GitHub, Obsidian, a printout)."""
+"""A session as a Markdown document: each exchange, with its cited sources and earlier
+conversations as footnote-style lists, so the export reads on its own (GitHub, Obsidian, a
+printout)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
 
-from assistant.chat.turn import Session, Source, Turn
+from assistant.chat.turn import Recalled, Session, Source, Turn
 
 
 def _when(ts: float) -> str:
@@ -19,8 +20,21 @@ def source_line(source: Source) -> str:
     return f"[{source.n}] `{item.location}`{heading}  \n    {item.source}"
 
 
+def conversation_line(recalled: Recalled) -> str:
+    """`[c1] 2024-03-05 — "Kayak trip", turn 3 of session `a1b2c3d4``, and what was said."""
+    item = recalled.item
+    if item.deleted:
+        return f"[{recalled.label}] {item.date} — *{item.title}*"
+    where = (f"session `{item.session_id}`" if item.seq is None
+             else f"turn {item.seq} of session `{item.session_id}`")
+    head = f"[{recalled.label}] {item.date} — \"{item.title or 'Untitled'}\", {where}"
+    said = item.answer if item.seq is None else item.question
+    return f"{head}  \n    {_first_line(said, 120)}" if said.strip() else head
+
+
 def session_markdown(session: Session, turns: Sequence[Turn], *, all_sources: bool = False) -> str:
-    """Markdown for `session`. Sources listed per answer: those cited (all with `all_sources`)."""
+    """Markdown for `session`. Sources and earlier conversations listed per answer: those
+    cited (all with `all_sources`)."""
     title = session.title or "Untitled session"
     out = [
         f"# {title}",
@@ -54,6 +68,10 @@ def session_markdown(session: Session, turns: Sequence[Turn], *, all_sources: bo
         if listed:
             out += ["", "Sources:", ""]
             out += [source_line(s) for s in listed]
+        recalled = turn.conversations if all_sources else turn.cited_conversations
+        if recalled:
+            out += ["", "Earlier conversations:", ""]
+            out += [conversation_line(c) for c in recalled]
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -9,8 +9,9 @@ first and never changes, and what is new each turn comes last:
    only when old turns are folded into it, which changes the history after it anyway;
 3. recent turns, as the user wrote them and the answers as given (their material and the
    model's reasoning are not repeated);
-4. the user's message, followed by the material found for it: memories, then retrieved
-   knowledge, each under a `## ` label and within its budget.
+4. the user's message, followed by the material found for it: memories, earlier conversations
+   (turns of the user's past sessions, dated, when any is relevant), then retrieved knowledge,
+   each under a `## ` label and within its budget.
 
 A system message anywhere would be moved to the top by Ollama (template/template.go collate
 joins all system messages into `.System`), so per-turn material is never one. With this
@@ -27,9 +28,17 @@ from typing import Any
 from assistant.chat.budget import Budget, plan, select_by_score, select_recent
 from assistant.chat.citations import strip_citations
 from assistant.chat.tokens import MESSAGE_OVERHEAD, count_tokens
-from assistant.chat.turn import KnowledgeItem, MemoryItem, Retrieval, Source
+from assistant.chat.turn import (
+    ConversationItem,
+    KnowledgeItem,
+    MemoryItem,
+    Recalled,
+    Retrieval,
+    Source,
+)
 
 MEMORY_LABEL = "## Memory about the user"
+CONVERSATIONS_LABEL = "## Earlier conversations"
 KNOWLEDGE_LABEL = "## Retrieved knowledge"
 SUMMARY_LABEL = "## Conversation summary"
 INSTRUCTIONS_LABEL = "## How to answer"
@@ -38,18 +47,23 @@ MATERIAL_HEAD = "---\nFound by second-brain for this message (not written by the
 
 INSTRUCTIONS = """\
 - The user's latest message is followed by material second-brain found for it: "Memory about \
-the user" (what you remember about them from earlier conversations) and "Retrieved \
-knowledge" (excerpts from the user's own files, numbered [1], [2], and so on). Earlier \
-messages appear without their material.
+the user" (what you remember about them from earlier conversations), sometimes "Earlier \
+conversations" (dated turns of the user's past chats with you, numbered [c1], [c2], and so \
+on) and "Retrieved knowledge" (excerpts from the user's own files, numbered [1], [2], and so \
+on). Earlier messages appear without their material.
 - When an excerpt is relevant, answer from it and cite it by number right after the claim, \
 like [1] or [2][3]. Cite only numbers that appear in the latest "Retrieved knowledge".
+- When the answer comes from an earlier conversation, say when it was and cite it like [c1]. \
+Cite only those that appear in the latest "Earlier conversations".
 - When the excerpts do not contain the answer, say so plainly instead of inventing one.
 - Use the memory and "About the user" for tone and personal context; never cite them as a \
 source."""
 
 TOOLS_INSTRUCTIONS = """\
 - You may call `search_knowledge` to look up more of the user's files (results continue the \
-numbering) and `remember` to store a lasting fact the user tells you about themselves."""
+numbering), `search_conversations` to look up what was said in earlier chats (results are \
+numbered [c1], [c2], …) and `remember` to store a lasting fact the user tells you about \
+themselves."""
 
 LOW_CONFIDENCE_NOTE = (
     "Low confidence: the search found nothing that clearly matches this question, so the "
@@ -64,6 +78,9 @@ KNOWLEDGE_OFF = (
 NO_MEMORIES = "(nothing relevant remembered)"
 MEMORY_OFF = "(memory is off for this question)"
 INTERRUPTED_MARK = "\n[answer interrupted by the user]"
+# What of a recalled question or answer the model reads (a long answer, e.g. with code, would
+# otherwise take the whole section).
+RECALLED_CHARS = 700
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +106,7 @@ class PromptInputs:
     history: Sequence[HistoryTurn] = ()  # oldest first, not yet folded into `summary`
     tools: Sequence[Mapping[str, Any]] = ()  # tool specs sent with the request (counted)
     profile: str = ""  # the user's profile (memory), part of the stable system message
+    conversations: Sequence[ConversationItem] = ()  # earlier turns recalled, best first
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +120,8 @@ class Prompt:
     dropped_sources: int
     dropped_memories: int
     tokens: dict[str, int] = field(default_factory=dict)
+    conversations: tuple[Recalled, ...] = ()  # the earlier conversations the model saw, [c<n>]
+    dropped_conversations: int = 0
 
     def render(self) -> str:
         """Plain-text view of the whole prompt (for snapshots and `--debug` output)."""
@@ -121,6 +141,27 @@ def source_block(n: int, item: KnowledgeItem) -> str:
     if item.heading:
         head += f" — {item.heading}"
     return f"{head}\n{item.text.strip()}"
+
+
+def _clip(text: str, limit: int = RECALLED_CHARS) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def conversation_block(n: int, item: ConversationItem) -> str:
+    """`[c1] 2024-03-05, "Kayak trip"` and what was said (a session: its summary)."""
+    from assistant.conversations.documents import strip_reasoning
+
+    title = f', "{item.title}"' if item.title else ""
+    if item.seq is None:
+        return f"[c{n}] {item.date}{title} (the whole chat, summarised)\n{_clip(item.answer)}"
+    lines = [f"[c{n}] {item.date}{title}"]
+    if item.question.strip():
+        lines.append(f"User: {_clip(item.question)}")
+    answer = strip_citations(strip_reasoning(item.answer))
+    if answer:
+        lines.append(f"Assistant: {_clip(answer)}")
+    return "\n".join(lines)
 
 
 def system_message(persona: str, *, tools: bool, profile: str = "") -> str:
@@ -158,6 +199,7 @@ def assemble(
     answer_reserve: int,
     memory_share: float = 0.25,
     knowledge_share: float = 0.45,
+    conversation_share: float = 0.15,
     counter: Callable[[str], int] = count_tokens,
 ) -> Prompt:
     """Build the prompt for one turn; raises ContextOverflow if the message alone is too big."""
@@ -178,6 +220,7 @@ def assemble(
         answer_reserve=answer_reserve,
         memory_share=memory_share,
         knowledge_share=knowledge_share,
+        conversation_share=conversation_share,
     )
 
     memories = list(inputs.memories or ())
@@ -204,7 +247,20 @@ def assemble(
     else:
         knowledge_body = blocks or NO_HITS
 
-    history_cap = budget.history(memory_used, knowledge_used)
+    recalled_items = list(inputs.conversations)
+    # The section's label and the line break before it are part of its cost.
+    label_cost = counter(CONVERSATIONS_LABEL) + 2 if recalled_items else 0
+    recall_costs = [counter(conversation_block(99, item)) + 2 for item in recalled_items]
+    kept_c, conversations_used = select_by_score(
+        recalled_items, recall_costs, [item.score for item in recalled_items],
+        max(0, budget.conversations - label_cost),
+    )
+    recalled = tuple(Recalled(n, recalled_items[i]) for n, i in enumerate(kept_c, start=1))
+    if recalled:
+        conversations_used += label_cost
+    conversations_body = "\n\n".join(conversation_block(r.n, r.item) for r in recalled)
+
+    history_cap = budget.history(memory_used, knowledge_used, conversations_used)
     summary = inputs.summary.strip()
     summary_text = f"{SUMMARY_LABEL}\n{summary}" if summary else ""
     summary_cost = counter(summary_text) + MESSAGE_OVERHEAD if summary else 0
@@ -216,9 +272,12 @@ def assemble(
     n_turns, history_used = select_recent(turn_costs, history_cap - summary_cost)
     recent = list(inputs.history)[len(inputs.history) - n_turns :] if n_turns else []
 
-    # The material, in a fixed order: memories, then knowledge. (Recalled earlier
-    # conversations, when they come, go between the two.)
-    sections = [(MEMORY_LABEL, memory_body), (KNOWLEDGE_LABEL, knowledge_body)]
+    # The material, in a fixed order: memories, earlier conversations (only when some were
+    # recalled: an empty section would cost tokens every turn), then knowledge.
+    sections = [(MEMORY_LABEL, memory_body)]
+    if recalled:
+        sections.append((CONVERSATIONS_LABEL, conversations_body))
+    sections.append((KNOWLEDGE_LABEL, knowledge_body))
     messages = [PromptMessage("system", system)]
     if summary_text:
         messages.append(PromptMessage("user", summary_text))
@@ -238,7 +297,10 @@ def assemble(
             "fixed": fixed,
             "memory": memory_used,
             "knowledge": knowledge_used,
+            "conversations": conversations_used,
             "summary": summary_cost,
             "history": history_used,
         },
+        conversations=recalled,
+        dropped_conversations=len(recalled_items) - len(recalled),
     )

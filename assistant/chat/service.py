@@ -1,15 +1,16 @@
 """Wiring the chat engine to the app: `open_chat(ctx)`.
 
-Adapters from the real retrieval (`HybridRetriever`) and memory (`MemoryService`) to the
-engine's small protocols. Both open lazily, on their worker thread, at the first turn that needs
-them: `brain ask --no-knowledge` never loads the embedding model for knowledge, and the TUI
-paints before anything heavy is imported.
+Adapters from the real retrieval (`HybridRetriever`), memory (`MemoryService`) and conversation
+index (`ConversationIndex`) to the engine's small protocols. Each opens lazily, on its worker
+thread, at the first turn that needs it: `brain ask --no-knowledge` never loads the embedding
+model for knowledge, and the TUI paints before anything heavy is imported.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from assistant.chat.engine import ChatEngine, ChatFn, EngineSettings
 from assistant.chat.models import OllamaCatalog
 from assistant.chat.sessions import SessionStore
-from assistant.chat.turn import HitScores, KnowledgeItem, MemoryItem, Retrieval
+from assistant.chat.turn import HitScores, KnowledgeItem, MemoryItem, Recollection, Retrieval
 from assistant.context import AppContext
 from assistant.errors import UserError
 from indexing.lazy import Lazy
@@ -25,6 +26,7 @@ from indexing.lazy import Lazy
 if TYPE_CHECKING:
     import numpy as np
 
+    from assistant.conversations.index import ConversationIndex
     from assistant.memory.model import Memory, RecalledMemory
     from assistant.memory.service import MemoryService
     from assistant.retrieval.hit import SearchHit
@@ -152,6 +154,51 @@ class ServiceMemory:
         self._service.close()
 
 
+# How long a question may wait for the conversation index to catch up with turns stored
+# without it (by an older release, or a process that quit before indexing): the rest is
+# indexed after the answer (`index`) or at the next start (`warm_up`).
+CATCH_UP_SECONDS = 2.0
+
+
+class IndexConversations:
+    """ConversationSource over the conversation index, opened on first use. The index lives
+    in the sessions database: it shares the engine's SessionStore (its lock and connection)."""
+
+    def __init__(self, open_index: Callable[[], ConversationIndex]) -> None:
+        self._index = Lazy(open_index)
+        self._caught_up = False
+
+    def warm_up(self) -> None:
+        """Open the index and index every turn it lacks (the TUI at start)."""
+        self._caught_up = self._index.get().sync().complete
+
+    def _ready(self) -> ConversationIndex:
+        index = self._index.get()
+        if not self._caught_up:
+            deadline = time.monotonic() + CATCH_UP_SECONDS
+            self._caught_up = index.sync(deadline=deadline).complete
+        return index
+
+    def recall(self, message: str, *, session_id: str | None, top_k: int) -> Recollection:
+        from assistant.conversations.recall import recall_for_chat
+
+        return recall_for_chat(self._ready(), message, exclude_session=session_id, top_k=top_k)
+
+    def search(self, query: str, *, since: str | None, until: str | None,
+               session_id: str | None, top_k: int) -> Recollection:
+        from assistant.conversations.recall import search_for_tool
+
+        return search_for_tool(self._ready(), query, since=since, until=until,
+                               exclude_session=session_id, top_k=top_k)
+
+    def index(self, session_id: str) -> None:
+        index = self._index.get()
+        if self._caught_up:
+            index.refresh(session_id)
+        else:
+            self._caught_up = index.sync(deadline=time.monotonic() + CATCH_UP_SECONDS).complete
+
+
 class SingleFlightEmbedder:
     """The app's embedder, with concurrent `embed_query` calls for the same text merged.
 
@@ -225,11 +272,13 @@ class ChatService:
         store: SessionStore,
         knowledge: RetrieverKnowledge | None,
         memory: ServiceMemory | None,
+        conversations: IndexConversations | None = None,
     ) -> None:
         self.engine = engine
         self.store = store
         self.knowledge = knowledge
         self.memory = memory
+        self.conversations = conversations
 
     async def aclose(self) -> None:
         await self.engine.aclose()
@@ -283,6 +332,15 @@ def open_chat(
             return MemoryService.open(shared)
 
         memory_source = ServiceMemory(make_memory)
+    conversation_source: IndexConversations | None = None
+    if memory_source is not None and ctx.config.chat.recall_top_k > 0:
+        # The user's earlier words, like memories: recalled only when memory is on.
+        def make_index() -> ConversationIndex:
+            from assistant.conversations.service import open_conversations
+
+            return open_conversations(shared, store)
+
+        conversation_source = IndexConversations(make_index)
     settings = EngineSettings.from_config(ctx.config)
     engine = ChatEngine(
         settings,
@@ -291,5 +349,6 @@ def open_chat(
         memory=memory_source,
         catalog=OllamaCatalog(settings.host, settings.timeout),
         session_id=resolved,
+        conversations=conversation_source,
     )
-    return ChatService(engine, store, knowledge_source, memory_source)
+    return ChatService(engine, store, knowledge_source, memory_source, conversation_source)

@@ -23,17 +23,20 @@ from pathlib import Path
 from typing import Any
 
 from assistant.chat.turn import (
+    CONVERSATION_DELETED,
     MEMORY_FORGOTTEN,
     SOURCE_REMOVED,
+    ConversationItem,
     KnowledgeItem,
     MemoryItem,
+    Recalled,
     Session,
     Source,
     ToolUse,
     Turn,
 )
 from assistant.errors import UserError
-from assistant.store_health import SESSIONS_RECOVERY
+from assistant.paths import FILE_MODE
 from indexing.sqlite_db import Schema, open_database
 
 MIGRATIONS: tuple[str, ...] = (
@@ -147,6 +150,42 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE turn_sources ADD COLUMN end_page INTEGER;
     """,
+    # 7: earlier conversations recalled into a turn ([c<n>] citations), copied by value like
+    # sources. Deleting the recalled turn or session (by any code path) blanks the copies in
+    # the same transaction: the triggers leave only the CONVERSATION_DELETED marker (turn.py).
+    # The model-written title of a session summary; the hash of each index unit's embedded
+    # text, so a unit whose keyword text changed (a new neighbouring turn) keeps its vector.
+    """
+    CREATE TABLE turn_conversations (
+        turn_id INTEGER NOT NULL REFERENCES turns(id) ON DELETE CASCADE,
+        n INTEGER NOT NULL,
+        cited INTEGER NOT NULL DEFAULT 0,
+        unit_id TEXT NOT NULL,
+        session_id TEXT,
+        source_turn_id INTEGER,
+        seq INTEGER,
+        title TEXT NOT NULL DEFAULT '',
+        created_at REAL NOT NULL,
+        question TEXT NOT NULL DEFAULT '',
+        answer TEXT NOT NULL DEFAULT '',
+        score REAL NOT NULL DEFAULT 0,
+        PRIMARY KEY (turn_id, n)
+    );
+    CREATE INDEX turn_conversations_by_session ON turn_conversations(session_id);
+    CREATE INDEX turn_conversations_by_turn ON turn_conversations(source_turn_id);
+    CREATE TRIGGER turn_conversations_forget_turn AFTER DELETE ON turns BEGIN
+        UPDATE turn_conversations SET unit_id = '', session_id = NULL, source_turn_id = NULL,
+            seq = NULL, title = 'conversation deleted', question = '', answer = ''
+        WHERE source_turn_id = OLD.id;
+    END;
+    CREATE TRIGGER turn_conversations_forget_session AFTER DELETE ON sessions BEGIN
+        UPDATE turn_conversations SET unit_id = '', session_id = NULL, source_turn_id = NULL,
+            seq = NULL, title = 'conversation deleted', question = '', answer = ''
+        WHERE session_id = OLD.id;
+    END;
+    ALTER TABLE session_summaries ADD COLUMN title TEXT NOT NULL DEFAULT '';
+    ALTER TABLE conversation_units ADD COLUMN vector_hash TEXT NOT NULL DEFAULT '';
+    """,
 )
 SCHEMA = Schema("sessions database", MIGRATIONS)
 SCHEMA_VERSION = SCHEMA.version
@@ -181,6 +220,9 @@ class SessionStore:
     def open(cls, path: Path | str) -> SessionStore:
         if str(path) != ":memory:":
             path = Path(path)
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if not path.exists():
+                path.touch(mode=FILE_MODE)
         conn = open_database(
             path, SCHEMA, error=UserError, timeout=10, autocommit=False,
             pragmas=(
@@ -188,7 +230,7 @@ class SessionStore:
                 # Deleted sessions are overwritten on disk, not left in free pages.
                 "secure_delete = ON",
             ),
-            damaged_hint=SESSIONS_RECOVERY,
+            damaged_hint="move the file away to start with no sessions",
         )
         conn.row_factory = sqlite3.Row
         return cls(conn, path)
@@ -421,6 +463,7 @@ class SessionStore:
         timings: dict[str, float] | None = None,
         log_id: int | None = None,
         truncated: bool = False,
+        conversations: Sequence[Recalled] = (),
     ) -> Turn:
         now = time.time()
         with self._tx() as conn:
@@ -462,6 +505,26 @@ class SessionStore:
                     (turn_id, i, m.memory_id, m.kind, m.text, m.score)
                     for i, m in enumerate(memories)
                 ],
+            )
+            conn.executemany(
+                "INSERT INTO turn_conversations (turn_id, n, cited, unit_id, session_id, "
+                "source_turn_id, seq, title, created_at, question, answer, score) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (turn_id, c.n, int(c.cited), c.item.unit_id, c.item.session_id,
+                     c.item.turn_id, c.item.seq, c.item.title, c.item.created_at,
+                     c.item.question, c.item.answer, c.item.score)
+                    for c in conversations
+                ],
+            )
+            # Recalled meanwhile and deleted since (another window): no copy may outlive it.
+            conn.execute(
+                "UPDATE turn_conversations SET unit_id = '', session_id = NULL, "
+                "source_turn_id = NULL, seq = NULL, title = ?, question = '', answer = '' "
+                "WHERE turn_id = ? AND ((source_turn_id IS NOT NULL AND source_turn_id NOT IN "
+                "(SELECT id FROM turns)) OR (session_id IS NOT NULL AND session_id NOT IN "
+                "(SELECT id FROM sessions)))",
+                (CONVERSATION_DELETED, turn_id),
             )
             title = conn.execute(
                 "SELECT title FROM sessions WHERE id = ?", (session_id,)
@@ -513,6 +576,20 @@ class SessionStore:
                 "SELECT * FROM turn_memories WHERE turn_id = ? ORDER BY position", (row["id"],)
             )
         )
+        conversations = tuple(
+            Recalled(
+                n=c["n"],
+                cited=bool(c["cited"]),
+                item=ConversationItem(
+                    unit_id=c["unit_id"], session_id=c["session_id"] or "", title=c["title"],
+                    seq=c["seq"], created_at=c["created_at"], question=c["question"],
+                    answer=c["answer"], score=c["score"],
+                ),
+            )
+            for c in self._conn.execute(
+                "SELECT * FROM turn_conversations WHERE turn_id = ? ORDER BY n", (row["id"],)
+            )
+        )
         return Turn(
             id=row["id"],
             session_id=row["session_id"],
@@ -530,6 +607,7 @@ class SessionStore:
             timings=json.loads(row["timings"] or "{}"),
             log_id=row["log_id"],
             truncated=bool(row["truncated"]),
+            conversations=conversations,
         )
 
 

@@ -1,6 +1,7 @@
-"""Tool-calling mode (ollama.tools): the model may search the knowledge base and store memories.
+"""Tool-calling mode (ollama.tools): the model may search the knowledge base and the user's
+earlier conversations, and store memories.
 
-Only two tools, both safe to run without asking: a search is read-only, and a memory is visible
+Three tools, all safe to run without asking: a search is read-only, and a memory is visible
 and editable by the user afterwards (and every call is shown to the user as it happens).
 """
 
@@ -10,9 +11,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from assistant.chat.prompt import source_block
+from assistant.chat.prompt import conversation_block, source_block
 from assistant.chat.tokens import count_tokens
-from assistant.chat.turn import Retrieval, Source, ToolUse
+from assistant.chat.turn import Recalled, Recollection, Retrieval, Source, ToolUse
 from assistant.errors import UserError
 
 MAX_TOOL_ROUNDS = 3
@@ -44,6 +45,32 @@ TOOL_SPECS: list[dict[str, Any]] = [
     {
         "type": "function",
         "function": {
+            "name": "search_conversations",
+            "description": (
+                "Search the user's earlier chats with you by meaning, words and date. Returns "
+                "dated turns numbered [c1], [c2], … to cite."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What was discussed."},
+                    "since": {
+                        "type": "string",
+                        "description": "Only from this date: 2024-03-05, 7d, 2w, 3m, "
+                        "'last week' (optional).",
+                    },
+                    "until": {
+                        "type": "string",
+                        "description": "Only up to this date, same forms (optional).",
+                    },
+                },
+                "required": ["query"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
             "name": "remember",
             "description": (
                 "Store a lasting fact about the user (who they are, what they prefer, their "
@@ -62,11 +89,25 @@ TOOL_SPECS: list[dict[str, Any]] = [
 ]
 
 
+def tool_specs(*, conversations: bool) -> list[dict[str, Any]]:
+    """The tools offered: `search_conversations` only where there are conversations to search
+    (an engine without a conversation index would only answer it with an error)."""
+    return [t for t in TOOL_SPECS
+            if conversations or t["function"]["name"] != "search_conversations"]
+
+
+# `(query, since, until, top_k) -> Recollection`; since/until as typed (flags' forms), checked
+# by the callee (a UserError for a bad one).
+ConversationSearch = Callable[[str, str | None, str | None, int], Recollection]
+CONVERSATION_TOP_K = 4
+
+
 @dataclass(frozen=True, slots=True)
 class ToolOutcome:
     use: ToolUse
     content: str  # what the model reads back
     sources: tuple[Source, ...] = ()
+    conversations: tuple[Recalled, ...] = ()  # earlier conversations it added, [c<n>]
 
 
 def _int(value: Any, default: int) -> int:
@@ -86,6 +127,8 @@ def run_tool(
     known: Sequence[Source] = (),
     max_tokens: int | None = None,
     counter: Callable[[str], int] = count_tokens,
+    search_conversations: ConversationSearch | None = None,
+    recalled: Sequence[Recalled] = (),
 ) -> ToolOutcome:
     """Execute one tool call. Bad arguments and tool failures become a result the model (and the
     user) can read, never an exception that would lose the turn. A search result is kept
@@ -95,9 +138,13 @@ def run_tool(
         if name == "search_knowledge":
             return _search(args, next_n=next_n, search=search, known=known,
                            max_tokens=max_tokens, counter=counter)
+        if name == "search_conversations":
+            return _search_conversations(args, search=search_conversations, known=recalled,
+                                         max_tokens=max_tokens, counter=counter)
         if name == "remember":
             return _remember(args, remember=remember)
-        result = f"error: unknown tool {name!r} (available: search_knowledge, remember)"
+        result = (f"error: unknown tool {name!r} (available: search_knowledge, "
+                  "search_conversations, remember)")
     except Exception as exc:  # a failing tool must not end the turn: report it to the model
         result = f"error: {name} failed: {exc}"
     return ToolOutcome(ToolUse(name, dict(args), result, ok=False), result)
@@ -152,6 +199,54 @@ def _search(
     return ToolOutcome(
         ToolUse("search_knowledge", {"query": query, "top_k": top_k}, shown), content, tuple(new)
     )
+
+
+def _search_conversations(
+    args: dict[str, Any],
+    *,
+    search: ConversationSearch | None,
+    known: Sequence[Recalled],
+    max_tokens: int | None,
+    counter: Callable[[str], int],
+) -> ToolOutcome:
+    name = "search_conversations"
+    query = str(args.get("query") or "").strip()
+    since = str(args.get("since") or "").strip() or None
+    until = str(args.get("until") or "").strip() or None
+    if search is None:
+        result = "error: conversation search is off for this conversation"
+        return ToolOutcome(ToolUse(name, dict(args), result, ok=False), result)
+    if not query and since is None and until is None:
+        result = "error: search_conversations needs a `query` (or since/until)"
+        return ToolOutcome(ToolUse(name, dict(args), result, ok=False), result)
+    shown_args = {k: v for k, v in (("query", query), ("since", since), ("until", until)) if v}
+    try:
+        found = search(query, since, until, CONVERSATION_TOP_K)
+    except UserError as exc:  # e.g. a date it could not read: the model may try again
+        result = f"error: {exc}"
+        return ToolOutcome(ToolUse(name, shown_args, result, ok=False), result)
+    already = {r.item.unit_id: r for r in known}
+    new: list[Recalled] = []
+    blocks: list[str] = []
+    n = max((r.n for r in known), default=0) + 1
+    room = max_tokens if max_tokens is not None else -1
+    for item in found.items:
+        seen = already.get(item.unit_id)
+        block = (f"[{seen.label}] {item.date} (shown above)" if seen is not None
+                 else conversation_block(n, item))
+        if max_tokens is not None:
+            cost = counter(block) + 2
+            if cost > room:
+                break  # best first: the rest would overflow the context
+            room -= cost
+        blocks.append(block)
+        if seen is None:
+            new.append(Recalled(n, item))
+            n += 1
+    dates = f" ({found.time_range.describe()})" if found.time_range is not None else ""
+    content = "\n\n".join(blocks) if blocks else f"No earlier conversation found{dates}."
+    shown = f"{len(blocks)} earlier turn(s) for {query!r}{dates}"
+    return ToolOutcome(ToolUse(name, shown_args, shown), content, conversations=tuple(new))
 
 
 def _remember(args: dict[str, Any], *, remember: Callable[[str, str], str] | None) -> ToolOutcome:

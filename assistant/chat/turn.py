@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from assistant.memory.model import Memory
+    from assistant.timerange import TimeRange
 
 TurnStatus = Literal["complete", "interrupted", "failed"]
 # Shown with an answer the model stopped at its length limit (Ollama's done_reason "length").
@@ -15,6 +17,8 @@ TRUNCATED_NOTE = "answer cut off at the length limit — raise ollama.num_ctx or
 # a memory that was forgotten (the turn itself is kept; see assistant/erasure).
 SOURCE_REMOVED = "source removed"
 MEMORY_FORGOTTEN = "memory forgotten"
+# ... and of an earlier conversation recalled into a turn, once that conversation was deleted.
+CONVERSATION_DELETED = "conversation deleted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +76,62 @@ class MemoryItem:
 
 
 @dataclass(frozen=True, slots=True)
+class ConversationItem:
+    """One earlier turn (or a whole earlier session, by its summary) recalled from past
+    conversations. `data` is its `brain sessions search --json` hit object."""
+
+    unit_id: str  # "t:<turn id>" or "s:<session id>"; "" once the conversation was deleted
+    session_id: str
+    title: str  # the session's title
+    seq: int | None  # the turn's position in its session; None: the session itself
+    created_at: float  # Unix seconds
+    question: str  # "" for a session
+    answer: str  # for a session: its summary
+    score: float
+    data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    @property
+    def date(self) -> str:
+        """The local date it was said, `2024-03-05`."""
+        return time.strftime("%Y-%m-%d", time.localtime(self.created_at))
+
+    @property
+    def deleted(self) -> bool:
+        return not self.unit_id
+
+    @property
+    def turn_id(self) -> int | None:
+        return int(self.unit_id[2:]) if self.unit_id.startswith("t:") else None
+
+
+@dataclass(frozen=True, slots=True)
+class Recalled:
+    """An earlier conversation as numbered in the prompt: the [c<n>] the model may cite."""
+
+    n: int
+    item: ConversationItem
+    cited: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"c{self.n}"
+
+
+@dataclass(frozen=True, slots=True)
+class Recollection:
+    """What the conversation source returned for one question: the earlier turns worth
+    showing, and the dates the question named (a phrase such as "last week", or the tool's
+    since/until), None when it named none."""
+
+    query: str  # the text searched (the time phrase removed)
+    items: tuple[ConversationItem, ...]
+    time_range: TimeRange | None = None
+    applied: bool = True  # False: the question's dates held no conversation; all were searched
+    timings: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
+    warnings: tuple[str, ...] = ()  # e.g. the search failed (the answer goes on without it)
+
+
+@dataclass(frozen=True, slots=True)
 class Retrieval:
     """What the knowledge source returned for one question."""
 
@@ -123,10 +183,15 @@ class Turn:
     timings: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
     log_id: int | None = None  # the retrieval-log entry of this turn's search
     truncated: bool = False  # the model stopped at its length limit (TRUNCATED_NOTE)
+    conversations: tuple[Recalled, ...] = ()  # earlier conversations shown, [c<n>]
 
     @property
     def citations(self) -> tuple[Source, ...]:
         return tuple(s for s in self.sources if s.cited)
+
+    @property
+    def cited_conversations(self) -> tuple[Recalled, ...]:
+        return tuple(c for c in self.conversations if c.cited)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -17,9 +18,11 @@ from assistant.errors import UserError
 
 if TYPE_CHECKING:
     from assistant.chat.engine import ChatEngine
-    from assistant.chat.events import Done, Failed
+    from assistant.chat.events import Done, Failed, Retrieved
     from assistant.chat.service import ChatService
-    from assistant.chat.turn import Source
+    from assistant.chat.turn import Recalled, Source
+
+log = logging.getLogger(__name__)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,9 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="ask a question: answered by the local model from your files and memory",
         description="Streams the answer, then lists the numbered sources it cites. Each ask "
         "starts a new session unless --session or --continue is given; every exchange is "
-        "saved (see `brain sessions`). After the answer, memories about you are extracted from "
-        "your question (unless --no-memory or memory is disabled; bounded by the request "
-        "timeout; a failure is a note on stderr).",
+        "saved (see `brain sessions`). Relevant turns of your earlier conversations are "
+        "recalled and cited as [c1] (with memory). After the answer, memories about you are "
+        "extracted from your question (unless --no-memory or memory is disabled) and a session "
+        "of two turns or more is summarised, both bounded by the request timeout (a failure "
+        "is a note on stderr).",
     )
     p.add_argument("question", nargs="*", metavar="QUESTION", help="the question; - reads stdin")
     which = p.add_mutually_exclusive_group()
@@ -46,8 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--persona", metavar="NAME",
                    help="system prompt preset from the config's [personas]")
     p.add_argument("--no-memory", action="store_true",
-                   help="do not use long-term memory (no recall, and no memory extraction "
-                   "from this exchange)")
+                   help="do not use long-term memory (no recall of memories or earlier "
+                   "conversations, and no memory extraction from this exchange)")
     p.add_argument("--no-knowledge", action="store_true", help="do not search indexed files")
     p.add_argument("--show-thinking", action="store_true",
                    help="print the model's reasoning, dimmed, on stderr as it comes (by "
@@ -55,8 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "of the answer)")
     p.add_argument("--json", action="store_true",
                    help='print one JSON object: {"answer", "sources", "memories", '
-                   '"low_confidence", "timings", …}; printed once memory extraction from '
-                   'the exchange is over')
+                   '"conversations", "low_confidence", "timings", …}; printed once memory '
+                   'extraction from the exchange is over')
     p.set_defaults(func=run)
 
 
@@ -147,10 +152,12 @@ async def _ask(
         printed = ""
         status = _Status(enabled=not args.json and sys.stderr.isatty())
         thoughts: list[str] = []
+        retrieved: Retrieved | None = None
 
         try:
             async for event in stream:
                 if isinstance(event, Retrieved):
+                    retrieved = event
                     if not args.json:
                         _note_retrieved(event)
                 elif isinstance(event, Waiting):
@@ -194,9 +201,11 @@ async def _ask(
         assert final is not None
         if args.json:  # one JSON object, printed once extraction is over
             await _end_session(engine, final, args)
-            return _report(final, True)
-        code = _report(final, False)
-        await _end_session(engine, final, args)  # the answer is out before the user waits
+            code = _report(final, True, retrieved)
+        else:
+            code = _report(final, False, retrieved)
+            await _end_session(engine, final, args)  # the answer is out before the user waits
+        await _summarize_session(engine, final)
         return code
     finally:
         await service.aclose()
@@ -227,6 +236,21 @@ async def _end_session(engine: ChatEngine, final: Done | Failed,
     if not ok:
         _eprint(f"note: memory extraction failed ({reason}); nothing new was remembered, "
                 "the session's turns are tried again when it continues")
+
+
+async def _summarize_session(engine: ChatEngine, final: Done | Failed) -> None:
+    """The session is closed: summarise it (two turns or more, and not summarised up to its
+    last turn yet), bounded by the request timeout. Not done in time, it is summarised later,
+    when the app is idle; nothing is printed either way (the summary is for search)."""
+    from assistant.chat.events import Done
+
+    if not isinstance(final, Done) or final.turn is None:
+        return
+    try:
+        await asyncio.wait_for(engine.summarize(timeout=engine.settings.timeout),
+                               engine.settings.timeout + 5)
+    except Exception:  # a summary must never fail the command
+        log.info("session summary at the end of ask failed", exc_info=True)
 
 
 class _Status:
@@ -265,7 +289,8 @@ def _eprint_dim(text: str) -> None:
 
 def _error_json(error: Any) -> dict[str, Any]:
     return {
-        "answer": "", "sources": [], "citations": [], "memories": [], "low_confidence": False,
+        "answer": "", "sources": [], "citations": [], "memories": [], "conversations": [],
+        "conversation_citations": [], "time_range": None, "low_confidence": False,
         "timings": {}, "session_id": None, "model": "", "status": "failed", "truncated": False,
         "error": {"kind": error.kind, "message": error.message, "hint": error.hint or "",
                   "retryable": error.retryable},
@@ -284,6 +309,9 @@ def _eprint(text: str) -> None:
 def _note_retrieved(event: Any) -> None:
     if event.noted is not None:
         _eprint(f"(remembered: {event.noted.text})")
+    if event.time_range is not None and event.conversations_used:
+        note = "" if event.time_range_applied else " — nothing then, searched all dates"
+        _eprint(f"(earlier conversations: {event.time_range.describe()}{note})")
     for warning in event.warnings:
         _eprint(f"warning: {warning}")
     if event.empty_index:
@@ -306,13 +334,22 @@ def source_line(source: Source) -> str:
     return f"[{source.n}] {item.location}{heading}\n    {item.source}"
 
 
-def _report(final: Done | Failed, as_json: bool) -> int:
+def conversation_line(recalled: Recalled) -> str:
+    """`[c1] 2024-03-05  Kayak trip  (a1b2c3d4#3)`: where an earlier conversation is."""
+    item = recalled.item
+    if item.deleted:
+        return f"[{recalled.label}] {item.date}  ({item.title})"
+    where = item.session_id if item.seq is None else f"{item.session_id}#{item.seq}"
+    return f"[{recalled.label}] {item.date}  {item.title or '(untitled)'}  ({where})"
+
+
+def _report(final: Done | Failed, as_json: bool, retrieved: Retrieved | None = None) -> int:
     from assistant.chat.events import Failed
     from assistant.chat.turn import TRUNCATED_NOTE
 
     turn = final.turn
     if as_json:
-        print_json(_json(final))
+        print_json(_json(final, retrieved))
         return 1 if isinstance(final, Failed) else 0
     if isinstance(final, Failed):
         if final.partial:
@@ -331,6 +368,9 @@ def _report(final: Done | Failed, as_json: bool) -> int:
     elif turn.sources:
         out.write("\nRetrieved (not cited):\n"
                   + "\n".join(source_line(s) for s in turn.sources) + "\n")
+    if turn.cited_conversations:
+        out.write("\nEarlier conversations:\n"
+                  + "\n".join(conversation_line(c) for c in turn.cited_conversations) + "\n")
     out.flush()
     if turn.truncated:
         _eprint(f"note: {TRUNCATED_NOTE}")
@@ -344,11 +384,13 @@ def _report(final: Done | Failed, as_json: bool) -> int:
     return 0
 
 
-def _json(final: Done | Failed) -> dict[str, Any]:
+def _json(final: Done | Failed, retrieved: Retrieved | None = None) -> dict[str, Any]:
     from assistant.chat.events import Failed
 
     turn = final.turn
     sources = list(turn.sources) if turn is not None else []
+    recalled = list(turn.conversations) if turn is not None else []
+    time_range = retrieved.time_range if retrieved is not None else None
     out: dict[str, Any] = {
         "answer": turn.answer if turn is not None else final.partial,  # type: ignore[union-attr]
         # The same objects as `brain search --json` hits; sources[n-1] is the answer's [n].
@@ -357,6 +399,12 @@ def _json(final: Done | Failed) -> dict[str, Any]:
         "memories": [m.memory.to_json(score=m.score) if m.memory is not None else
                      {"id": m.memory_id, "type": m.kind, "text": m.text, "score": m.score}
                      for m in (turn.memories if turn is not None else ())],
+        # Earlier conversations as `brain sessions search --json` hits; conversations[n-1] is
+        # the answer's [c<n>].
+        "conversations": [_conversation_hit(c) for c in recalled],
+        "conversation_citations": [c.n for c in recalled if c.cited],
+        "time_range": None if time_range is None else time_range.to_json()
+        | {"applied": bool(retrieved and retrieved.time_range_applied)},
         "low_confidence": bool(turn and turn.low_confidence),
         "timings": dict(turn.timings) if turn is not None else {},
         "session_id": turn.session_id if turn is not None else None,
@@ -386,3 +434,22 @@ def _source_json(source: Source) -> dict[str, Any]:
         chunk_id=item.chunk_id, more_from_file=scores.more_from_file if scores else 0,
         pages=(item.page, item.end_page or item.page) if item.page is not None else None,
     )
+
+
+def _conversation_hit(recalled: Recalled) -> dict[str, Any]:
+    """The search hit it came from; for one deleted meanwhile, the hit's shape, blanked."""
+    item = recalled.item
+    if item.data and not item.deleted:
+        return {**item.data, "rank": recalled.n}
+    return {
+        "rank": recalled.n, "session": item.session_id or None, "title": item.title,
+        "seq": item.seq, "created_at": _iso_local(item.created_at), "question": item.question,
+        "answer": item.answer, "score": round(item.score, 4),
+        "scores": {"vector": None, "keyword": None, "fused": 0.0}, "refs": [],
+    }
+
+
+def _iso_local(ts: float) -> str:
+    from datetime import datetime
+
+    return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")

@@ -38,7 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     export.add_argument("-o", "--output", type=Path, metavar="FILE",
                         help="write to FILE instead of stdout")
     export.add_argument("--all-sources", action="store_true",
-                        help="list every retrieved source, not only the cited ones")
+                        help="list every retrieved source and earlier conversation, not only the "
+                        "cited ones")
     export.set_defaults(func=_export)
 
     rename = actions.add_parser("rename", help="give a session a title")
@@ -138,6 +139,14 @@ def turn_json(turn: Turn) -> dict[str, Any]:
             {"id": m.memory_id, "type": m.kind, "text": m.text, "score": m.score}
             for m in turn.memories
         ],
+        # Earlier conversations shown to the model, [c<n>]; a deleted one keeps only its n,
+        # date and the "conversation deleted" marker.
+        "conversations": [
+            {"n": c.n, "cited": c.cited, "session": c.item.session_id or None,
+             "seq": c.item.seq, "title": c.item.title, "created_at": _iso(c.item.created_at),
+             "question": c.item.question, "answer": c.item.answer, "score": c.item.score}
+            for c in turn.conversations
+        ],
         "tools": [
             {"name": t.name, "arguments": t.arguments, "result": t.result, "ok": t.ok}
             for t in turn.tools
@@ -164,6 +173,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from assistant.cli.ask_cmd import conversation_line
+
     with closing(_store(args)) as store:
         session = store.resolve(args.id)
         turns = store.turns(session.id)
@@ -184,6 +195,8 @@ def _show(args: argparse.Namespace) -> int:
         for s in turn.citations:
             print(f"    [{s.n}] {s.item.location}" + (f" — {s.item.heading}"
                                                        if s.item.heading else ""))
+        for c in turn.cited_conversations:
+            print(f"    {conversation_line(c)}")
     return 0
 
 

@@ -55,6 +55,13 @@ class UnitDoc:
         digest = hashlib.sha256(self.keyword_text.encode("utf-8"))
         return digest.hexdigest()[:16]
 
+    @property
+    def vector_hash(self) -> str:
+        """Of the embedded text: a unit whose keyword text changed (a turn's neighbour was
+        added) but whose embedded text did not keeps its vector."""
+        digest = hashlib.sha256(self.embedding_text.encode("utf-8"))
+        return digest.hexdigest()[:16]
+
 
 def said_text(question: str, answer: str) -> str:
     """What was said in a turn: the question and the answer without reasoning."""
@@ -82,7 +89,11 @@ def turn_doc(
                    said[:EMBED_CHARS] or title[:EMBED_CHARS])
 
 
-def summary_doc(*, session_id: str, title: str, summary: str, created_at: float) -> UnitDoc:
-    text = "\n".join(part for part in (title.strip(), summary.strip()) if part)
+def summary_doc(
+    *, session_id: str, title: str, summary: str, created_at: float, summary_title: str = ""
+) -> UnitDoc:
+    """A session's unit: its title, the title the model gave its summary, the summary."""
+    named = summary_title.strip() if summary_title.strip() != title.strip() else ""
+    text = "\n".join(part for part in (title.strip(), named, summary.strip()) if part)
     return UnitDoc(summary_unit_id(session_id), "summary", session_id, None, created_at, text,
                    text[:EMBED_CHARS])

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -60,6 +61,7 @@ class IndexReport:
     indexed: int = 0  # units written (new or changed)
     repaired: int = 0  # vectors re-embedded for units that had none
     removed: int = 0  # orphan vectors deleted
+    complete: bool = True  # False: a deadline stopped it, a later sync indexes the rest
 
     def summary(self) -> str:
         parts = [f"indexed {self.indexed} unit{'s' if self.indexed != 1 else ''}"]
@@ -77,7 +79,7 @@ _TURN_SELECT = (
 _SESSION_SELECT = (
     "SELECT s.id, s.title, COALESCE(ss.text, '') AS summary, "
     "COALESCE((SELECT MAX(t.created_at) FROM turns t WHERE t.session_id = s.id), "
-    "s.updated_at) AS last_at FROM sessions s "
+    "s.updated_at) AS last_at, COALESCE(ss.title, '') FROM sessions s "
     "LEFT JOIN session_summaries ss ON ss.session_id = s.id"
 )
 
@@ -106,7 +108,7 @@ def _session_docs(rows: Iterable[Any]) -> list[UnitDoc]:
     # week?" then matches the session, not one of its turns. Dated by its latest turn.
     return [
         summary_doc(session_id=str(r[0]), title=str(r[1]), summary=str(r[2]),
-                    created_at=float(r[3]))
+                    created_at=float(r[3]), summary_title=str(r[4]))
         for r in rows
         if str(r[2]).strip()
     ]
@@ -162,16 +164,22 @@ class ConversationIndex:
 
     # --- what needs indexing ----------------------------------------------------------------
 
-    def pending(self) -> list[UnitDoc]:
-        """Units missing or out of date: new turns, turns of a renamed session, new or
-        rewritten summaries (each unit's text hash tells)."""
+    def pending(self, session_id: str | None = None) -> list[UnitDoc]:
+        """Units missing or out of date (of one session, or all): new turns, their
+        neighbours, turns of a renamed session, new or rewritten summaries (the unit's text
+        hashes tell)."""
+        where, params = ("", ()) if session_id is None else (" WHERE s.id = ?", (session_id,))
         with self.store.lock:
             conn = self.store.conn
-            turns = conn.execute(f"{_TURN_SELECT} ORDER BY t.session_id, t.seq").fetchall()
-            sessions = conn.execute(_SESSION_SELECT).fetchall()
-            hashes = dict(conn.execute(f"SELECT id, text_hash FROM {UNITS_TABLE}").fetchall())
+            turns = conn.execute(f"{_TURN_SELECT}{where} ORDER BY t.session_id, t.seq",
+                                 params).fetchall()
+            sessions = conn.execute(f"{_SESSION_SELECT}{where}", params).fetchall()
+            units = f"SELECT id, text_hash, vector_hash FROM {UNITS_TABLE}"
+            if session_id is not None:
+                units += " WHERE session_id = ?"
+            hashes = {r[0]: (r[1], r[2]) for r in conn.execute(units, params)}
         docs = _turn_docs(turns) + _session_docs(sessions)
-        return [d for d in docs if hashes.get(d.id) != d.text_hash]
+        return [d for d in docs if hashes.get(d.id) != (d.text_hash, d.vector_hash)]
 
     def docs_for_turns(self, turn_ids: Sequence[int]) -> list[UnitDoc]:
         return self._docs_for([f"t:{i}" for i in turn_ids])
@@ -205,23 +213,42 @@ class ConversationIndex:
     # --- writing ----------------------------------------------------------------------------
 
     def sync(
-        self, *, batch_size: int = 128, progress: Callable[[int, int], None] | None = None
+        self, *, batch_size: int = 128, progress: Callable[[int, int], None] | None = None,
+        deadline: float | None = None,
     ) -> IndexReport:
-        """Index what is missing, drop what was deleted, repair vectors a crash lost."""
+        """Index what is missing, drop what was deleted, repair vectors a crash lost. With a
+        `deadline` (time.monotonic()), stop after the batch that reaches it: the rest is
+        indexed by a later sync (`IndexReport.complete` False)."""
         with self._lock:
             removed, repaired = self.reconcile()
             docs = self.pending()
+            done = 0
             for start in range(0, len(docs), batch_size):
+                if deadline is not None and start and time.monotonic() >= deadline:
+                    break
                 self.write(docs[start : start + batch_size])
+                done = min(start + batch_size, len(docs))
                 if progress is not None:
-                    progress(min(start + batch_size, len(docs)), len(docs))
-            return IndexReport(indexed=len(docs), repaired=repaired, removed=removed)
+                    progress(done, len(docs))
+            return IndexReport(indexed=done, repaired=repaired, removed=removed,
+                               complete=done == len(docs))
+
+    def refresh(self, session_id: str) -> int:
+        """Index what changed in one session (a new turn and the neighbour whose keyword text
+        it extends, a new summary); the units written."""
+        with self._lock:
+            docs = self.pending(session_id)
+            self.write(docs)
+            return len(docs)
 
     def write(self, docs: Sequence[UnitDoc]) -> None:
-        """Vectors first, then the units and their keywords in one SQLite transaction."""
+        """Vectors first, then the units and their keywords in one SQLite transaction. A unit
+        whose embedded text is unchanged keeps its vector (not embedded again)."""
         if not docs:
             return
-        self._upsert(docs)
+        with self.store.lock:
+            known = self._vector_hashes([d.id for d in docs])
+        self._upsert([d for d in docs if known.get(d.id) != d.vector_hash])
         with self.store.transaction() as conn:
             written: list[UnitDoc] = []
             for doc in docs:
@@ -230,15 +257,26 @@ class ConversationIndex:
                 conn.execute(f"DELETE FROM {UNITS_TABLE} WHERE id = ?", (doc.id,))
                 cur = conn.execute(
                     f"INSERT INTO {UNITS_TABLE} (id, kind, session_id, turn_id, created_at, "
-                    "text_hash) SELECT ?, ?, ?, ?, ?, ? WHERE EXISTS "
+                    "text_hash, vector_hash) SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS "
                     "(SELECT 1 FROM sessions WHERE id = ?) AND (? IS NULL OR EXISTS "
                     "(SELECT 1 FROM turns WHERE id = ?))",
                     (doc.id, doc.kind, doc.session_id, doc.turn_id, doc.created_at,
-                     doc.text_hash, doc.session_id, doc.turn_id, doc.turn_id),
+                     doc.text_hash, doc.vector_hash, doc.session_id, doc.turn_id, doc.turn_id),
                 )
                 if cur.rowcount:  # the session may have been deleted meanwhile
                     written.append(doc)
             self.keywords.add((d.id, d.keyword_text) for d in written)
+
+    def _vector_hashes(self, unit_ids: Sequence[str]) -> dict[str, str]:
+        """The embedded-text hash of each unit that has one ('' = written before they were
+        recorded: embedded again when its text changes)."""
+        found: dict[str, str] = {}
+        for start in range(0, len(unit_ids), 500):
+            part = list(unit_ids[start : start + 500])
+            found.update((r[0], r[1]) for r in self.store.conn.execute(
+                f"SELECT id, vector_hash FROM {UNITS_TABLE} WHERE vector_hash != '' AND id IN "
+                f"({','.join('?' * len(part))})", part))
+        return found
 
     def _remove_orphans(self) -> int:
         vectors = self.vectors()

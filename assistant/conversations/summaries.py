@@ -1,14 +1,15 @@
 """Session summaries: a short model-written account of a session, indexed as a unit of its own.
 
-`summary_request(...)` builds the Ollama /api/chat body, following the rules of the chat's
-other background jobs: `think: false` (qwen3 and other thinking models would otherwise spend
-minutes reasoning), `stream: false`, a JSON-schema `format`, `temperature: 0`, the chat's own
-`num_ctx` (a different value makes Ollama reload the model: server/sched.go `needsReload`
-compares the runner's options), `num_predict` capped, and an input bounded in characters so
-the request fits however long the session is. `parse_summary(content)` reads the reply and
-copes with what real models put in `content` even with `think: false` (qwen3's untagged
-reasoning ending in `</think>`, a `<think>` block, code fences, prose around the JSON).
-`save_summary(store, …)` stores it; the next conversation index sync indexes it.
+The chat engine writes them in idle time (engine.py: when a session goes idle or is closed) as
+a background request with the chat's own rules (`think: false`, a JSON-schema `format`, the
+session's model and `num_ctx` — a different value makes Ollama reload the model:
+server/sched.go `needsReload` — and `num_predict` capped). This module says what is asked:
+`summary_messages(title, turns)` (an input bounded in characters, so the request fits however
+long the session is), `parse_summary(content)` reads the reply and copes with what real models
+put in `content` even with `think: false` (qwen3's untagged reasoning ending in `</think>`, a
+`<think>` block, code fences, prose around the JSON), `save_summary(store, …)` stores it (the
+conversation index then indexes it), `sessions_behind(store, …)` lists the sessions whose
+summary is missing or older than their last turn.
 """
 
 from __future__ import annotations
@@ -93,33 +94,16 @@ def transcript(turns: Sequence[tuple[str, str]], *, max_chars: int = MAX_INPUT_C
     return "\n\n".join(parts)[:max_chars]
 
 
-def summary_request(
-    model: str,
-    title: str,
-    turns: Sequence[tuple[str, str]],
-    *,
-    num_ctx: int,
-    num_predict: int = NUM_PREDICT,
-    max_chars: int = MAX_INPUT_CHARS,
-    keep_alive: str | None = None,
-) -> dict[str, Any]:
-    """The /api/chat request body for a summary of `turns` ((question, answer) pairs)."""
+def summary_messages(
+    title: str, turns: Sequence[tuple[str, str]], *, max_chars: int = MAX_INPUT_CHARS
+) -> list[dict[str, str]]:
+    """The chat messages asking for a summary of `turns` ((question, answer) pairs)."""
     chat = transcript(turns, max_chars=max_chars)
     heading = f"Chat titled {title!r}:\n\n" if title.strip() else "Chat:\n\n"
-    body: dict[str, Any] = {
-        "model": model,
-        "messages": [
-            {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": heading + chat},
-        ],
-        "format": SUMMARY_SCHEMA,
-        "stream": False,
-        "think": False,
-        "options": {"temperature": 0, "num_ctx": int(num_ctx), "num_predict": int(num_predict)},
-    }
-    if keep_alive:
-        body["keep_alive"] = keep_alive
-    return body
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": heading + chat},
+    ]
 
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
@@ -148,17 +132,6 @@ def parse_summary(content: str) -> SessionSummary:
     )
 
 
-def request_summary(host: str, body: dict[str, Any], *, timeout: float) -> str:
-    """POST the body to Ollama's /api/chat; the reply's message content."""
-    import httpx
-
-    # trust_env=False: a proxy variable must not send a local request elsewhere.
-    with httpx.Client(timeout=timeout, trust_env=False) as client:
-        response = client.post(f"{host.rstrip('/')}/api/chat", json=body)
-        response.raise_for_status()
-        return str(response.json().get("message", {}).get("content", ""))
-
-
 def save_summary(
     store: SessionStore, session_id: str, summary: SessionSummary, *, through_seq: int,
     model: str = "",
@@ -167,12 +140,15 @@ def save_summary(
     returns whether it was stored."""
     with store.transaction() as conn:
         cur = conn.execute(
-            "INSERT INTO session_summaries (session_id, text, through_seq, model, created_at) "
-            "SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?) "
+            "INSERT INTO session_summaries (session_id, text, title, through_seq, model, "
+            "created_at) SELECT ?, ?, ?, ?, ?, ? WHERE EXISTS "
+            "(SELECT 1 FROM sessions WHERE id = ?) "
             "ON CONFLICT(session_id) DO UPDATE SET text = excluded.text, "
-            "through_seq = excluded.through_seq, model = excluded.model, "
-            "created_at = excluded.created_at WHERE through_seq <= excluded.through_seq",
-            (session_id, summary.text, through_seq, model, time.time(), session_id),
+            "title = excluded.title, through_seq = excluded.through_seq, "
+            "model = excluded.model, created_at = excluded.created_at "
+            "WHERE through_seq <= excluded.through_seq",
+            (session_id, summary.text, summary.title, through_seq, model, time.time(),
+             session_id),
         )
         return cur.rowcount > 0
 
@@ -184,3 +160,28 @@ def summary_of(store: SessionStore, session_id: str) -> tuple[str, int] | None:
             "SELECT text, through_seq FROM session_summaries WHERE session_id = ?",
             (session_id,)).fetchone()
     return None if row is None else (str(row[0]), int(row[1]))
+
+
+def sessions_behind(
+    store: SessionStore,
+    *,
+    min_turns: int,
+    since: float,
+    exclude: str | None = None,
+    limit: int = 20,
+) -> list[tuple[str, int]]:
+    """(session id, last turn seq) of the sessions written in chat (not imported) and active
+    since `since` whose summary is missing or older than their last turn (failed turns do
+    not count), with at least `min_turns` turns; the latest first."""
+    with store.lock:
+        rows = store.conn.execute(
+            "SELECT s.id, MAX(t.seq) AS last_seq FROM sessions s "
+            "JOIN turns t ON t.session_id = s.id AND t.status != 'failed' "
+            "LEFT JOIN session_summaries ss ON ss.session_id = s.id "
+            "WHERE s.model != 'import' AND s.updated_at >= ? AND s.id IS NOT ? "
+            "GROUP BY s.id HAVING COUNT(t.id) >= ? AND MAX(t.seq) > "
+            "COALESCE(MAX(ss.through_seq), 0) "
+            "ORDER BY s.updated_at DESC LIMIT ?",
+            (since, exclude, min_turns, limit),
+        ).fetchall()
+    return [(str(r[0]), int(r[1])) for r in rows]

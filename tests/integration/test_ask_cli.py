@@ -443,3 +443,47 @@ def test_ask_warns_when_the_vector_store_lost_its_vectors(
     kb.vector_coverage = lambda: (3, 3)  # type: ignore[attr-defined]  # repaired
     code, _out, err = brain("ask", "how to extract a tar archive")
     assert code == 0 and "warning:" not in err
+
+
+def test_ask_recalls_an_earlier_conversation_and_cites_it(
+    brain: Run, fake_ollama: FakeOllama, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from datetime import datetime, timedelta
+
+    from tests.fixtures.conversations import ConversationVectors
+
+    vectors = ConversationVectors()
+    monkeypatch.setattr("assistant.conversations.service.conversation_vectors",
+                        lambda ctx: vectors)
+    yesterday = (datetime.now().replace(hour=12, minute=0, second=0, microsecond=0)
+                 - timedelta(days=1)).astimezone().isoformat()
+    history = tmp_path / "history.jsonl"
+    history.write_text("".join(json.dumps(line) + "\n" for line in (
+        {"session": "trip", "role": "user", "text": "Saturday or Sunday for the kayak?",
+         "created_at": yesterday, "title": "Kayak trip", "ref": "m1"},
+        {"session": "trip", "role": "assistant", "created_at": yesterday, "ref": "m2",
+         "text": "The wind is calm on Saturday: we decided to take the kayak on Saturday."},
+    )), encoding="utf-8")
+    code, _, err = brain("sessions", "import", str(history))
+    assert code == 0, err
+
+    fake_ollama.script_chat("You decided on Saturday [c1].", match=lambda b: "format" not in b)
+    code, out, err = brain("ask", "--json", "what did we decide yesterday about the kayak?")
+    assert code == 0, err
+    obj = json.loads(out)
+    [hit] = obj["conversations"]
+    assert hit["rank"] == 1 and hit["title"] == "Kayak trip" and hit["refs"] == ["m1", "m2"]
+    assert hit["question"] == "Saturday or Sunday for the kayak?"
+    assert set(hit["scores"]) == {"vector", "keyword", "fused"}
+    assert obj["conversation_citations"] == [1]
+    assert obj["time_range"]["phrase"] == "yesterday" and obj["time_range"]["applied"] is True
+    material = last_answer_request(fake_ollama)["messages"][-1]["content"]
+    assert "## Earlier conversations" in material and "[c1]" in material
+
+    # The plain output lists the earlier conversation the answer cites (here the ask just
+    # before, which is a past session now), with where to find it.
+    fake_ollama.script_chat("Saturday [c1].", match=lambda b: "format" not in b)
+    code, out, err = brain("ask", "what did we decide about the kayak trip?")
+    assert code == 0, err
+    assert f"Earlier conversations:\n[c1] {datetime.now():%Y-%m-%d}  " in out
+    assert obj["session_id"][:8] in out

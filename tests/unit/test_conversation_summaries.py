@@ -1,4 +1,6 @@
-"""Session summaries: the request (think off, bounded, capped) and reading real models' replies."""
+"""Session summaries: what is asked (bounded), reading real models' replies, which sessions are
+behind. The request itself (think off, schema, the session's num_ctx and model, capped) is the
+chat engine's background request: tests/unit/test_chat_session_summaries.py."""
 
 from __future__ import annotations
 
@@ -8,26 +10,18 @@ import pytest
 
 from assistant.conversations.summaries import (
     MAX_INPUT_CHARS,
-    NUM_PREDICT,
-    SUMMARY_SCHEMA,
     InvalidSummary,
     parse_summary,
-    request_summary,
-    summary_request,
+    summary_messages,
     transcript,
 )
-from tests.fake_ollama import FakeOllama
 
 TURNS = [("What did we decide about the kayak trip?", "Lake Tahoe in June, two kayaks.")]
 GOOD = {"title": "Kayak trip", "summary": "Decided on Lake Tahoe in June with two kayaks."}
 
 
-def test_the_request_follows_the_background_job_rules() -> None:
-    body = summary_request("qwen3:4b", "Kayak", TURNS, num_ctx=8192)
-    assert body["think"] is False and body["stream"] is False
-    assert body["format"] == SUMMARY_SCHEMA
-    assert body["options"] == {"temperature": 0, "num_ctx": 8192, "num_predict": NUM_PREDICT}
-    system, user = body["messages"]
+def test_the_messages_ask_for_json_about_the_chat() -> None:
+    system, user = summary_messages("Kayak", TURNS)
     assert system["role"] == "system" and "JSON only" in system["content"]
     assert "User: What did we decide" in user["content"]
     assert "Assistant: Lake Tahoe" in user["content"] and "'Kayak'" in user["content"]
@@ -40,8 +34,7 @@ def test_the_input_is_bounded_and_keeps_the_first_and_latest_turns() -> None:
     assert len(chat) <= MAX_INPUT_CHARS
     assert chat.startswith("User: question 0 ")
     assert "question 39" in chat and "[…]" in chat and "question 5 " not in chat
-    body = summary_request("m", "", turns, num_ctx=4096)
-    assert len(body["messages"][1]["content"]) <= MAX_INPUT_CHARS + 20
+    assert len(summary_messages("", turns)[1]["content"]) <= MAX_INPUT_CHARS + 20
 
 
 def test_reasoning_never_reaches_the_transcript() -> None:
@@ -74,14 +67,3 @@ def test_parse_summary_rejects_unusable_replies(content: str) -> None:
 def test_long_fields_are_clipped() -> None:
     summary = parse_summary(json.dumps({"title": "t " * 100, "summary": "s " * 2000}))
     assert len(summary.title) <= 80 and len(summary.text) <= 1200
-
-
-def test_against_the_fake_server(fake_ollama: FakeOllama) -> None:
-    reply = "Okay, summarise.\n</think>\n" + json.dumps(GOOD)
-    fake_ollama.script_chat(reply)
-    body = summary_request("qwen3:4b", "Kayak", TURNS, num_ctx=8192)
-    content = request_summary(fake_ollama.url, body, timeout=10)
-    assert parse_summary(content).text == GOOD["summary"]
-    sent = fake_ollama.last_chat()
-    assert sent["think"] is False and sent["stream"] is False
-    assert sent["options"]["num_predict"] == NUM_PREDICT and sent["format"] == SUMMARY_SCHEMA
