@@ -16,6 +16,7 @@ from typing import Protocol
 
 from tui.views import (
     ChatEvent,
+    ConversationSearch,
     FolderView,
     MemoryEvent,
     MemoryView,
@@ -99,6 +100,9 @@ class SessionsApi(Protocol):
     def rename(self, session_id: str, title: str) -> None: ...
     def delete(self, session_id: str) -> None: ...
     def export_markdown(self, session_id: str, path: Path) -> Path: ...
+    def search(self, text: str) -> ConversationSearch:
+        """Every past conversation by meaning, words and dates (phrases such as "last week",
+        or `since:7d` / `until:2026-03-01`); blocking."""
 
 
 class Backend(Protocol):

@@ -29,6 +29,36 @@ class SourceView:
 
 
 @dataclass(frozen=True, slots=True)
+class ConversationView:
+    """An earlier conversation recalled for an answer ([c1]) or found by a search: one turn of
+    a past session (or the whole session, by its summary)."""
+
+    number: int  # the n of [c<n>], or the rank in a search, from 1
+    session_id: str  # "" once that session was deleted
+    title: str
+    date: str  # local date and time, for display
+    question: str  # "" for a whole session
+    answer: str  # for a whole session: its summary
+    seq: int | None = None  # the turn's position in its session; None: the session itself
+    cited: bool = False
+    score: float | None = None
+
+    @property
+    def deleted(self) -> bool:
+        return not self.session_id
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSearch:
+    """What a search over all conversations found, and the dates it searched."""
+
+    query: str
+    hits: tuple[ConversationView, ...] = ()
+    time_range: str = ""  # "2026-03-09 → 2026-03-15 (last week)", or "" for all dates
+    note: str = ""  # e.g. nothing from those dates: every date was searched
+
+
+@dataclass(frozen=True, slots=True)
 class MemoryView:
     id: str
     type: str  # fact, preference, episode, procedure
@@ -92,6 +122,7 @@ class TurnView:
     memories: tuple[MemoryView, ...] = ()
     status: str = ""
     log_id: str | None = None
+    conversations: tuple[ConversationView, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +152,8 @@ class Retrieved:
     empty_index: bool = False  # nothing indexed yet: the UI suggests adding a folder
     noted: MemoryView | None = None  # stored from an explicit "remember that …"
     warnings: tuple[str, ...] = ()  # e.g. the vector store lost its vectors
+    conversations: tuple[ConversationView, ...] = ()  # earlier conversations recalled, [c<n>]
+    time_range: str = ""  # the dates a phrase of the question named, described; "" for none
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +179,7 @@ class Finished:
     session_id: str | None = None
     notice: str = ""  # e.g. the answer was cut off at the length limit (shown as a warning)
     text: str = ""  # the answer as stored, when known (what an interrupted turn kept)
+    conversations: tuple[ConversationView, ...] = ()  # as recalled, `cited` set
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,8 @@ from pathlib import Path
 from assistant.errors import UserError
 from tui.views import (
     ChatEvent,
+    ConversationSearch,
+    ConversationView,
     Finished,
     FolderView,
     MemoryEvent,
@@ -33,6 +35,11 @@ from tui.views import (
 )
 
 STAMP = "2026-01-15T09:30:00"
+# The first turn of each fake session, as `FakeSessions.search` finds it.
+PAST_TURNS = {
+    "s1": ("How do I apply a stash?", "Use `git stash pop` [1]."),
+    "s2": ("Shall we take the kayak on Saturday?", "We decided to take the kayak on Saturday."),
+}
 
 
 def sample_sources() -> tuple[SourceView, ...]:
@@ -236,6 +243,8 @@ class ChatScript:
     fail_with: UserError | None = None
     notice: str = ""  # Finished.notice, e.g. the answer was cut off
     warnings: tuple[str, ...] = ()  # Retrieved.warnings, e.g. the vectors are missing
+    conversations: tuple[ConversationView, ...] = ()  # earlier conversations recalled, [c<n>]
+    time_range: str = ""  # Retrieved.time_range: the dates the question named
 
 
 class FakeTurn:
@@ -256,7 +265,8 @@ class FakeTurn:
         chat, script, model = self.chat, self.chat.script, self.model
         used = tuple(m for m in chat.memory.items.values() if m.status == "active")[:2]
         yield Retrieved(sample_sources(), used, script.low_confidence,
-                        f"log-{len(chat.asked)}", warnings=script.warnings)
+                        f"log-{len(chat.asked)}", warnings=script.warnings,
+                        conversations=script.conversations, time_range=script.time_range)
         if not chat.ollama.up:
             raise UserError("Ollama is not running at http://127.0.0.1:11434",
                             "Start it with `ollama serve`.")
@@ -274,7 +284,9 @@ class FakeTurn:
             if i == 0 and script.gate is not None:
                 while not (script.gate.is_set() or self.cancel_requested):
                     await asyncio.sleep(0.01)
-        yield Finished(model, count, 1.25, cited=(1,), session_id="s1", notice=script.notice)
+        yield Finished(model, count, 1.25, cited=(1,), session_id="s1", notice=script.notice,
+                       conversations=tuple(replace(c, cited=f"[c{c.number}]" in "".join(
+                           script.tokens)) for c in script.conversations))
 
 
 class FakeChat:
@@ -318,6 +330,7 @@ class FakeSessions:
             "s2": SessionView("s2", "Rust lifetimes", "2026-01-14T18:00:00", 3),
         }
         self.exported: list[tuple[str, Path]] = []
+        self.searches: list[str] = []
 
     def list(self) -> list[SessionView]:
         return sorted(self.sessions.values(), key=lambda s: s.updated_at, reverse=True)
@@ -343,6 +356,23 @@ class FakeSessions:
         path.write_text(f"# {self.sessions[session_id].title}\n", encoding="utf-8")
         self.exported.append((session_id, path))
         return path
+
+    def search(self, text: str) -> ConversationSearch:
+        """Word matches over each session's one turn; `since:` other than 7d is refused like
+        a date the core cannot read."""
+        self.searches.append(text)
+        words = [w for w in text.lower().split() if not w.startswith("since:")]
+        if any(w.startswith("since:") and w != "since:7d" for w in text.lower().split()):
+            raise UserError("--since: cannot read that date", "use 2024-03-05, 7d, 2w or 3m")
+        hits = []
+        for session in self.list():
+            question, answer = PAST_TURNS.get(session.id, ("", ""))
+            if words and all(w in f"{session.title} {question} {answer}".lower()
+                             for w in words):
+                hits.append(ConversationView(len(hits) + 1, session.id, session.title,
+                                             session.updated_at[:16], question, answer, 1))
+        dates = "2026-01-08 → 2026-01-15 (7d)" if "since:7d" in text else ""
+        return ConversationSearch(text, tuple(hits), dates)
 
 
 class FakeBackend:

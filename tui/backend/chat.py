@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from assistant.context import AppContext
 from assistant.daemon_pool import in_thread
 from assistant.errors import UserError
-from tui.backend.convert import memory_item_view, source_view
+from tui.backend.convert import conversation_view, memory_item_view, source_view
 from tui.views import ChatEvent, Failed, Finished, Replaced, Retrieved, Token
 
 if TYPE_CHECKING:
@@ -70,6 +70,8 @@ class CoreTurn:
                 empty_index=event.empty_index,
                 noted=memory_item_view(event.noted) if event.noted else None,
                 warnings=event.warnings,
+                conversations=tuple(conversation_view(c) for c in event.conversations),
+                time_range=_time_range(event),
             )
         if isinstance(event, core.Token):
             self._tokens += 1
@@ -89,11 +91,20 @@ class CoreTurn:
                 tuple(s.n for s in turn.sources if s.cited),
                 interrupted=event.interrupted, session_id=turn.session_id,
                 notice=TRUNCATED_NOTE if turn.truncated else "", text=turn.answer,
+                conversations=tuple(conversation_view(c) for c in turn.conversations),
             )
         if isinstance(event, core.Failed):
             return Failed(event.error.message, event.error.hint or "", event.partial,
                           event.turn.session_id if event.turn is not None else None)
         return None  # Waiting, Thinking: not shown yet
+
+
+def _time_range(event: core.Retrieved) -> str:
+    """The dates a phrase of the question named, for the status line."""
+    if event.time_range is None or not event.conversations_used:
+        return ""
+    note = "" if event.time_range_applied else " — nothing then, all dates searched"
+    return event.time_range.describe() + note
 
 
 def _merged(views: list[ChatEvent | None]) -> list[ChatEvent]:

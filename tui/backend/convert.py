@@ -13,10 +13,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from assistant.context import AppContext
-from tui.views import MemoryView, SourceView, TurnView
+from tui.views import ConversationView, MemoryView, SourceView, TurnView
 
 if TYPE_CHECKING:
-    from assistant.chat.turn import MemoryItem, Source, Turn
+    from assistant.chat.turn import MemoryItem, Recalled, Source, Turn
+    from assistant.conversations.search import ConversationHit
     from assistant.memory.model import Memory
 
 
@@ -68,6 +69,22 @@ def memory_item_view(item: MemoryItem) -> MemoryView:
     return MemoryView(item.memory_id, item.kind, item.text)
 
 
+def conversation_view(recalled: Recalled) -> ConversationView:
+    """An earlier conversation as an answer recalled it ([c<n>]); a deleted one keeps only its
+    number, date and the "conversation deleted" marker."""
+    item = recalled.item
+    return ConversationView(
+        recalled.n, item.session_id, item.title, iso(item.created_at), item.question,
+        item.answer, item.seq, recalled.cited, item.score,
+    )
+
+
+def hit_view(hit: ConversationHit) -> ConversationView:
+    """A hit of a search over all conversations."""
+    return ConversationView(hit.rank, hit.session_id, hit.title, iso(hit.created_at),
+                            hit.question, hit.answer, hit.seq, score=hit.score)
+
+
 def turn_view(turn: Turn, ctx: AppContext) -> TurnView:
     from assistant.chat.turn import TRUNCATED_NOTE
 
@@ -83,4 +100,5 @@ def turn_view(turn: Turn, ctx: AppContext) -> TurnView:
         tuple(memory_item_view(m) for m in turn.memories),
         status,
         str(turn.log_id) if turn.log_id is not None else None,  # 👍/👎 on resumed answers
+        tuple(conversation_view(c) for c in turn.conversations),
     )

@@ -3,23 +3,30 @@
 from __future__ import annotations
 
 import builtins
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from assistant.context import AppContext
 from assistant.errors import UserError
 from indexing.lazy import Lazy
-from tui.backend.convert import iso, turn_view
-from tui.views import SessionView, TurnView
+from tui.backend.convert import hit_view, iso, turn_view
+from tui.views import ConversationSearch, SessionView, TurnView
 
 if TYPE_CHECKING:
     from assistant.chat.sessions import SessionStore
+    from assistant.conversations.index import ConversationIndex
+
+SEARCH_TOP_K = 20
+# `since:2w`, `until:2026-03-01` in the search box: the same values `--since/--until` take.
+_DATE_FILTER = re.compile(r"(?:^|\s)(since|until):(\S+)", re.IGNORECASE)
 
 
 class SessionsAdapter:
     def __init__(self, ctx: AppContext) -> None:
         self.ctx = ctx
         self._store = Lazy(lambda: _open_sessions(ctx), close=lambda store: store.close())
+        self._index = Lazy(self._open_index)
 
     def store(self) -> SessionStore:
         return self._store.get()
@@ -60,6 +67,30 @@ class SessionsAdapter:
         except OSError as exc:
             raise UserError(f"cannot write {path}: {exc.strerror or exc}") from exc
         return path
+
+    def search(self, text: str) -> ConversationSearch:
+        """Every conversation by meaning, words and date: `text` may name dates in words
+        ("kayak last week", "上周") or as `since:7d` / `until:2026-03-01`."""
+        from assistant.conversations.search import search_conversations
+        from assistant.timerange import local_now, range_from_flags
+
+        flags = {name.lower(): value for name, value in _DATE_FILTER.findall(text)}
+        query = _DATE_FILTER.sub(" ", text).strip()
+        now = local_now()
+        time_range = range_from_flags(flags.get("since"), flags.get("until"), now)
+        index = self._index.get()
+        index.sync()  # turns stored since the last search (the chat indexes its own too)
+        result = search_conversations(index, query, time_range=time_range, top_k=SEARCH_TOP_K,
+                                      now=now)
+        described = result.time_range.describe() if result.time_range is not None else ""
+        note = "" if result.applied else "nothing from those dates: all dates searched"
+        return ConversationSearch(text, tuple(hit_view(h) for h in result.hits), described,
+                                  note)
+
+    def _open_index(self) -> ConversationIndex:
+        from assistant.conversations.service import open_conversations
+
+        return open_conversations(self.ctx, self.store())
 
     def close(self) -> None:
         self._store.close()

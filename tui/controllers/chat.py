@@ -20,6 +20,7 @@ from assistant.errors import HintedError
 from tui.protocols import ChatTurn
 from tui.views import (
     ChatEvent,
+    ConversationView,
     Failed,
     Finished,
     Replaced,
@@ -140,6 +141,8 @@ class ChatController:
         screen = self.screen
         answer.sources = event.sources
         answer.memories = event.memories
+        answer.conversations = event.conversations
+        screen.status_bar.dates = event.time_range
         answer.low_confidence = event.low_confidence
         answer.log_id = event.log_id
         answer.empty_index = event.empty_index
@@ -159,6 +162,9 @@ class ChatController:
     async def _finished(self, answer: AnswerMessage, event: Finished) -> None:
         if event.text:
             answer.text = event.text  # exactly what was stored
+        if event.conversations:
+            answer.conversations = event.conversations  # with those the answer cites, and
+            # those a search_conversations call added
         await self.screen.chat_view.finish(answer, event)
         self._unextracted += 1
         self._continue_in(event.session_id)
@@ -215,6 +221,7 @@ class ChatController:
         if answer.empty_index:
             caption = "Nothing is indexed yet: press F3 to add a folder"
         screen.sources_pane.show(answer.sources, caption, low=answer.low_confidence)
+        screen.sources_pane.show_conversations(answer.conversations)
         await screen.memory_pane.show_used(answer.memories)
 
     async def cite(self, answer: AnswerMessage, number: int) -> None:
@@ -226,6 +233,43 @@ class ChatController:
             self.screen.notify(f"This answer has no source [{number}]", severity="warning")
             return
         self.screen.app.push_screen(SourcePreview(source, answer.question))
+
+    async def recall_cited(self, answer: AnswerMessage, number: int) -> None:
+        """[c<n>] clicked in an answer: show it in the sources pane, its row selected."""
+        await self.show_context(answer)
+        for row, view in enumerate(answer.conversations):
+            if view.number == number:
+                table = self.screen.sources_pane.recalled
+                table.move_cursor(row=row)
+                table.focus()
+                return
+        self.screen.notify(f"This answer has no earlier conversation [c{number}]",
+                           severity="warning")
+
+    def open_conversation(self, view: ConversationView) -> None:
+        """Enter on an earlier conversation: open its session at that turn."""
+        if view.deleted:
+            self.screen.notify("That conversation was deleted.", severity="warning")
+            return
+        if self.generating is not None:
+            self.screen.notify("An answer is still being written: wait, or press Esc to stop "
+                               "it.", severity="warning")
+            return
+        self.screen.run_worker(self._open_conversation(view), group="session")
+
+    async def _open_conversation(self, view: ConversationView) -> None:
+        if view.session_id != self.session_id:
+            await self._resume(view.session_id)
+            if self.session_id != view.session_id:
+                return  # could not be opened (reported)
+        answers = self.screen.chat_view.answers
+        if view.seq is not None and 0 < view.seq <= len(answers):
+            answer = answers[view.seq - 1]
+            answer.focus()
+            answer.scroll_visible(animate=False, top=True)
+        self.screen.notify(f"Opened {view.title or 'the session'!r}"
+                           + (f" at turn {view.seq}" if view.seq is not None else ""),
+                           timeout=3)
 
     def preview(self, source: SourceView, search_query: str) -> None:
         from tui.screens.source_preview import SourcePreview
@@ -276,6 +320,8 @@ class ChatController:
         screen.state.update(last_session=None)
         await screen.chat_view.clear()
         screen.sources_pane.show((), "New session")
+        screen.sources_pane.show_conversations(())
+        screen.status_bar.dates = ""
         await screen.memory_pane.show_used(())
         screen.chat_input.focus()
 

@@ -22,9 +22,11 @@ from tui.controllers.memory import MemoryController
 from tui.controllers.status import StatusController
 from tui.protocols import Backend
 from tui.state import StateStore
+from tui.views import ConversationView
 from tui.widgets.banner import Banner
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_view import ChatView
+from tui.widgets.conversations_table import ConversationsTable
 from tui.widgets.memory_pane import MemoryPane
 from tui.widgets.message import AnswerMessage
 from tui.widgets.sources_pane import SourcesPane
@@ -165,9 +167,11 @@ class ChatScreen(Screen[None]):
         if self._modal_open():
             return
 
-        def chosen(session_id: str | None) -> None:
-            if session_id and session_id != self.chat.session_id:
-                self.chat.resume(session_id)
+        def chosen(picked: str | ConversationView | None) -> None:
+            if isinstance(picked, ConversationView):  # a search hit: open it at its turn
+                self.chat.open_conversation(picked)
+            elif picked and picked != self.chat.session_id:
+                self.chat.resume(picked)
 
         self.app.push_screen(
             SessionsScreen(self.backend.sessions, self.chat.session_id, Path.home()), chosen
@@ -222,6 +226,14 @@ class ChatScreen(Screen[None]):
 
     def on_sources_pane_chosen(self, event: SourcesPane.Chosen) -> None:
         self.chat.preview(event.source, self.indexing.search_query)
+
+    def on_conversations_table_chosen(self, event: ConversationsTable.Chosen) -> None:
+        self.chat.open_conversation(event.conversation)
+
+    async def on_answer_message_recall_selected(
+        self, event: AnswerMessage.RecallSelected
+    ) -> None:
+        await self.chat.recall_cited(event.answer, event.number)
 
     # --- search and indexing --------------------------------------------------------------------
 

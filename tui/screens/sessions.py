@@ -1,4 +1,5 @@
-"""Past conversations: resume, rename, delete, export to Markdown."""
+"""Past conversations: resume, rename, delete, export to Markdown; and a search over all of
+them (meaning, words, dates: "kayak last week", `since:2w`), whose hits open at their turn."""
 
 from __future__ import annotations
 
@@ -10,17 +11,21 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Footer, Input, Static
 
 from tui.protocols import SessionsApi
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.text_prompt import TextPrompt
-from tui.views import SessionView
+from tui.views import ConversationSearch, ConversationView, SessionView
+from tui.widgets.conversations_table import ConversationsTable
 from tui.workers import attempt, succeeded
 
+SEARCH_HINT = "Search all conversations: words, meaning, dates (\"kayak last week\", since:2w)"
 
-class SessionsScreen(ModalScreen[str | None]):
-    """Dismisses with the id of the session to resume, or None."""
+
+class SessionsScreen(ModalScreen[str | ConversationView | None]):
+    """Dismisses with the id of the session to resume, a search hit to open at its turn, or
+    None."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "dismiss(None)", "Close"),
@@ -28,6 +33,7 @@ class SessionsScreen(ModalScreen[str | None]):
         Binding("r", "rename", "Rename"),
         Binding("d,delete", "delete", "Delete"),
         Binding("x", "export", "Export Markdown"),
+        Binding("slash,ctrl+f", "find", "Search conversations"),
     ]
 
     def __init__(self, sessions: SessionsApi, current: str | None, export_dir: Path) -> None:
@@ -40,10 +46,15 @@ class SessionsScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide", id="sessions"):
             yield Static("Sessions", classes="dialog-title", markup=False)
+            yield Input(placeholder=SEARCH_HINT, id="session-search")
             yield Static("Loading…", id="sessions-status", markup=False)
-            table: DataTable[str] = DataTable(cursor_type="row", zebra_stripes=True)
+            table: DataTable[str] = DataTable(cursor_type="row", zebra_stripes=True,
+                                              id="session-list")
             table.add_columns("", "title", "turns", "updated")
             yield table
+            hits = ConversationsTable(label="", id="session-hits")
+            hits.display = False
+            yield hits
         yield Footer()
 
     def on_mount(self) -> None:
@@ -66,7 +77,7 @@ class SessionsScreen(ModalScreen[str | None]):
 
     def _show(self, sessions: list[SessionView]) -> None:
         self.sessions = sessions
-        table = self.query_one(DataTable)
+        table = self.query_one("#session-list", DataTable)
         table.clear()
         for s in sessions:
             table.add_row("●" if s.id == self.current else "", s.title or "(untitled)",
@@ -74,10 +85,67 @@ class SessionsScreen(ModalScreen[str | None]):
         self.query_one("#sessions-status", Static).update(
             f"{len(sessions)} sessions" if sessions else "No saved sessions yet."
         )
+        if not self.searching:
+            table.focus()
+
+    @property
+    def searching(self) -> bool:
+        """Search results are shown (instead of the list of sessions)."""
+        return self.query_one(ConversationsTable).display
+
+    def action_find(self) -> None:
+        self.query_one("#session-search", Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        text = event.value.strip()
+        if not text:
+            self._show_list()
+            return
+        self.query_one("#sessions-status", Static).update(f"Searching for {text!r}…")
+        self.run_worker(self._search(text), group="sessions-search", exclusive=True)
+
+    async def _search(self, text: str) -> None:
+        found = await attempt(self.app, "Searching conversations",
+                              lambda: self.api.search(text))
+        if found is None:
+            self.query_one("#sessions-status", Static).update(
+                f"{len(self.sessions)} sessions")
+            return
+        self._show_hits(found)
+
+    def _show_hits(self, found: ConversationSearch) -> None:
+        hits = self.query_one(ConversationsTable)
+        hits.show(found.hits)
+        hits.display = True
+        self.query_one("#session-list", DataTable).display = False
+        dates = f" · dates {found.time_range}" if found.time_range else ""
+        note = f" · {found.note}" if found.note else ""
+        count = f"{len(found.hits)} conversations" if found.hits else "No conversation found"
+        self.query_one("#sessions-status", Static).update(
+            f"{count} for {found.query!r}{dates}{note} — Enter opens one; empty search: "
+            "back to the sessions")
+        if found.hits:
+            hits.focus()
+
+    def _show_list(self) -> None:
+        self.query_one(ConversationsTable).display = False
+        table = self.query_one("#session-list", DataTable)
+        table.display = True
+        self.query_one("#sessions-status", Static).update(f"{len(self.sessions)} sessions")
         table.focus()
 
+    def on_conversations_table_chosen(self, event: ConversationsTable.Chosen) -> None:
+        event.stop()
+        if event.conversation.deleted:
+            self.notify("That conversation was deleted.", severity="warning")
+            return
+        self.dismiss(event.conversation)
+
     def _selected(self) -> SessionView | None:
-        table = self.query_one(DataTable)
+        if self.searching:
+            return None  # rename/delete/export act on the list of sessions
+        table = self.query_one("#session-list", DataTable)
         if not self.sessions or table.cursor_row >= len(self.sessions):
             return None
         return self.sessions[table.cursor_row]

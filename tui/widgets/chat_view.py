@@ -53,6 +53,7 @@ class ChatView(VerticalScroll):
             answer.question = turn.question
             answer.sources = turn.sources
             answer.memories = turn.memories
+            answer.conversations = turn.conversations
             answer.log_id = turn.log_id
             answer.text = turn.answer
             await answer.finish(None)

@@ -11,7 +11,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Static
 
-from tui.views import Finished, MemoryView, SourceView
+from tui.views import ConversationView, Finished, MemoryView, SourceView
 
 if TYPE_CHECKING:
     # Textual's Markdown pulls in markdown-it (~0.1 s): imported when the first answer is
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from textual.widgets.markdown import MarkdownStream
 
 _CITATION = re.compile(r"\[(\d{1,2})\]")
+_RECALLED = re.compile(r"\[[cC](\d{1,2})\]")  # an earlier conversation, [c1]
 _FENCE = re.compile(r"^(```|~~~)", re.MULTILINE)
 _CODE_BLOCK = re.compile(r"^(```|~~~)[^\n]*\n(.*?)^\1[ \t]*$", re.MULTILINE | re.DOTALL)
 
@@ -32,7 +33,9 @@ def linkify_citations(text: str) -> str:
         if i % 2 == 1:  # code: leave untouched
             out.append(part)
         else:
-            out.append(_CITATION.sub(lambda m: f"[\\[{m.group(1)}\\]](cite:{m.group(1)})", part))
+            part = _CITATION.sub(lambda m: f"[\\[{m.group(1)}\\]](cite:{m.group(1)})", part)
+            out.append(_RECALLED.sub(
+                lambda m: f"[\\[c{m.group(1)}\\]](recall:{m.group(1)})", part))
     return "".join(out)
 
 
@@ -83,6 +86,14 @@ class AnswerMessage(Vertical, can_focus=True):
             super().__init__()
             self.answer = answer
 
+    class RecallSelected(Message):
+        """A [c<n>] citation was clicked: the earlier conversation n."""
+
+        def __init__(self, answer: AnswerMessage, number: int) -> None:
+            super().__init__()
+            self.answer = answer
+            self.number = number
+
     class CitationSelected(Message):
         def __init__(self, answer: AnswerMessage, number: int) -> None:
             super().__init__()
@@ -95,6 +106,7 @@ class AnswerMessage(Vertical, can_focus=True):
         self.question = ""
         self.sources: tuple[SourceView, ...] = ()
         self.memories: tuple[MemoryView, ...] = ()
+        self.conversations: tuple[ConversationView, ...] = ()  # recalled earlier turns, [c<n>]
         self.low_confidence = False
         self.empty_index = False
         self.log_id: str | None = None
@@ -197,6 +209,8 @@ class AnswerMessage(Vertical, can_focus=True):
         href = event.href
         if href.startswith("cite:") and href[5:].isdigit():
             self.post_message(self.CitationSelected(self, int(href[5:])))
+        elif href.startswith("recall:") and href[7:].isdigit():
+            self.post_message(self.RecallSelected(self, int(href[7:])))
         else:
             self.app.open_url(href)
 

@@ -1,4 +1,5 @@
-"""The chunks behind the selected answer, with the evidence for each: why it was retrieved."""
+"""The chunks behind the selected answer, with the evidence for each: why it was retrieved; and
+under them, when the answer recalled any, the earlier conversations it was given ([c1]…)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 from textual.widgets.data_table import ColumnKey
 
-from tui.views import SourceView
+from tui.views import ConversationView, SourceView
+from tui.widgets.conversations_table import ConversationsTable
 
 # (label, width); "source" holds the relative path with the heading path under it.
 COLUMNS = (("#", 2), ("source", None), ("vec", 4), ("kw", 4), ("rank", 4), ("", 2))
@@ -54,17 +56,21 @@ class SourcesPane(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("No answer yet: sources appear here with their scores.",
                      classes="pane-caption", markup=False)
-        table: DataTable[str | Text] = DataTable(cursor_type="row", zebra_stripes=True)
+        table: DataTable[str | Text] = DataTable(cursor_type="row", zebra_stripes=True,
+                                                 id="source-table")
         yield table
+        yield Static("Earlier conversations", id="recalled-caption", classes="pane-caption",
+                     markup=False)
+        yield ConversationsTable(id="recalled")
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
+        table = self.table
         for label, width in COLUMNS:
             table.add_column(label, width=width, key=label or "flags")
 
     def on_resize(self) -> None:
         # The source column takes whatever the fixed columns leave (no sideways scrolling).
-        table = self.query_one(DataTable)
+        table = self.table
         fixed = sum(w + 2 for _, w in COLUMNS if w) + 2
         column = table.columns.get(ColumnKey("source"))
         if column is not None:
@@ -74,7 +80,19 @@ class SourcesPane(Vertical):
 
     @property
     def table(self) -> DataTable[str | Text]:
-        return self.query_one(DataTable)  # the only one
+        return self.query_one("#source-table", DataTable)
+
+    @property
+    def recalled(self) -> ConversationsTable:
+        return self.query_one(ConversationsTable)
+
+    def show_conversations(self, conversations: tuple[ConversationView, ...]) -> None:
+        """The earlier conversations the answer was given (none: the section is hidden)."""
+        self.recalled.show(conversations)
+        cited = sum(1 for c in conversations if c.cited)
+        self.query_one("#recalled-caption", Static).update(
+            f"Earlier conversations ({len(conversations)}, {cited} cited) — Enter opens one")
+        self.set_class(bool(conversations), "-recalled")
 
     def show(self, sources: tuple[SourceView, ...], caption: str, *, low: bool = False) -> None:
         self.sources = sources

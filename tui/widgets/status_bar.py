@@ -12,6 +12,7 @@ class StatusBar(Static):
     index: reactive[str] = reactive("index: loading model…")
     activity: reactive[str] = reactive("")
     memories: reactive[int | None] = reactive(None)
+    dates: reactive[str] = reactive("")  # the dates the last question named ("last week")
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
@@ -22,6 +23,8 @@ class StatusBar(Static):
         parts.append(self.index)
         if self.memories is not None:
             parts.append(f"memories {self.memories}")
+        if self.dates:
+            parts.append(f"dates {self.dates}")
         if self.activity:
             parts.append(self.activity)
         return "  │  ".join(p for p in parts if p)

@@ -1,0 +1,189 @@
+"""Earlier conversations in the TUI: recalled turns under the sources ([c1], Enter opens the
+session at that turn), the dates a question named in the status line, and the sessions screen's
+search over all conversations with a date filter. The last test runs over the real core."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input
+
+from assistant.context import AppContext
+from tests.fakes import HashEmbedder
+from tests.tui.conftest import BrainTestApp
+from tests.tui.fake_backend import FakeBackend
+from tests.tui.helpers import answer_finished, ask, wait_until
+from tui.backend import CoreBackend
+from tui.screens.sessions import SessionsScreen
+from tui.views import ConversationView
+from tui.widgets.conversations_table import ConversationsTable
+from tui.widgets.message import AnswerMessage
+from tui.widgets.sources_pane import SourcesPane
+from tui.widgets.status_bar import StatusBar
+
+SIZE = (140, 40)
+KAYAK_Q = "Shall we take the kayak out on Saturday or on Sunday?"
+KAYAK_A = "Saturday is calm: we decided to take the kayak on Saturday morning."
+
+
+def recalled_rows(app: BrainTestApp) -> list[list[str]]:
+    table = app.query_one(SourcesPane).recalled
+    return [[str(getattr(cell, "plain", cell)) for cell in table.get_row_at(row)]
+            for row in range(table.row_count)]
+
+
+async def test_recalled_turns_and_dates_are_shown_and_open_their_session(
+    make_app, backend: FakeBackend
+) -> None:  # type: ignore[no-untyped-def]
+    backend.chat.script.tokens = ["You decided ", "on Saturday [c1]."]
+    backend.chat.script.conversations = (
+        ConversationView(1, "s2", "Weekend plans", "2026-01-14 18:00", KAYAK_Q, KAYAK_A, 1),
+        ConversationView(2, "", "conversation deleted", "2026-01-02 10:00", "", ""),
+    )
+    backend.chat.script.time_range = "2026-01-05 → 2026-01-11 (last week)"
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        pane = app.query_one(SourcesPane)
+        assert not pane.has_class("-recalled")  # no section before any recall
+        await ask(pilot, "what did we decide last week about the kayak?")
+        await wait_until(pilot, lambda: answer_finished(app), what="answer")
+        assert pane.has_class("-recalled") and pane.recalled.display
+        rows = recalled_rows(app)
+        assert rows[0][:2] == ["c1", "2026-01-14"] and rows[0][3] == "✓"
+        assert rows[0][2] == f"Weekend plans\nturn 1: {KAYAK_Q}"
+        assert rows[1][2] == "conversation deleted" and rows[1][3] == ""
+        status = str(app.query_one(StatusBar).render())
+        assert "dates 2026-01-05 → 2026-01-11 (last week)" in status
+
+        # A deleted one cannot be opened; Enter on [c1] opens its session at the turn.
+        pane.recalled.focus()
+        pane.recalled.move_cursor(row=1)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: any("deleted" in n.message
+                                            for n in app._notifications))
+        pane.recalled.move_cursor(row=0)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.chat_screen.chat.session_id == "s2",
+                         what="the recalled session opened")
+        await wait_until(pilot, lambda: isinstance(app.focused, AnswerMessage),
+                         what="its turn focused")
+
+        # A new session clears both.
+        await pilot.press("ctrl+n")
+        await wait_until(pilot, lambda: not pane.has_class("-recalled"))
+        assert "dates" not in str(app.query_one(StatusBar).render())
+
+
+async def test_clicking_c1_in_the_answer_selects_it(make_app, backend: FakeBackend) -> None:  # type: ignore[no-untyped-def]
+    backend.chat.script.tokens = ["Saturday [c2]."]
+    backend.chat.script.conversations = (
+        ConversationView(1, "s1", "Git questions", "2026-01-15 09:30", "stash?", "pop", 1),
+        ConversationView(2, "s2", "Weekend plans", "2026-01-14 18:00", KAYAK_Q, KAYAK_A, 1),
+    )
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ask(pilot, "kayak?")
+        await wait_until(pilot, lambda: answer_finished(app), what="answer")
+        answer = app.query_one(AnswerMessage)
+        answer.post_message(AnswerMessage.RecallSelected(answer, 2))
+        table = app.query_one(SourcesPane).recalled
+        await wait_until(pilot, lambda: app.focused is table and table.cursor_row == 1)
+
+
+async def test_sessions_screen_searches_every_conversation_by_date(
+    make_app, backend: FakeBackend
+) -> None:  # type: ignore[no-untyped-def]
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f2")
+        await wait_until(pilot, lambda: isinstance(app.screen, SessionsScreen)
+                         and app.screen.sessions, what="sessions listed")
+        screen = app.screen
+        assert isinstance(screen, SessionsScreen)
+        await pilot.press("slash")
+        search = screen.query_one("#session-search", Input)
+        assert app.focused is search
+        # A date the core cannot read: a clear error, the search text stays.
+        await pilot.press(*"kayak since:someday")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: any("cannot read" in n.message
+                                            for n in app._notifications))
+        assert search.value == "kayak since:someday" and not screen.searching
+        # Typing keys the screen binds (q, r, d, x) goes into the box.
+        search.value = ""
+        await pilot.press(*"kayak since:7d")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.searching, what="search results")
+        assert backend.sessions.searches[-1] == "kayak since:7d"
+        status = str(screen.query_one("#sessions-status").render())
+        assert "1 conversations for 'kayak since:7d'" in status and "dates 2026-01-08" in status
+        hits = screen.query_one(ConversationsTable)
+        assert app.focused is hits and hits.row_count == 1
+        # An empty search goes back to the list; a search again, then Enter opens the hit.
+        search.value = ""
+        search.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not screen.searching)
+        await wait_until(pilot, lambda: app.focused is not search)  # the list has it
+        search.value = "kayak"
+        search.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.searching and app.focused is hits)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.chat_screen.chat.session_id == "s2",
+                         what="the hit's session opened")
+        assert not isinstance(app.screen, SessionsScreen)
+
+
+# --- over the real core -----------------------------------------------------------------------
+
+@pytest.fixture
+def core(ollama_home: Path) -> Iterator[tuple[AppContext, CoreBackend]]:
+    ctx = AppContext.load(str(ollama_home))
+    ctx._embedder = HashEmbedder()
+    backend = CoreBackend(ctx)
+    try:
+        yield ctx, backend
+    finally:
+        backend.close()
+
+
+async def test_what_did_we_decide_cites_the_earlier_turn(core, fake_ollama) -> None:  # type: ignore[no-untyped-def]
+    ctx, backend = core
+    store = backend.sessions.store()
+    earlier = store.create(title="Weekend plans")
+    # Words the question shares: the test embedder is a bag of words, not a model of meaning.
+    store.add_turn(earlier.id, "What about the kayak trip?", KAYAK_A, status="complete")
+    fake_ollama.script_chat("You decided to take the kayak on Saturday morning [c1].",
+                            match=lambda body: "format" not in body)
+    app = BrainTestApp(ctx, backend, ollama_poll_seconds=0.1, memory_poll_seconds=0.1,
+                       watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await ask(pilot, "what did we decide about the kayak trip?")
+        await wait_until(pilot, lambda: answer_finished(app), timeout=60, what="answer")
+        answer = app.query_one(AnswerMessage)
+        assert answer.text.endswith("[c1].")
+        # The model was given the earlier turn, dated, as [c1].
+        answers = [b for b in fake_ollama.chat_requests if "format" not in b]
+        material = answers[-1]["messages"][-1]["content"]
+        assert "## Earlier conversations" in material and KAYAK_A in material
+        # The pane shows it, cited.
+        rows = recalled_rows(app)
+        assert len(rows) == 1 and rows[0][0] == "c1" and rows[0][3] == "✓"
+        assert rows[0][2] == "Weekend plans\nturn 1: What about the kayak trip?"
+        new_session = app.chat_screen.chat.session_id
+        assert new_session and new_session != earlier.id
+        # Enter opens the earlier session, its turn on screen.
+        table = app.query_one(SourcesPane).recalled
+        table.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.chat_screen.chat.session_id == earlier.id,
+                         timeout=20, what="the earlier session opened")
+        await wait_until(pilot, lambda: [a.text for a in app.query(AnswerMessage)]
+                         == [KAYAK_A], what="its turn shown")
+        # And the sessions screen finds it by words and date.
+        found = backend.sessions.search("kayak since:7d")
+        assert [h.session_id for h in found.hits][:2].count(earlier.id) == 1
+        assert found.time_range.endswith("(since 7d)") or "7d" in found.time_range
