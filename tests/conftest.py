@@ -40,6 +40,18 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     netguard.uninstall()
 
 
+@pytest.fixture(autouse=True)
+def _close_vector_clients() -> Iterator[None]:
+    """Each test's Chroma clients are closed after it: a cached client per temporary store
+    kept ~14 files open, and a whole run reached the thousands."""
+    yield
+    import sys
+
+    vectors = sys.modules.get("indexing.vectors")
+    if vectors is not None:  # only when the test used the vector store
+        vectors.close_all()
+
+
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """An isolated `--home` (also exported as $BRAIN_HOME for subprocesses)."""

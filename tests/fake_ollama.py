@@ -364,8 +364,11 @@ def _client_gone(conn: socket.socket) -> bool:
     """The peer closed the connection (a readable socket with nothing to read). A client says
     nothing else while it waits for a reply, so readable means EOF or an error."""
     try:
-        readable, _, _ = select.select([conn], [], [], 0)
-        if not readable:
+        # poll, not select: select() refuses descriptors above 1023 (FD_SETSIZE), and a
+        # refusal here read as "the client left" and dropped every request of a long run.
+        poller = select.poll()
+        poller.register(conn, select.POLLIN | select.POLLPRI)
+        if not poller.poll(0):
             return False
         return conn.recv(1, socket.MSG_PEEK) == b""
     except (OSError, ValueError):
