@@ -14,22 +14,26 @@ from contextlib import suppress
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from assistant.chat.sessions import SessionStore
     from assistant.conversations.index import ConversationIndex
 
 
-def forget_sessions(
-    index: ConversationIndex, session_ids: Sequence[str], *, vectors: bool = True
-) -> int:
-    """Delete these sessions and everything indexed from them; returns sessions deleted.
-
-    `vectors=False` when no vector store exists yet (nothing was ever embedded): opening one
-    only to find it empty would create it."""
+def delete_sessions(store: SessionStore, session_ids: Sequence[str]) -> int:
+    """Delete these sessions in one transaction: their turns, summaries, index units and the
+    units' keywords go with them (foreign keys, the keyword trigger). Their vectors are left
+    to `forget_deleted` (the conversation index's trace eraser); returns sessions deleted."""
     deleted = 0
-    with index.store.transaction() as conn:
+    with store.transaction() as conn:
         for session_id in dict.fromkeys(session_ids):
             deleted += conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount
-    index.forget(vectors=vectors)
     return deleted
+
+
+def forget_deleted(index: ConversationIndex, *, vectors: bool = True) -> int:
+    """After sessions were deleted: their vectors, the keyword segments that held their words,
+    the purge; returns vectors removed. `vectors=False` when no vector store exists yet
+    (nothing was ever embedded): opening one only to find it empty would create it."""
+    return index.forget(vectors=vectors)
 
 
 def forget_all_sessions(index: ConversationIndex) -> int:

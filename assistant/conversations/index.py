@@ -62,9 +62,12 @@ class IndexReport:
     repaired: int = 0  # vectors re-embedded for units that had none
     removed: int = 0  # orphan vectors deleted
     complete: bool = True  # False: a deadline stopped it, a later sync indexes the rest
+    embedded: int = 0  # of `indexed`, those whose vector was computed (the rest kept theirs)
 
     def summary(self) -> str:
         parts = [f"indexed {self.indexed} unit{'s' if self.indexed != 1 else ''}"]
+        if self.indexed:
+            parts.append(f"embedded {self.embedded}")
         if self.repaired:
             parts.append(f"re-embedded {self.repaired}")
         if self.removed:
@@ -141,7 +144,9 @@ class ConversationIndex:
             self.keywords: KeywordIndex = KeywordIndex(conn, KEYWORD_TABLE)
             self.keywords.follow_deletes(UNITS_TABLE)
             if self.keywords.stale:  # the tokenizer changed: re-add every unit's words
-                conn.execute(f"DELETE FROM {UNITS_TABLE}")
+                # (a blank text hash makes the next sync rewrite each unit; its vector, whose
+                # text did not change, is kept)
+                conn.execute(f"UPDATE {UNITS_TABLE} SET text_hash = ''")
                 self.keywords.clear()
 
     # --- plumbing ---------------------------------------------------------------------------
@@ -222,16 +227,26 @@ class ConversationIndex:
         with self._lock:
             removed, repaired = self.reconcile()
             docs = self.pending()
-            done = 0
-            for start in range(0, len(docs), batch_size):
-                if deadline is not None and start and time.monotonic() >= deadline:
-                    break
-                self.write(docs[start : start + batch_size])
-                done = min(start + batch_size, len(docs))
-                if progress is not None:
-                    progress(done, len(docs))
+            done, embedded = self._write_all(docs, batch_size=batch_size, progress=progress,
+                                             deadline=deadline)
             return IndexReport(indexed=done, repaired=repaired, removed=removed,
-                               complete=done == len(docs))
+                               complete=done == len(docs), embedded=embedded)
+
+    def _write_all(
+        self, docs: Sequence[UnitDoc], *, batch_size: int,
+        progress: Callable[[int, int], None] | None, deadline: float | None = None,
+        reuse: dict[str, str] | None = None,
+    ) -> tuple[int, int]:
+        """Write `docs` in batches: (units written, vectors computed)."""
+        done = embedded = 0
+        for start in range(0, len(docs), batch_size):
+            if deadline is not None and start and time.monotonic() >= deadline:
+                break
+            embedded += self.write(docs[start : start + batch_size], reuse=reuse)
+            done = min(start + batch_size, len(docs))
+            if progress is not None:
+                progress(done, len(docs))
+        return done, embedded
 
     def refresh(self, session_id: str) -> int:
         """Index what changed in one session (a new turn and the neighbour whose keyword text
@@ -241,14 +256,17 @@ class ConversationIndex:
             self.write(docs)
             return len(docs)
 
-    def write(self, docs: Sequence[UnitDoc]) -> None:
-        """Vectors first, then the units and their keywords in one SQLite transaction. A unit
-        whose embedded text is unchanged keeps its vector (not embedded again)."""
+    def write(self, docs: Sequence[UnitDoc], *, reuse: dict[str, str] | None = None) -> int:
+        """Vectors first, then the units and their keywords in one SQLite transaction; the
+        number of vectors computed. A unit whose embedded text is unchanged keeps its vector
+        (not embedded again): its unit row says so, or `reuse` (unit id → embedded-text hash
+        of a vector still in the collection) when the rows were rebuilt."""
         if not docs:
-            return
+            return 0
         with self.store.lock:
-            known = self._vector_hashes([d.id for d in docs])
-        self._upsert([d for d in docs if known.get(d.id) != d.vector_hash])
+            known = {**(reuse or {}), **self._vector_hashes([d.id for d in docs])}
+        changed = [d for d in docs if known.get(d.id) != d.vector_hash]
+        self._upsert(changed)
         with self.store.transaction() as conn:
             written: list[UnitDoc] = []
             for doc in docs:
@@ -266,6 +284,7 @@ class ConversationIndex:
                 if cur.rowcount:  # the session may have been deleted meanwhile
                     written.append(doc)
             self.keywords.add((d.id, d.keyword_text) for d in written)
+        return len(changed)
 
     def _vector_hashes(self, unit_ids: Sequence[str]) -> dict[str, str]:
         """The embedded-text hash of each unit that has one ('' = written before they were
@@ -315,11 +334,27 @@ class ConversationIndex:
             self.keywords.clear()
             self.keywords.optimize()
 
-    def rebuild(self, *, progress: Callable[[int, int], None] | None = None) -> IndexReport:
-        """Drop the vectors and the keyword table's content, then index everything again."""
+    def rebuild(self, *, progress: Callable[[int, int], None] | None = None,
+                batch_size: int = 128) -> IndexReport:
+        """Index everything again from the sessions database: every unit and its words are
+        written anew; a vector whose text is unchanged is kept (embedding is the slow part),
+        every other one computed; vectors of nothing are dropped."""
         with self._lock:
-            self._clear()
-            return self.sync(progress=progress)
+            with self.store.lock:
+                recorded = dict(self.store.conn.execute(
+                    f"SELECT id, vector_hash FROM {UNITS_TABLE} WHERE vector_hash != ''"))
+            present = set(self.vectors().ids())
+            reuse = {k: v for k, v in recorded.items() if k in present}
+            with self.store.transaction() as conn:
+                conn.execute(f"DELETE FROM {UNITS_TABLE}")
+                self.keywords.clear()
+                self.keywords.optimize()
+            docs = self.pending()
+            done, embedded = self._write_all(docs, batch_size=batch_size, progress=progress,
+                                             reuse=reuse)
+            removed, repaired = self.reconcile()  # vectors of what is gone, ones lost
+            return IndexReport(indexed=done, repaired=repaired, removed=removed,
+                               embedded=embedded)
 
     def forget(self, *, vectors: bool = True) -> int:
         """After sessions were deleted: remove their vectors now and merge the keyword segments

@@ -51,15 +51,14 @@ def purge_memory(ctx: AppContext, store: MemoryStore, id_or_prefix: str) -> Memo
 def delete_sessions(ctx: AppContext, sessions: SessionStore, session_ids: Sequence[str]) -> int:
     """Delete sessions: their turns, their conversation-index units, keywords and vectors, the
     retrieval-log entries of their searches; then scrub. Returns the sessions deleted."""
-    from assistant.conversations.erase import forget_sessions
-    from assistant.conversations.service import open_conversations
-    from assistant.erasure.conversations import has_vectors
+    from assistant.conversations.erase import delete_sessions as delete_rows
 
     log_ids: set[int] = set()
     for session_id in session_ids:
         log_ids |= sessions.log_ids(session_id)
-    deleted = forget_sessions(open_conversations(ctx, sessions), session_ids,
-                              vectors=has_vectors(ctx))
+    deleted = delete_rows(sessions, session_ids)
+    # The conversation index's vectors and keyword segments: its trace eraser (erasure/
+    # conversations.py), like every other copy.
     erase_traces(ctx, Removal(sessions=tuple(session_ids), session_log_ids=frozenset(log_ids)))
     return deleted
 

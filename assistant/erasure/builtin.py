@@ -1,4 +1,5 @@
-"""The trace erasers of the stores every home has: sessions, retrieval log, embedding cache."""
+"""The trace erasers of the stores every home has: sessions, retrieval log, embedding cache,
+the conversation index."""
 
 from __future__ import annotations
 
@@ -48,8 +49,15 @@ def embedding_cache(ctx: AppContext, removal: Removal) -> None:
         erase_cached(ctx.paths.embedding_cache_dir, keys)
 
 
+def conversation_index(ctx: AppContext, removal: Removal) -> None:
+    from assistant.erasure.conversations import conversation_index as erase
+
+    erase(ctx, removal)
+
+
 ERASERS: dict[str, TraceEraser] = {
     "sessions database": sessions,
     "retrieval log": retrieval_log,
     "embedding cache": embedding_cache,
+    "conversation index": conversation_index,
 }

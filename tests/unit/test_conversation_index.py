@@ -187,9 +187,36 @@ def test_deleting_a_session_leaves_no_trace(filled: ConversationIndex,
 
 def test_rebuild_from_the_sessions_database(filled: ConversationIndex,
                                             conversation_vectors: ConversationVectors) -> None:
+    embedder = filled.embedder()
+    before = embedder.texts_embedded  # type: ignore[attr-defined]
+    kept = dict(conversation_vectors.data)
     report = filled.rebuild()
-    assert report.indexed == 3 and conversation_vectors.dropped == 1
-    assert len(conversation_vectors.data) == 3
+    # Every unit and its words written anew; no vector computed again: their text is the same.
+    assert (report.indexed, report.embedded, report.removed) == (3, 0, 0)
+    assert embedder.texts_embedded == before  # type: ignore[attr-defined]
+    assert conversation_vectors.data.keys() == kept.keys()
+    assert search_conversations(filled, "rsync", now=NOW).hits
+    assert "embedded 0" in report.summary()
+
+    # A lost vector and a stray one: the rebuild computes the first, drops the second.
+    lost = sorted(kept)[0]
+    del conversation_vectors.data[lost]
+    conversation_vectors.data["t:999999"] = kept[sorted(kept)[1]]
+    report = filled.rebuild()
+    assert (report.embedded, report.removed) == (1, 1)
+    assert conversation_vectors.data.keys() == kept.keys()
+    assert embedder.texts_embedded == before + 1  # type: ignore[attr-defined]
+
+
+def test_a_renamed_session_keeps_its_turn_vectors(filled: ConversationIndex) -> None:
+    # The title is in the keyword text only: renaming rewrites the words, not the vectors.
+    embedder = filled.embedder()
+    before = embedder.texts_embedded  # type: ignore[attr-defined]
+    trip = next(s for s in filled.store.list() if s.title == "Kayak trip planning")
+    filled.store.rename(trip.id, "Paddling holiday")
+    report = filled.sync()
+    assert report.indexed >= 1 and report.embedded == 0
+    assert embedder.texts_embedded == before  # type: ignore[attr-defined]
 
 
 def test_summaries_are_units_of_their_own(filled: ConversationIndex) -> None:
