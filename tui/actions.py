@@ -51,7 +51,8 @@ ACTIONS: tuple[AppAction, ...] = (
     AppAction("new_session", "ctrl+n", "New session", "Start a new conversation", True),
     AppAction("cancel", "escape", "Stop answer", "Stop the answer being generated"),
     AppAction("search", "ctrl+f", "Search knowledge",
-              "Search your folders for the typed text (no model needed)", True),
+              "Search your folders and past conversations for the typed text (no model "
+              "needed; dates as in `since:2w` or \"last week\")", True),
     AppAction("focus_input", "ctrl+l", "Focus message box", "Move the cursor to the message box"),
     AppAction("focus_sources", "ctrl+s", "Focus sources", "Move the cursor to the sources pane"),
     AppAction("focus_memories", "ctrl+o", "Focus memories", "Move the cursor to the memory pane"),

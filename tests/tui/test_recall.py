@@ -137,6 +137,28 @@ async def test_sessions_screen_searches_every_conversation_by_date(
         assert not isinstance(app.screen, SessionsScreen)
 
 
+async def test_ctrl_f_searches_conversations_as_well_as_files(
+    make_app, backend: FakeBackend
+) -> None:  # type: ignore[no-untyped-def]
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        app.chat_screen.chat_input.load_text("kayak since:7d")
+        await pilot.press("ctrl+f")
+        pane = app.query_one(SourcesPane)
+        await wait_until(pilot, lambda: pane.table.row_count == 3, what="files found")
+        await wait_until(pilot, lambda: pane.has_class("-recalled"), what="conversations")
+        assert backend.sessions.searches == ["kayak since:7d"]
+        rows = recalled_rows(app)
+        assert rows == [["1", "2026-01-14", "Rust lifetimes\nturn 1: Shall we take the kayak on "
+                         "Saturday?", ""]]
+        assert "1 found" in str(pane.query_one("#recalled-caption").render())
+        assert "dates 2026-01-08 → 2026-01-15 (7d)" in str(app.query_one(StatusBar).render())
+        pane.recalled.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.chat_screen.chat.session_id == "s2",
+                         what="the conversation opened")
+
+
 # --- over the real core -----------------------------------------------------------------------
 
 @pytest.fixture

@@ -189,5 +189,12 @@ class IndexingController:
         if not pane.display:
             screen.action_toggle_sources()
         pane.show(result.sources, f"Search: {result.query[:40]}", low=result.low_confidence)
+        pane.show_conversations(())
         pane.table.focus()
         screen.status.show_warnings(result.warnings)
+        # Ctrl+F searches the conversations too: they appear under the files (Enter opens).
+        found = await attempt(screen.app, "Searching conversations",
+                              lambda: screen.backend.sessions.search(text))
+        if found is not None and self.search_query == text:
+            pane.show_conversations(found.hits, searched=True)
+            screen.status_bar.dates = found.time_range

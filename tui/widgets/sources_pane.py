@@ -86,12 +86,17 @@ class SourcesPane(Vertical):
     def recalled(self) -> ConversationsTable:
         return self.query_one(ConversationsTable)
 
-    def show_conversations(self, conversations: tuple[ConversationView, ...]) -> None:
-        """The earlier conversations the answer was given (none: the section is hidden)."""
+    def show_conversations(self, conversations: tuple[ConversationView, ...], *,
+                           searched: bool = False) -> None:
+        """The earlier conversations the answer was given, or a search found (none: the
+        section is hidden)."""
+        self.recalled.label = "" if searched else "c"
         self.recalled.show(conversations)
         cited = sum(1 for c in conversations if c.cited)
+        count = (f"{len(conversations)} found" if searched
+                 else f"{len(conversations)}, {cited} cited")
         self.query_one("#recalled-caption", Static).update(
-            f"Earlier conversations ({len(conversations)}, {cited} cited) — Enter opens one")
+            f"Earlier conversations ({count}) — Enter opens one")
         self.set_class(bool(conversations), "-recalled")
 
     def show(self, sources: tuple[SourceView, ...], caption: str, *, low: bool = False) -> None:
