@@ -155,7 +155,7 @@ class MemoryConfig:
     weight_importance: float = _opt(0.3, "Recall score weight of the memory's importance.")
     weight_freshness: float = _opt(0.1, "Recall score weight of freshness (exp(-days/30)).")
     extract_every_turns: int = _opt(
-        6, "Extract memories after this many user turns (0 = only at exit)."
+        6, "Extract memories after this many user turns (0 = when idle and after `brain ask`)."
     )
     extract_idle_seconds: int = _opt(120, "Extract memories after this much idle time (0 = off).")
     decay_after_days: int = _opt(90, "Memories unused this long start losing importance.")

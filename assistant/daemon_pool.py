@@ -86,10 +86,10 @@ class DaemonThreadPool(ThreadPoolExecutor):
                     item[0].cancel()
         for _ in workers:
             self._jobs.put(_STOP)
-        if wait:
-            for worker in workers:
-                if worker is not threading.current_thread():
-                    worker.join()
+        # `wait` is accepted and ignored: joining a worker stuck in a network call is exactly
+        # what this pool exists to avoid. asyncio.run() shuts the loop's default executor down
+        # with wait=True as the app exits (Ctrl+Q waited for a silent Ollama's /api/show).
+        del wait
 
 
 async def in_thread(fn: Callable[[], T]) -> T:

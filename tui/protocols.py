@@ -85,12 +85,16 @@ class ChatApi(Protocol):
     def feedback(self, log_id: str, rating: int) -> None:
         """Blocking (a worker thread)."""
 
+    async def pending_extraction(self) -> int:
+        """How many turns memory extraction has not read yet, this run's and those an
+        earlier run left (quitting does not extract)."""
+
     async def extract_pending(self) -> int:
-        """Memory extraction over the current session's turns not extracted yet (the app
-        calls it when the user has been idle); how many turns it went through."""
+        """Memory extraction over those turns (the app calls it when the user has been
+        idle); how many turns it went through."""
 
     async def close(self) -> None:
-        """Finish pending writes (memory extraction at exit, session saves)."""
+        """Quitting: cancel background work and close, promptly (no memory extraction)."""
 
 
 class SessionsApi(Protocol):

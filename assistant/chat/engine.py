@@ -94,6 +94,7 @@ log = logging.getLogger(__name__)
 RETRIEVAL_HISTORY_TURNS = 3  # earlier user messages given to the retriever for follow-ups
 EXTRACTION_BATCH_TOKENS = 1500  # user text per extraction request (memory/extraction.py)
 EXTRACTION_NUM_PREDICT = 1024
+PENDING_SESSIONS = 5  # sessions with unextracted turns taken up per idle extraction
 PROFILE_MEMORY_ID = "profile"  # assistant.memory.store.PROFILE_ID
 REMEMBERED = "Remembered: {text}"
 NOT_REMEMBERED = "Not remembered: {reason}"
@@ -365,6 +366,7 @@ class ChatEngine:
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop the engine runs on
         self._idle_timer: asyncio.TimerHandle | None = None
         self._summary_failed: dict[str, int] = {}  # session → turn seq its summary failed at
+        self._closed = False
 
     def _new_transport(self) -> OllamaTransport:
         s = self.settings
@@ -1261,7 +1263,7 @@ class ChatEngine:
     async def _fold(self, session: Session, fold: list[Turn]) -> None:
         # Facts first (nothing personal should be lost to the summary) — but a failed
         # extraction does not hold the fold back forever: it keeps its own pointer and is
-        # retried after later turns and at exit, from the turns stored verbatim.
+        # retried after later turns and when the user is idle, from the turns stored verbatim.
         if not await self._extract(session.id, self._unextracted(session.id, fold[-1].seq)):
             log.info("folding without extraction; it will be retried")
         reply = await self._background_complete(
@@ -1274,9 +1276,10 @@ class ChatEngine:
             self.store.set_summary(session.id, summary, fold[-1].seq)
 
     async def finish(self, timeout: float | None = None) -> bool:
-        """At exit: wait for background work, then extract memories from the current
-        session's turns not yet extracted (memory.extract_every_turns = 0 means only here).
-        False when extraction failed (the turns stay pending); TimeoutError past `timeout`."""
+        """At the end of a one-shot `brain ask`: wait for background work, then extract
+        memories from the current session's turns not yet extracted. False when extraction
+        failed (the turns stay pending); TimeoutError past `timeout`. The TUI never calls
+        it: quitting must not wait for a model call (see extract_pending)."""
         await self.drain(timeout)
         if self._session is None:
             return True
@@ -1284,27 +1287,43 @@ class ChatEngine:
             self._extract(self._session.id, self._unextracted(self._session.id)), timeout
         )
 
+    def pending_extraction(self) -> int:
+        """How many turns `extract_pending` would read: the current session's and those of the
+        other sessions left pending (PENDING_SESSIONS at most). Blocking (SQLite)."""
+        if self.memory is None:
+            return 0
+        return sum(len(self._unextracted(sid)) for sid in self._pending_sessions())
+
+    def _pending_sessions(self) -> list[str]:
+        current = [self._session.id] if self._session is not None else []
+        others = [sid for sid in self.store.unextracted(PENDING_SESSIONS) if sid not in current]
+        return current + others
+
     async def extract_pending(self, timeout: float | None = None) -> int:
-        """Memory extraction now over the current session's turns not extracted yet (the TUI
-        calls it after memory.extract_idle_seconds without input); the number of turns it
-        went through, 0 when there were none, extraction failed, or the user sent a question
-        meanwhile (they stay pending)."""
+        """Memory extraction now over the turns not extracted yet — the current session's,
+        then those other sessions left pending (a quit does not extract: it would hold the
+        user's shell for a model call). The TUI calls it after memory.extract_idle_seconds
+        without input. Returns the number of turns it went through; it stops at the first
+        failure, or when the user sends a question (the rest stays pending)."""
         await self.drain(timeout)
-        session = self._session
-        if session is None or self.jobs.running:
+        if self.memory is None or self.jobs.running:
             return 0
-        turns = self._unextracted(session.id)
-        if not turns:
+        work = [(sid, turns) for sid in self._pending_sessions()
+                if (turns := self._unextracted(sid))]
+        if not work:
             return 0
-        outcome: list[bool] = []
+        done: list[int] = []
 
         async def job() -> None:
-            outcome.append(await self._extract(session.id, turns))
+            for session_id, turns in work:
+                if not await self._extract(session_id, turns):
+                    break
+                done.append(len(turns))
             await self._warm_cache()
 
         self.jobs.start(job)
         await self.jobs.wait(timeout)
-        return len(turns) if outcome and outcome[0] else 0
+        return sum(done)
 
     def _facts_quiet(self, model: str) -> ModelFacts | None:
         try:
@@ -1318,15 +1337,40 @@ class ChatEngine:
         await self.jobs.wait(timeout)
         await self._wait_indexed(timeout)
 
-    async def aclose(self) -> None:
+    async def aclose(self, *, patience: float | None = None,
+                     then: Callable[[], object] | None = None) -> None:
+        """Cancel background work, close the connections to Ollama, then close knowledge,
+        memory and `then` (the session store, which the conversation index shares) on the
+        threads that use them, after whatever job is running there. `patience`: how long to
+        wait for those (None: until done). Quitting waits a moment only: a close left behind
+        runs when its thread's job ends, or never if the process ends first — which SQLite
+        survives (WAL, transactions), and the conversation index catches up at the next sync."""
+        if self._closed:
+            return
+        self._closed = True
         self._cancel_idle_timer()
         await self.jobs.aclose()
-        await self._wait_indexed(5)
+        await self._wait_indexed(5 if patience is None else patience)
         for transport in [*self._old_transports, self.transport]:
             await transport.aclose()
-        self._knowledge_pool.shutdown(wait=False, cancel_futures=True)
-        self._memory_pool.shutdown(wait=False, cancel_futures=True)
-        self._conversation_pool.shutdown(wait=False, cancel_futures=True)
+        loop = asyncio.get_running_loop()
+        closes = [
+            (pool, close)
+            for pool, source in ((self._knowledge_pool, self.knowledge),
+                                 (self._memory_pool, self.memory),
+                                 (self._conversation_pool, self.conversations))
+            if (close := getattr(source, "close", None)) is not None
+        ]
+        if then is not None:
+            closes.append((self._conversation_pool, then))
+        closing = [loop.run_in_executor(pool, close) for pool, close in closes]
+        for pool in (self._knowledge_pool, self._memory_pool, self._conversation_pool):
+            pool.shutdown(wait=False)  # the closes queued above still run
+        if closing:
+            await asyncio.wait(closing, timeout=patience)
+        for task in closing:
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                log.error("closing the chat's stores failed", exc_info=task.exception())
 
 
 def _once(compute: Callable[[], int]) -> Callable[[], int]:

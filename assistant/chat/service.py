@@ -280,15 +280,10 @@ class ChatService:
         self.memory = memory
         self.conversations = conversations
 
-    async def aclose(self) -> None:
-        await self.engine.aclose()
-        for part in (self.knowledge, self.memory):
-            if part is not None:
-                try:
-                    part.close()
-                except Exception:  # closing must not mask the turn's result
-                    log.exception("closing %s failed", type(part).__name__)
-        self.store.close()
+    async def aclose(self, *, patience: float | None = None) -> None:
+        """Close the engine and what it uses: knowledge, memory and the session store, each on
+        the thread that uses it, waiting at most `patience` seconds (see ChatEngine.aclose)."""
+        await self.engine.aclose(patience=patience, then=self.store.close)
 
 
 def open_sessions(ctx: AppContext) -> SessionStore:

@@ -436,6 +436,18 @@ class SessionStore:
                 (through_seq, session_id),
             )
 
+    def unextracted(self, limit: int) -> builtins.list[str]:
+        """Up to `limit` sessions, most recently used first, with turns memory extraction has
+        not read (quitting leaves them; so does a failed extraction). Imported conversations
+        are not the user's chats here and are left out until continued in one."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT s.id FROM sessions s WHERE s.model != 'import' AND EXISTS ("
+                " SELECT 1 FROM turns t WHERE t.session_id = s.id"
+                " AND t.seq > s.extracted_through AND t.status != 'failed')"
+                " ORDER BY s.updated_at DESC, s.rowid DESC LIMIT ?", (limit,)).fetchall()
+        return [str(r[0]) for r in rows]
+
     def set_summary(self, session_id: str, summary: str, through_seq: int) -> None:
         """Store the rolling summary covering turns up to `through_seq` (never moves back)."""
         with self._tx() as conn:

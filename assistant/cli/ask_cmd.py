@@ -235,7 +235,8 @@ async def _end_session(engine: ChatEngine, final: Done | Failed,
         reason = "the model's reply was unusable"
     if not ok:
         _eprint(f"note: memory extraction failed ({reason}); nothing new was remembered, "
-                "the session's turns are tried again when it continues")
+                "the session's turns are tried again later (when it continues, or at the "
+                "terminal UI's next idle moment)")
 
 
 async def _summarize_session(engine: ChatEngine, final: Done | Failed) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from assistant.config import RetrievalConfig
+from assistant.daemon_pool import DaemonThreadPool
 from assistant.errors import UserError
 from assistant.retrieval.coverage import vector_gap_warning
 from assistant.retrieval.diversify import cap_per_file
@@ -118,8 +119,10 @@ class HybridRetriever:
         self._tokenize = tokenizer or _default_tokenizer
         self._clock = clock
         self._cwd = cwd
-        self._pool: ThreadPoolExecutor | None = (
-            ThreadPoolExecutor(max_workers=1, thread_name_prefix="dense") if parallel else None
+        # A daemon thread: an embedding stuck on a silent Ollama must not hold the process at
+        # exit (ThreadPoolExecutor's threads are joined by the interpreter as it ends).
+        self._pool: DaemonThreadPool | None = (
+            DaemonThreadPool(1, thread_name_prefix="dense") if parallel else None
         )
 
     @property

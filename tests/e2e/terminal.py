@@ -111,12 +111,14 @@ class Terminal:
             return None
         return int(text) if text else None
 
-    def wait_exit(self, timeout: float = 30.0) -> int:
+    def wait_exit(self, timeout: float = 30.0, *, poll: float = 0.1) -> int:
+        """The exit status, once the program has ended (checked every `poll` seconds: a test
+        timing the exit polls finely)."""
         deadline = time.monotonic() + timeout
         while (status := self.exit_status()) is None:
             if time.monotonic() > deadline:
                 raise AssertionError(f"program still running after {timeout} s:\n{self.screen()}")
-            time.sleep(0.1)
+            time.sleep(poll)
         return status
 
     def close(self) -> None:

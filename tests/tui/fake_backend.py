@@ -296,6 +296,7 @@ class FakeChat:
         self.script = ChatScript()
         self.feedback_log: list[tuple[str, int]] = []
         self.extracted_through = 0
+        self.left_pending = 0  # turns an earlier run left unextracted
         self.extract_calls = 0
         self.asked: list[tuple[str | None, str, str]] = []
         self.closed = False
@@ -312,10 +313,14 @@ class FakeChat:
     def feedback(self, log_id: str, rating: int) -> None:
         self.feedback_log.append((log_id, rating))
 
+    async def pending_extraction(self) -> int:
+        return self.left_pending + len(self.asked) - self.extracted_through
+
     async def extract_pending(self) -> int:
         # Like the engine: the finished turns not extracted yet, once.
-        pending = len(self.asked) - self.extracted_through
+        pending = self.left_pending + len(self.asked) - self.extracted_through
         self.extracted_through = len(self.asked)
+        self.left_pending = 0
         self.extract_calls += 1
         return pending
 

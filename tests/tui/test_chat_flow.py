@@ -207,6 +207,15 @@ async def test_idle_time_runs_memory_extraction_once(make_app, backend) -> None:
         assert backend.chat.extract_calls == 1
 
 
+async def test_idle_time_extracts_what_an_earlier_run_left(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+    """Quitting does not extract: the next run does, at its first idle moment, unasked."""
+    backend.chat.left_pending = 2
+    app = make_app(extract_idle_seconds=0.3)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: backend.chat.extract_calls == 1, what="idle extraction")
+        assert backend.chat.left_pending == 0 and backend.chat.asked == []
+
+
 async def test_idle_extraction_off_with_zero(make_app, backend) -> None:  # type: ignore[no-untyped-def]
     import time
 

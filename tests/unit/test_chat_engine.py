@@ -531,6 +531,51 @@ async def test_extract_pending_failure_leaves_turns_pending(chat_rig: ChatRig) -
     assert await engine.extract_pending(timeout=5) == 1
 
 
+async def test_extract_pending_takes_up_what_an_earlier_run_left(chat_rig: ChatRig) -> None:
+    """Quitting the TUI does not extract (it would wait for a model call): the next run's
+    idle extraction reads the turns the last one left, in every session, imports aside."""
+    earlier = chat_rig.make(extract_every_turns=0)
+    await earlier.ask("I live in Lisbon.")
+    first = earlier.session
+    earlier.new_session()
+    await earlier.ask("My cat is called Miso.")
+    await earlier.aclose()  # the app quits: nothing extracted
+    imported = chat_rig.store.create(model="import")
+    chat_rig.store.add_turn(imported.id, "an imported question", "its answer", status="complete")
+    assert chat_rig.memory.extracted == []
+
+    later = chat_rig.make(extract_every_turns=0)  # the next run, no session open yet
+    assert later.pending_extraction() == 2
+    assert await later.extract_pending(timeout=5) == 2
+    assert sorted(q for batch in chat_rig.memory.extracted for q, _ in batch) == [
+        "I live in Lisbon.", "My cat is called Miso."]
+    assert first is not None and chat_rig.store.get(first.id).extracted_through == 1
+    assert later.pending_extraction() == 0
+    assert await later.extract_pending(timeout=5) == 0
+
+
+async def test_closing_never_waits_for_a_store_busy_on_its_thread(chat_rig: ChatRig) -> None:
+    """A close waits `patience` at most for the memory thread; the store is then closed on
+    that thread once its job ends (SQLite connections belong to their thread)."""
+    release = threading.Event()
+    closed_on: list[str] = []
+    chat_rig.memory.close = lambda: closed_on.append(  # type: ignore[attr-defined]
+        threading.current_thread().name)
+    engine = chat_rig.make()
+    busy = asyncio.get_running_loop().run_in_executor(engine._memory_pool, release.wait, 30)
+    started = time.monotonic()
+    await engine.aclose(patience=0.1)
+    assert time.monotonic() - started < 2
+    assert closed_on == []  # still queued behind the busy job
+    release.set()
+    await busy
+    for _ in range(200):
+        if closed_on:
+            break
+        await asyncio.sleep(0.01)
+    assert closed_on and closed_on[0].startswith("brain-memory")
+
+
 async def test_warm_up_prepares_sources_and_model_facts(chat_rig: ChatRig) -> None:
     warmed: list[str] = []
     chat_rig.knowledge.warm_up = lambda: warmed.append("knowledge")  # type: ignore[attr-defined]

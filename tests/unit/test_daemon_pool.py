@@ -63,6 +63,32 @@ def test_shutdown_can_cancel_what_has_not_started() -> None:
     assert all(f.cancelled() for f in queued)
 
 
+def test_shutdown_never_joins_a_stuck_job() -> None:
+    """asyncio.run() ends by shutting the default executor down with wait=True: the app's exit
+    waited for a call stuck on a silent Ollama until this returned at once."""
+    pool = DaemonThreadPool(2)
+    gate = threading.Event()
+    stuck = pool.submit(gate.wait, 30)
+    started = time.monotonic()
+    pool.shutdown(wait=True)
+    assert time.monotonic() - started < 1 and not stuck.done()
+    gate.set()
+    assert stuck.result(5) is True
+
+
+def test_asyncio_run_returns_while_a_default_executor_job_is_stuck() -> None:
+    gate = threading.Event()
+
+    async def main() -> None:
+        asyncio.get_running_loop().set_default_executor(DaemonThreadPool(2))
+        asyncio.get_running_loop().run_in_executor(None, gate.wait, 30)
+
+    started = time.monotonic()
+    asyncio.run(main())
+    assert time.monotonic() - started < 5
+    gate.set()
+
+
 def test_asyncio_accepts_it_as_the_default_executor() -> None:
     async def main() -> int:
         loop = asyncio.get_running_loop()

@@ -8,13 +8,13 @@ at once whatever the token rate. The engine's blocking parts (search, recall, mo
 on daemon threads (assistant/daemon_pool.py: the app makes it its loop's default executor).
 
 One engine for the app's lifetime, so its background work (rolling summary, memory extraction)
-survives between turns and `close()` waits for it, with a bound, before the app exits.
+survives between turns; quitting cancels it (`close()`), and what it left pending is taken up
+when the user is next idle, in this run or the next.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from assistant.chat.service import ChatService
 
 IDLE_EXTRACT_TIMEOUT = 120.0  # seconds: an idle extraction gives up; the turns stay pending
-CLOSE_TIMEOUT = 10.0  # seconds for memory extraction at exit; the turns stay pending after
+CLOSE_PATIENCE = 0.1  # seconds quitting waits for the stores on the chat threads to close
 
 
 class CoreTurn:
@@ -151,22 +151,22 @@ class ChatAdapter:
         with RetrievalLog.open(self.ctx.paths.retrieval_log_db) as log:
             log.rate(int(log_id), rating)
 
+    async def pending_extraction(self) -> int:
+        engine = (await self._open()).engine
+        return await in_thread(engine.pending_extraction)
+
     async def extract_pending(self) -> int:
-        if self._service is None:
-            return 0  # nothing was asked in this run
-        return await self._service.engine.extract_pending(timeout=IDLE_EXTRACT_TIMEOUT)
+        engine = (await self._open()).engine
+        return await engine.extract_pending(timeout=IDLE_EXTRACT_TIMEOUT)
 
     async def close(self) -> None:
-        """Let the engine finish its background work (memory extraction of this session's
-        turns, within CLOSE_TIMEOUT), then close it and the stores it opened."""
+        """Quitting: cancel the engine's background work and close it. Memory extraction is
+        not run here (it would hold the user's shell for a model call): the turns stay
+        pending and `extract_pending` takes them at the next idle moment, in this run or the
+        next. A store still busy on its thread closes after its job, or with the process."""
         service, self._service = self._service, None
-        if service is None:
-            return
-        try:
-            with contextlib.suppress(TimeoutError):
-                await service.engine.finish(timeout=CLOSE_TIMEOUT)
-        finally:
-            await service.aclose()
+        if service is not None:
+            await service.aclose(patience=CLOSE_PATIENCE)
 
 
 def _select(engine: ChatEngine, session_id: str | None, model: str) -> None:

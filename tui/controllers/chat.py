@@ -3,7 +3,8 @@
 A turn is one async worker on the UI's own loop (see tui/backend/chat.py): it awaits the
 backend's turn and shows each event as it comes. Esc cancels the turn itself, so the model stops
 at once and the turn ends with `Finished(interrupted)`; the engine stores it with the partial
-answer. Quitting does the same and waits for that store before closing the chat.
+answer. Quitting does the same and waits for that store (never for memory extraction: the
+turns it has not read wait for the next idle moment, in this run or the next).
 """
 
 from __future__ import annotations
@@ -62,11 +63,12 @@ class ChatController:
         self.activity = activity
         self.extract_idle_seconds = extract_idle_seconds
         self.generating: AnswerMessage | None = None
-        self.asked = False  # a question was sent in this run (memory extraction at exit)
+        self.asked = False  # a question was sent in this run (quitting then stores its turn)
         self._turn: ChatTurn | None = None
         self._worker: Worker[None] | None = None
         self._stop_requested = False
         self._unextracted = 0  # answers in this run not through memory extraction yet
+        self._earlier = True  # turns an earlier run left unextracted (a quit does not extract)
         self._extracting = False
 
     def start(self) -> None:
@@ -124,6 +126,8 @@ class ChatController:
         self.screen.notify("Stopped.", timeout=2)
 
     async def _show(self, answer: AnswerMessage, event: ChatEvent) -> None:
+        if self.screen.quitting:
+            return  # the screen is going away: only the engine's store matters now
         if isinstance(event, Retrieved):
             await self._retrieved(answer, event)
         elif answer.finished:
@@ -196,8 +200,10 @@ class ChatController:
         self.screen.status.refresh_stats()
 
     async def stop(self) -> None:
-        """Quitting: stop the answer (stored as interrupted), then let the chat finish its
-        writes (memory extraction at exit, bounded) and close."""
+        """Quitting: stop the answer (the engine stores it as interrupted, with its partial
+        text), then close the chat without running memory extraction (see ChatAdapter.close:
+        the next idle moment, in the next run, does it)."""
+        self._stop_requested = True  # a turn still starting is cancelled as soon as it exists
         if self._turn is not None:
             self._turn.cancel()
         worker = self._worker
@@ -355,24 +361,30 @@ class ChatController:
 
     def _check_idle(self) -> None:
         """After memory.extract_idle_seconds without input, extract memories from the answers
-        not extracted yet, so facts are not held back until the next cadence or exit."""
-        if (not self._unextracted or self._extracting or self.generating is not None
-                or self.screen.quitting  # exit extraction takes over
+        not extracted yet — this run's, and at the first idle moment those an earlier run
+        left (quitting never extracts) — so facts are not held back until the next cadence."""
+        if (not (self._unextracted or self._earlier) or self._extracting
+                or self.generating is not None or self.screen.quitting
                 or self.activity.idle_for() < self.extract_idle_seconds):
             return
         self._extracting = True
         self.screen.run_worker(self._idle_extract(self._unextracted), group="extract")
 
     async def _idle_extract(self, pending: int) -> None:
+        chat = self.screen.backend.chat
         try:
-            extracted = await self.screen.backend.chat.extract_pending()
+            if self._earlier:
+                self._earlier = False
+                if not pending and not await chat.pending_extraction():
+                    return
+            extracted = await chat.extract_pending()
         except Exception as exc:
             message, _ = describe(exc)
             self.screen.notify(f"Extracting memories: {message}", severity="error")
             extracted = 0
         finally:
             self._extracting = False
-        # A failed extraction leaves the turns in the session: the next cadence or exit retries.
+        # A failed extraction leaves the turns pending: the next cadence or the next run retries.
         self._unextracted = max(0, self._unextracted - pending)
         self.activity.touch()
         if extracted:
