@@ -2,7 +2,8 @@
 
 A source row is built one way whether it comes from a search or from a chat turn: both are a
 numbered `Source` over a `KnowledgeItem` with typed scores (`HitScores`); a turn resumed from
-the sessions database has no scores, only its text.
+the sessions database gets them back from the retrieval log (tui/backend/sessions.py), and has
+none only when its log entry is gone.
 """
 
 from __future__ import annotations

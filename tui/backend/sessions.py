@@ -15,6 +15,7 @@ from tui.views import ConversationSearch, SessionView, TurnView
 
 if TYPE_CHECKING:
     from assistant.chat.sessions import SessionStore
+    from assistant.chat.turn import HitScores, Turn
     from assistant.conversations.index import ConversationIndex
 
 SEARCH_TOP_K = 20
@@ -42,7 +43,10 @@ class SessionsAdapter:
     def turns(self, session_id: str) -> builtins.list[TurnView]:
         store = self.store()
         session = store.resolve(session_id)
-        return [turn_view(t, self.ctx) for t in store.turns(session.id)]
+        turns = store.turns(session.id)
+        logged = _logged_scores(self.ctx, [t.log_id for t in turns if t.log_id is not None])
+        return [turn_view(with_scores(t, logged.get(t.log_id or -1, {})), self.ctx)
+                for t in turns]
 
     def rename(self, session_id: str, title: str) -> None:
         if not title.strip():
@@ -100,3 +104,43 @@ def _open_sessions(ctx: AppContext) -> SessionStore:
     from assistant.chat.sessions import SessionStore
 
     return SessionStore.open(ctx.paths.sessions_db)
+
+
+def _logged_scores(ctx: AppContext, log_ids: builtins.list[int]) -> dict[int, dict[str, HitScores]]:
+    """The scores each turn's sources had when it was answered, from the retrieval log (the
+    sessions database keeps the text the model saw, not why it was retrieved); {} when the
+    log is gone or unreadable: the sources then show "—", as before."""
+    from assistant.chat.turn import HitScores
+    from assistant.retrieval.log import RetrievalLog
+
+    path = ctx.paths.retrieval_log_db
+    if not log_ids or not path.is_file():
+        return {}
+    out: dict[int, dict[str, HitScores]] = {}
+    try:
+        with RetrievalLog.open(path) as log:
+            for log_id in log_ids:
+                entry = log.get(log_id)
+                if entry is not None:
+                    out[log_id] = {
+                        h.chunk_id: HitScores(rank=h.rank, vector=h.cosine, keyword=h.keyword,
+                                              fused=h.fused)
+                        for h in entry.hits
+                    }
+    except Exception:  # scores are a nicety: a damaged log must not stop a resume
+        return out
+    return out
+
+
+def with_scores(turn: Turn, scores: dict[str, HitScores]) -> Turn:
+    """`turn` with each source's logged scores attached (by chunk id)."""
+    from dataclasses import replace
+
+    if not scores:
+        return turn
+    sources = tuple(
+        replace(s, item=replace(s.item, scores=scores[s.item.chunk_id]))
+        if s.item.chunk_id in scores and s.item.scores is None else s
+        for s in turn.sources
+    )
+    return replace(turn, sources=sources)
