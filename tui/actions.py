@@ -4,8 +4,13 @@ the command palette, the help screen and the `[ui] keybindings` overrides in the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.binding import Binding
+from textual.keys import format_key
+
+if TYPE_CHECKING:
+    from textual.app import App
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,9 +55,11 @@ ACTIONS: tuple[AppAction, ...] = (
               priority=True),
     AppAction("new_session", "ctrl+n", "New session", "Start a new conversation", True),
     AppAction("cancel", "escape", "Stop answer", "Stop the answer being generated"),
+    # Priority: text fields bind Ctrl+F themselves (Input: delete a word), which swallowed it
+    # in the memory filter.
     AppAction("search", "ctrl+f", "Search knowledge",
-              "Search your folders and past conversations for the typed text (no model "
-              "needed; dates as in `since:2w` or \"last week\")", True),
+              "Search your folders and past conversations for the typed text, or ask what to "
+              "search (no model needed; dates as in `since:2w` or \"last week\")", True, True),
     AppAction("focus_input", "ctrl+l", "Focus message box", "Move the cursor to the message box"),
     AppAction("focus_sources", "ctrl+s", "Focus sources", "Move the cursor to the sources pane"),
     AppAction("focus_memories", "ctrl+o", "Focus memories", "Move the cursor to the memory pane"),
@@ -92,3 +99,51 @@ def validate_keymap(keymap: dict[str, str]) -> tuple[dict[str, str], list[str]]:
         else:
             good[name] = key.strip()
     return good, problems
+
+
+# --- keys as people read them -------------------------------------------------------------------
+
+_MODIFIERS = {"ctrl": "Ctrl", "alt": "Alt", "shift": "Shift", "meta": "Meta", "super": "Super",
+              "hyper": "Hyper"}
+_NAMES = {
+    "escape": "Esc", "enter": "Enter", "tab": "Tab", "space": "Space",
+    "backspace": "Backspace", "delete": "Del", "insert": "Ins", "home": "Home", "end": "End",
+    "pageup": "PgUp", "pagedown": "PgDn", "up": "↑", "down": "↓", "left": "←", "right": "→",
+}
+
+
+def key_label(key: str) -> str:
+    """Textual's key names as a user reads them: `ctrl+q` → `Ctrl+Q`, `alt+left` → `Alt+←`,
+    `plus, equals_sign` → `+, =`, `escape,q,f1` → `Esc, q, F1`."""
+    return ", ".join(_one_key(k.strip()) for k in key.split(",") if k.strip())
+
+
+def _one_key(key: str) -> str:
+    *modifiers, name = key.split("+")
+    if name == "":  # "+" or "ctrl++": the key is the plus sign itself
+        name = "plus"
+        modifiers = [m for m in modifiers if m]
+    if name in _NAMES:
+        shown = _NAMES[name]
+    elif len(name) > 1 and name[0] == "f" and name[1:].isdigit():
+        shown = name.upper()
+    else:
+        shown = format_key(name)  # "slash" → "/", "equals_sign" → "="
+        if len(shown) > 1:
+            shown = shown.replace("_", " ")
+        elif modifiers:
+            shown = shown.upper()  # Ctrl+Q, as keyboards print it
+    return "+".join([*(_MODIFIERS.get(m, m.title()) for m in modifiers), shown])
+
+
+def bound_key(app: App[object], action: str) -> str:
+    """The key(s) that run app `action` now (the config's override if any), "" if none."""
+    keymap: dict[str, str] = getattr(app, "_keymap", {}) or {}
+    if action in keymap:
+        return keymap[action]
+    return next((a.key for a in ACTIONS if a.name == action), "")
+
+
+def key_display(app: App[object], action: str) -> str:
+    """`bound_key` as the user reads it."""
+    return key_label(bound_key(app, action))

@@ -89,6 +89,10 @@ class ChatApi(Protocol):
         """How many turns memory extraction has not read yet, this run's and those an
         earlier run left (quitting does not extract)."""
 
+    def mark_right_source(self, log_id: str, path: str) -> None:
+        """👎 the logged retrieval and name `path` as a file that answers it (an eval case for
+        `brain log --disliked --export`). Blocking."""
+
     async def extract_pending(self) -> int:
         """Memory extraction over those turns (the app calls it when the user has been
         idle); how many turns it went through."""

@@ -295,6 +295,7 @@ class FakeChat:
         self.memory = memory
         self.script = ChatScript()
         self.feedback_log: list[tuple[str, int]] = []
+        self.right_sources: list[tuple[str, str]] = []
         self.extracted_through = 0
         self.left_pending = 0  # turns an earlier run left unextracted
         self.extract_calls = 0
@@ -315,6 +316,9 @@ class FakeChat:
 
     async def pending_extraction(self) -> int:
         return self.left_pending + len(self.asked) - self.extracted_through
+
+    def mark_right_source(self, log_id: str, path: str) -> None:
+        self.right_sources.append((log_id, path))
 
     async def extract_pending(self) -> int:
         # Like the engine: the finished turns not extracted yet, once.

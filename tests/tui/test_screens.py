@@ -127,8 +127,8 @@ async def test_help_lists_keys_with_config_override(home: Path, backend: FakeBac
         await pilot.press("f9")
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
         table = app.screen.query_one(DataTable)
-        rows = [table.get_row_at(i) for i in range(table.row_count)]
-        assert ["anywhere", "f9", "Keys"] in rows
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        assert ["anywhere", "F9", "Keys", "help"] in rows
         assert any(r[0] == "memory pane" and r[2] == "Undo" for r in rows)
         await pilot.press("escape")
         await pilot.press("f5")

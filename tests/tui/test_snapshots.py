@@ -1,4 +1,5 @@
-"""SVG snapshots: the main screen in every bundled theme, the memory editor, the index manager.
+"""SVG snapshots: the main screen in every bundled theme and at 80×24, the memory editor, the
+index manager.
 
 Deterministic: fixed terminal size, blinking cursors off, fixed data (fake backend) and no
 clock on screen. Update after an intended visual change with `pytest --snapshot-update`.
@@ -78,3 +79,9 @@ def test_index_manager(snap_compare, make_app, backend) -> None:  # type: ignore
         await pilot.pause(0.1)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_main_screen_at_80x24(snap_compare, make_app) -> None:  # type: ignore[no-untyped-def]
+    """Issue 15 snag 1: at 80×24 the side panes collapse behind F6/F7; the chat gets the width."""
+    app = make_app()
+    assert snap_compare(app, terminal_size=(80, 24), run_before=answered)

@@ -226,7 +226,8 @@ class ChatController:
         caption = f"Answer {index}: {answer.question[:40]}"
         if answer.empty_index:
             caption = "Nothing is indexed yet: press F3 to add a folder"
-        screen.sources_pane.show(answer.sources, caption, low=answer.low_confidence)
+        screen.sources_pane.show(answer.sources, caption, low=answer.low_confidence,
+                                 log_id=answer.log_id)
         screen.sources_pane.show_conversations(answer.conversations)
         await screen.memory_pane.show_used(answer.memories)
 
@@ -295,8 +296,24 @@ class ChatController:
         feedback = self.screen.backend.chat.feedback
         if await succeeded(self.screen.app, "Saving feedback", lambda: feedback(log_id, rating)):
             answer.rating = rating
-            self.screen.notify("Thanks: 👍 recorded" if rating > 0 else "Thanks: 👎 recorded "
-                               "(`brain log --disliked` turns it into an eval case)")
+            self.screen.notify("Thanks: 👍 recorded" if rating > 0 else "Thanks: 👎 recorded. "
+                               "Which file answers it? Select it in the sources pane and press "
+                               "c (`brain log --disliked --export` makes it an eval case).")
+
+    def mark_right(self, log_id: str, source: SourceView) -> None:
+        """The user named the file that answers the question (after a 👎)."""
+        mark = self.screen.backend.chat.mark_right_source
+
+        async def run() -> None:
+            if await succeeded(self.screen.app, "Saving the right source",
+                               lambda: mark(log_id, source.source)):
+                for answer in self.screen.chat_view.answers:
+                    if answer.log_id == log_id:
+                        answer.rating = -1
+                self.screen.notify(f"Marked {source.relpath} as the right source: "
+                                   "`brain log --disliked --export` writes it as an eval case.")
+
+        self.screen.run_worker(run(), group="feedback")
 
     def last_answer(self) -> AnswerMessage | None:
         focused = self.screen.focused

@@ -169,12 +169,23 @@ class IndexingController:
     # --- search (works without Ollama) ------------------------------------------------------
 
     def search(self) -> None:
-        screen = self.screen
-        text = screen.chat_input.text.strip()
-        if not text:
-            screen.notify("Type what to search for in the message box, then Ctrl+F.",
-                          severity="warning")
+        """Ctrl+F: search for the message box's text; with nothing typed, ask what to search."""
+        text = self.screen.chat_input.text.strip()
+        if text:
+            self.search_for(text)
             return
+        from tui.screens.text_prompt import TextPrompt
+
+        def chosen(query: str | None) -> None:
+            if query:
+                self.search_for(query)
+
+        prompt = TextPrompt("Search your folders and past conversations for (no model needed):",
+                            self.search_query)
+        self.screen.app.push_screen(prompt, chosen)
+
+    def search_for(self, text: str) -> None:
+        screen = self.screen
         self.search_query = text
         screen.sources_pane.show((), f"Searching: {text[:40]}…")
         screen.run_worker(self._search(text), group="search", exclusive=True)
@@ -186,9 +197,9 @@ class IndexingController:
             return
         screen = self.screen
         pane = screen.sources_pane
-        if not pane.display:
-            screen.action_toggle_sources()
-        pane.show(result.sources, f"Search: {result.query[:40]}", low=result.low_confidence)
+        screen.show_pane("sources")
+        pane.show(result.sources, f"Search: {result.query[:40]}", low=result.low_confidence,
+                  log_id=result.log_id)
         pane.show_conversations(())
         pane.table.focus()
         screen.status.show_warnings(result.warnings)

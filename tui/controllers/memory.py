@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from tui.views import MemoryEvent, MemoryView
 from tui.widgets.memory_pane import MemoryVerb
+from tui.wording import plural
 from tui.workers import Refresh, attempt
 
 if TYPE_CHECKING:
@@ -131,7 +132,7 @@ class MemoryController:
         if removed is None:
             return
         await self.screen.memory_pane.forgotten()
-        self.screen.notify(f"Forgot {removed} memories.")
+        self.screen.notify(f"Forgot {plural(removed, 'memory', 'memories')}.")
         self.screen.status.refresh_stats()
 
     # --- listing and the background poll ----------------------------------------------------

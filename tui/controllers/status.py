@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tui.views import OllamaStatus
-from tui.workers import Refresh, attempt, describe, on_loop
+from tui.workers import Refresh, describe, on_loop, report
 
 if TYPE_CHECKING:
     from tui.screens.chat import ChatScreen
@@ -23,6 +23,7 @@ class StatusController:
         self.model_ready = False
         self.warming = threading.Event()  # set while models load (cannot be interrupted)
         self._warned: tuple[str, ...] = ()  # retrieval warnings already shown as a toast
+        self._stats_failure: tuple[str, str] | None = None  # the last one reported
         self.check_ollama = Refresh(screen, "ollama", self._check)
         self.refresh_stats = Refresh(screen, "stats", self._stats)
 
@@ -30,7 +31,14 @@ class StatusController:
         # The model first: on a busy 2-core machine everything else started now (the Ollama
         # check imports an HTTP client) takes CPU from it. Ollama is checked once it is loaded.
         self.warm_up()
-        self.screen.set_interval(self.ollama_poll_seconds, self.check_ollama)
+        self.screen.set_interval(self.ollama_poll_seconds, self._poll)
+
+    def _poll(self) -> None:
+        self.check_ollama()
+        if self.model_ready:
+            # Counts change behind our back too (`brain index`, `brain memory …` in another
+            # terminal): re-read them, so the status line is never stale for long.
+            self.refresh_stats()
 
     # --- loading the model ---------------------------------------------------------------------
 
@@ -112,13 +120,20 @@ class StatusController:
     # --- counts and warnings --------------------------------------------------------------------
 
     async def _stats(self) -> None:
+        from assistant.daemon_pool import in_thread
+
         backend = self.screen.backend
-        counts = await attempt(self.screen.app, "Reading the index",
-                               lambda: (*backend.knowledge.stats(), backend.memory.count()))
-        if counts is not None:
-            files, chunks, memories = counts
-            self.screen.status_bar.set_index(files, chunks)
-            self.screen.status_bar.memories = memories
+        try:
+            files, chunks, memories = await in_thread(
+                lambda: (*backend.knowledge.stats(), backend.memory.count()))
+        except Exception as exc:  # said once, not at every poll
+            if describe(exc) != self._stats_failure:
+                self._stats_failure = describe(exc)
+                report(self.screen.app, "Reading the index", exc)
+            return
+        self._stats_failure = None
+        self.screen.status_bar.set_index(files, chunks)
+        self.screen.status_bar.memories = memories
 
     def show_warnings(self, warnings: tuple[str, ...]) -> None:
         """In the status line (it stays until the next activity) and once as a toast."""

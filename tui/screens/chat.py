@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
@@ -20,6 +20,7 @@ from tui.controllers.chat import Activity, ChatController
 from tui.controllers.indexing import IndexingController
 from tui.controllers.memory import MemoryController
 from tui.controllers.status import StatusController
+from tui.layout import CHAT_MIN_COLUMNS, Pane, PaneLayout, max_side_width, mode_for, pane_layout
 from tui.protocols import Backend
 from tui.state import StateStore
 from tui.views import ConversationView
@@ -55,7 +56,9 @@ class ChatScreen(Screen[None]):
         self.banner = Banner(id="banner")
         self.chat_view = ChatView(id="chat")
         self.chat_input = ChatInput(id="input")
+        self.chat_column = Vertical(id="chat-column")
         self.side = Vertical(id="side")
+        self.drawer: Pane | None = None  # the side pane shown in place of the chat (collapsed)
         self.sources_pane = SourcesPane(id="sources")
         self.memory_pane = MemoryPane(id="memories")
         self.status_bar = StatusBar(id="status")
@@ -70,7 +73,7 @@ class ChatScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield self.banner
         with Horizontal(id="main"):
-            with Vertical(id="chat-column"):
+            with self.chat_column:
                 yield self.chat_view
                 yield self.chat_input
             with self.side:
@@ -106,34 +109,89 @@ class ChatScreen(Screen[None]):
 
     # --- layout ---------------------------------------------------------------------------------
 
+    @property
+    def layout_now(self) -> PaneLayout:
+        """Where the panes go at the current width (tui/layout.py)."""
+        return pane_layout(self.size.width, self.state.state, self.drawer)
+
+    def on_resize(self, event: events.Resize) -> None:
+        if mode_for(event.size.width) != "collapsed":
+            self.drawer = None  # grown back: the panes are beside the chat again
+        self.apply_layout()
+
     def apply_layout(self) -> None:
+        layout = self.layout_now
         state = self.state.state
-        self.side.styles.width = state.side_width
+        self.chat_column.display = layout.show_chat
+        self.side.display = layout.show_side
+        self.side.styles.width = layout.side_width if layout.side_width else "1fr"
+        self.side.set_class(layout.side_width is None, "-drawer")
         sources, memories = self.sources_pane, self.memory_pane
-        sources.display = state.show_sources
-        memories.display = state.show_memories
-        self.side.display = state.show_sources or state.show_memories
-        if state.show_sources and state.show_memories:
+        sources.display = layout.show_sources
+        memories.display = layout.show_memories
+        if layout.show_sources and layout.show_memories:
             sources.styles.height = f"{state.sources_share}%"
         else:
             sources.styles.height = "1fr"
         memories.styles.height = "1fr"
+        self.status_bar.hint = self._layout_hint(layout)
+
+    def _layout_hint(self, layout: PaneLayout) -> str:
+        if layout.mode != "collapsed":
+            return ""
+        if self.drawer is not None:
+            return "Esc: chat"
+        keys = [self.app_key("toggle_sources"), self.app_key("toggle_memories")]
+        return f"{'/'.join(k for k in keys if k)} panes" if any(keys) else ""
+
+    def app_key(self, action: str) -> str:
+        """The key that runs `action`, as the footer shows it (config overrides included)."""
+        from tui.actions import key_display
+
+        return key_display(self.app, action)
 
     def _resize(self, **changes: object) -> None:
         self.state.update(**changes)
         self.apply_layout()
 
+    def _open_drawer(self, pane: Pane | None) -> None:
+        self.drawer = pane
+        self.apply_layout()
+        if pane is None:
+            self.chat_input.focus()
+        elif pane == "sources":
+            self.sources_pane.table.focus()
+        else:
+            self.memory_pane.list_view.focus()
+
+    def _toggle(self, pane: Pane) -> None:
+        if self.layout_now.mode == "collapsed":
+            self._open_drawer(None if self.drawer == pane else pane)
+        elif pane == "sources":
+            self._resize(show_sources=not self.state.state.show_sources)
+        else:
+            self._resize(show_memories=not self.state.state.show_memories)
+
     def action_toggle_sources(self) -> None:
-        self._resize(show_sources=not self.state.state.show_sources)
+        self._toggle("sources")
 
     def action_toggle_memories(self) -> None:
-        self._resize(show_memories=not self.state.state.show_memories)
+        self._toggle("memories")
+
+    def _side_step(self, step: int) -> None:
+        # From the width on screen: on a narrow terminal the stored width may not all fit.
+        shown = self.layout_now.side_width or self.state.state.side_width
+        wanted = min(shown + step, max_side_width(self.size.width))
+        if wanted == shown and step > 0:
+            self.notify(f"The chat keeps at least {CHAT_MIN_COLUMNS} columns.", timeout=3)
+            return
+        self._resize(side_width=wanted)
 
     def action_wider_side(self) -> None:
-        self._resize(side_width=self.state.state.side_width + SIDE_STEP)
+        self._side_step(SIDE_STEP)
 
     def action_narrower_side(self) -> None:
-        self._resize(side_width=self.state.state.side_width - SIDE_STEP)
+        self._side_step(-SIDE_STEP)
 
     def action_taller_sources(self) -> None:
         self._resize(sources_share=self.state.state.sources_share + SHARE_STEP)
@@ -142,16 +200,26 @@ class ChatScreen(Screen[None]):
         self._resize(sources_share=self.state.state.sources_share - SHARE_STEP)
 
     def action_focus_input(self) -> None:
+        if self.drawer is not None:
+            self._open_drawer(None)
         self.chat_input.focus()
 
+    def show_pane(self, pane: Pane) -> None:
+        """Make `pane` visible (opening the drawer when collapsed) before focusing it."""
+        if self.layout_now.mode == "collapsed":
+            if self.drawer != pane:
+                self._open_drawer(pane)
+        elif pane == "sources" and not self.state.state.show_sources:
+            self._resize(show_sources=True)
+        elif pane == "memories" and not self.state.state.show_memories:
+            self._resize(show_memories=True)
+
     def action_focus_sources(self) -> None:
-        if not self.state.state.show_sources:
-            self.action_toggle_sources()
+        self.show_pane("sources")
         self.sources_pane.table.focus()
 
     def action_focus_memories(self) -> None:
-        if not self.state.state.show_memories:
-            self.action_toggle_memories()
+        self.show_pane("memories")
         self.memory_pane.list_view.focus()
 
     # --- dialogs --------------------------------------------------------------------------------
@@ -199,6 +267,9 @@ class ChatScreen(Screen[None]):
         await self.chat.submit(event.text)
 
     def action_cancel(self) -> None:
+        if self.drawer is not None:  # Esc first closes the drawer the user is looking at
+            self._open_drawer(None)
+            return
         self.chat.cancel()
 
     async def action_new_session(self) -> None:
@@ -223,6 +294,9 @@ class ChatScreen(Screen[None]):
 
     def on_answer_message_rated(self, event: AnswerMessage.Rated) -> None:
         self.chat.rate(event.answer, event.rating)
+
+    def on_sources_pane_marked_right(self, event: SourcesPane.MarkedRight) -> None:
+        self.chat.mark_right(event.log_id, event.source)
 
     def on_sources_pane_chosen(self, event: SourcesPane.Chosen) -> None:
         self.chat.preview(event.source, self.indexing.search_query)
@@ -252,8 +326,7 @@ class ChatScreen(Screen[None]):
         self.memory.mode_changed(event.all_active, event.type_, event.query)
 
     def action_all_memories(self) -> None:
-        if not self.memory_pane.display:
-            self.action_toggle_memories()
+        self.show_pane("memories")
         self.memory_pane.action_toggle_all()
 
     def action_new_memory(self) -> None:

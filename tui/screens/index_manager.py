@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Footer, ProgressBar, Static
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.path_picker import PathPicker
 from tui.views import FolderView, SyncProgress, SyncSummary
+from tui.wording import plural
 
 if TYPE_CHECKING:
     from tui.controllers.indexing import IndexingController
@@ -28,10 +29,11 @@ SKIPPED_SHOWN = 200
 
 def format_rate(done: int, total: int, elapsed: float) -> str:
     if elapsed <= 0 or done <= 0:
-        return f"{done}/{total} files"
+        return f"{done}/{plural(total, 'file')}"
     rate = done / elapsed
     eta = (total - done) / rate if rate > 0 else 0.0
-    return f"{done}/{total} files · {rate:.1f} files/s · ETA {eta:.0f} s"
+    speed = f"{rate:.1f} files/s" if rate >= 1 else f"{1 / rate:.1f} s/file"  # never "0.0/s"
+    return f"{done}/{plural(total, 'file')} · {speed} · ETA {eta:.0f} s"
 
 
 class IndexManager(ModalScreen[None]):

@@ -18,6 +18,7 @@ from tui.screens.confirm import ConfirmScreen
 from tui.screens.text_prompt import TextPrompt
 from tui.views import ConversationSearch, ConversationView, SessionView
 from tui.widgets.conversations_table import ConversationsTable
+from tui.wording import plural
 from tui.workers import attempt, succeeded
 
 SEARCH_HINT = "Search all conversations: words, meaning, dates (\"kayak last week\", since:2w)"
@@ -83,7 +84,7 @@ class SessionsScreen(ModalScreen[str | ConversationView | None]):
             table.add_row("●" if s.id == self.current else "", s.title or "(untitled)",
                           str(s.turns), s.updated_at, key=s.id)
         self.query_one("#sessions-status", Static).update(
-            f"{len(sessions)} sessions" if sessions else "No saved sessions yet."
+            plural(len(sessions), "session") if sessions else "No saved sessions yet."
         )
         if not self.searching:
             table.focus()
@@ -110,7 +111,7 @@ class SessionsScreen(ModalScreen[str | ConversationView | None]):
                               lambda: self.api.search(text))
         if found is None:
             self.query_one("#sessions-status", Static).update(
-                f"{len(self.sessions)} sessions")
+                plural(len(self.sessions), "session"))
             return
         self._show_hits(found)
 
@@ -132,7 +133,7 @@ class SessionsScreen(ModalScreen[str | ConversationView | None]):
         self.query_one(ConversationsTable).display = False
         table = self.query_one("#session-list", DataTable)
         table.display = True
-        self.query_one("#sessions-status", Static).update(f"{len(self.sessions)} sessions")
+        self.query_one("#sessions-status", Static).update(plural(len(self.sessions), "session"))
         table.focus()
 
     def on_conversations_table_chosen(self, event: ConversationsTable.Chosen) -> None:

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from textual import events
 from textual.message import Message
 from textual.widgets import TextArea
 
 HISTORY_LIMIT = 200
+# Longest first: the box shows the longest that fits on its one line (never a cut word).
+PLACEHOLDERS = (
+    "Ask about your notes…  (Enter send · Shift+Enter/Ctrl+J new line)",
+    "Ask about your notes…  (Enter send · Ctrl+J new line)",
+    "Ask about your notes…",
+    "Ask…",
+)
 
 
 class ChatInput(TextArea):
@@ -19,11 +27,16 @@ class ChatInput(TextArea):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(
             id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus",
-            placeholder="Ask about your notes…  (Enter send · Shift+Enter/Ctrl+J new line)",
+            placeholder=PLACEHOLDERS[0],
         )
         self.sent: list[str] = []
         self._history_pos: int | None = None  # index into history while browsing
         self._draft = ""  # what was typed before browsing started
+
+    def on_resize(self, event: events.Resize) -> None:
+        room = self.content_size.width - 1  # the cursor cell at the end
+        self.placeholder = next((p for p in PLACEHOLDERS if cell_len(p) <= room),
+                                PLACEHOLDERS[-1])
 
     def remember(self, text: str) -> None:
         if text and (not self.sent or self.sent[-1] != text):

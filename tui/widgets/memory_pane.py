@@ -44,6 +44,20 @@ class MemoryItem(ListItem):
         self.query_one(Static).update(memory_label(memory))
 
 
+class FilterInput(Input):
+    """The memory filter: Esc clears it, and Esc on an empty filter returns to the list."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "clear", "Clear filter")]
+
+    def action_clear(self) -> None:
+        if self.value:
+            self.value = ""  # Input.Changed refreshes the list
+        else:
+            pane = next((a for a in self.ancestors if isinstance(a, MemoryPane)), None)
+            if pane is not None:
+                pane.list_view.focus()
+
+
 class MemoryPane(Vertical):
     BORDER_TITLE = "Memories"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -93,7 +107,7 @@ class MemoryPane(Vertical):
         filters = self._filters()
         if filters is None:
             filters = Horizontal(
-                Input(placeholder="filter…", id="memory-filter"),
+                FilterInput(placeholder="filter…", id="memory-filter"),
                 Select([(t, t) for t in MEMORY_TYPES], prompt="any type", id="memory-type",
                        allow_blank=True),
                 id="memory-filters",

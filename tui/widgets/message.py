@@ -12,6 +12,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from tui.views import ConversationView, Finished, MemoryView, SourceView
+from tui.wording import plural
 
 if TYPE_CHECKING:
     # Textual's Markdown pulls in markdown-it (~0.1 s): imported when the first answer is
@@ -166,7 +167,7 @@ class AnswerMessage(Vertical, can_focus=True):
             await self.body.update(shown)
         parts: list[str] = []
         if done is not None:
-            parts += [done.model, f"{done.tokens} tokens", f"{done.seconds:.1f} s"]
+            parts += [done.model, plural(done.tokens, "token"), f"{done.seconds:.1f} s"]
             if done.interrupted:
                 parts.append("interrupted")
             if done.notice:

@@ -3,8 +3,11 @@ under them, when the answer recalled any, the earlier conversations it was given
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Static
@@ -41,6 +44,18 @@ def source_label(source: SourceView) -> Text:
 
 class SourcesPane(Vertical):
     BORDER_TITLE = "Sources"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        # After a 👎: name the file that should have been found (an eval case).
+        Binding("c", "mark_right", "Right source"),
+    ]
+
+    class MarkedRight(Message):
+        """The user named `source` as the right one for the retrieval logged as `log_id`."""
+
+        def __init__(self, source: SourceView, log_id: str) -> None:
+            super().__init__()
+            self.source = source
+            self.log_id = log_id
 
     class Chosen(Message):
         """A source was selected (Enter on its row): preview it."""
@@ -52,6 +67,7 @@ class SourcesPane(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.sources: tuple[SourceView, ...] = ()
+        self.log_id: str | None = None  # the retrieval log entry of what is shown
 
     def compose(self) -> ComposeResult:
         yield Static("No answer yet: sources appear here with their scores.",
@@ -99,8 +115,10 @@ class SourcesPane(Vertical):
             f"Earlier conversations ({count}) — Enter opens one")
         self.set_class(bool(conversations), "-recalled")
 
-    def show(self, sources: tuple[SourceView, ...], caption: str, *, low: bool = False) -> None:
+    def show(self, sources: tuple[SourceView, ...], caption: str, *, low: bool = False,
+             log_id: str | None = None) -> None:
         self.sources = sources
+        self.log_id = log_id
         table = self.table
         table.clear()
         for s in sources:
@@ -127,6 +145,16 @@ class SourcesPane(Vertical):
                 self.table.move_cursor(row=row)
                 return source
         return None
+
+    def action_mark_right(self) -> None:
+        row = self.table.cursor_row
+        if not self.sources or not self.table.has_focus or not 0 <= row < len(self.sources):
+            self.notify("Select the source that answers the question first.", severity="warning")
+            return
+        if self.log_id is None:
+            self.notify("These sources were not logged: nothing to mark.", severity="warning")
+            return
+        self.post_message(self.MarkedRight(self.sources[row], self.log_id))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

@@ -1,9 +1,20 @@
-"""One line at the bottom: Ollama connection, model, index size, sync activity, memories."""
+"""One line at the bottom: Ollama connection, model, index size, sync activity, memories.
+
+It never wraps or cuts a word: when the line is too long for the terminal, the least useful
+parts go first (the layout hint, then the memory count, the model, the index size), and what
+still does not fit ends at a word with "…".
+"""
 
 from __future__ import annotations
 
+from textual import events
 from textual.reactive import reactive
 from textual.widgets import Static
+
+from tui.fit import fit_parts
+from tui.wording import plural
+
+SEPARATORS = ("  │  ", " │ ")  # the compact one before anything is dropped
 
 
 class StatusBar(Static):
@@ -13,24 +24,30 @@ class StatusBar(Static):
     activity: reactive[str] = reactive("")
     memories: reactive[int | None] = reactive(None)
     dates: reactive[str] = reactive("")  # the dates the last question named ("last week")
+    hint: reactive[str] = reactive("")  # e.g. how to open the collapsed side panes
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
 
     def render(self) -> str:
         dot = {"up": "●", "down": "○"}.get(self.ollama, "◌")
-        parts = [f"{dot} ollama {self.ollama}", f"model {self.model}" if self.model else ""]
-        parts.append(self.index)
-        if self.memories is not None:
-            parts.append(f"memories {self.memories}")
-        if self.dates:
-            parts.append(f"dates {self.dates}")
-        if self.activity:
-            parts.append(self.activity)
-        return "  │  ".join(p for p in parts if p)
+        # (text, priority): the lowest priority is dropped first when the line is too long.
+        parts = [
+            (f"{dot} ollama {self.ollama}", 5),
+            (f"model {self.model}" if self.model else "", 2),
+            (self.index, 3),
+            (f"memories {self.memories}" if self.memories is not None else "", 0),
+            (f"dates {self.dates}" if self.dates else "", 3),
+            (self.activity, 4),
+            (self.hint, 1),
+        ]
+        return fit_parts([(t, p) for t, p in parts if t], self.content_size.width, SEPARATORS)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.refresh()
 
     def watch_ollama(self, value: str) -> None:
         self.set_class(value != "up", "-offline")
 
     def set_index(self, files: int, chunks: int) -> None:
-        self.index = f"index {files:,} files / {chunks:,} chunks"
+        self.index = f"index {plural(files, 'file')} / {plural(chunks, 'chunk')}"
