@@ -99,8 +99,8 @@ def _error_text(body: str) -> str:
         data = json.loads(body)
     except ValueError:
         return body.strip()[:200]
-    if isinstance(data, dict) and isinstance(data.get("error"), str):
-        return data["error"]
+    if isinstance(data, dict) and isinstance(error := data.get("error"), str):
+        return error
     return body.strip()[:200]
 
 
@@ -191,7 +191,7 @@ def _map_one(
     try:
         import ollama  # the package llama-index's Ollama LLM is built on
     except ImportError:  # pragma: no cover - it is a dependency
-        ollama = None  # type: ignore[assignment]
+        ollama = None  # type: ignore[assignment]  # a module or nothing: no common type
     if ollama is not None and isinstance(exc, ollama.ResponseError):
         if exc.status_code < 0:  # an {"error"} line inside a stream: no HTTP status to show
             return in_stream_error(str(exc.error), host, model)

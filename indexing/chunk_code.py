@@ -152,7 +152,8 @@ class _Offsets:
     def char(self, byte: int, point: Any) -> int:
         if self.ascii:
             return byte
-        row, column = point
+        row: int = point[0]
+        column: int = point[1]
         prefix = self.lines[row].encode("utf-8", "surrogatepass")[:column]
         return self.line_starts[row] + len(prefix.decode("utf-8", "ignore"))
 

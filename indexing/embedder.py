@@ -279,7 +279,7 @@ class CachedEmbedder:
         with self._model_lock:
             self.model_calls += 1
             raw = self._inner.encode_query(text)
-        vector = normalise_rows(raw)[0]
+        vector: np.ndarray = normalise_rows(raw)[0]
         vector.setflags(write=False)
         self._remember_dimension(int(vector.shape[0]))
         with self._count_lock:
@@ -339,7 +339,7 @@ class UncachedEmbedder:
         return normalise_rows(self.inner.encode_documents(list(texts)))
 
     def embed_query(self, text: str) -> np.ndarray:
-        vector = normalise_rows(self.inner.encode_query(text))[0]
+        vector: np.ndarray = normalise_rows(self.inner.encode_query(text))[0]
         self._dimension = int(vector.shape[0])
         return vector
 

@@ -531,7 +531,8 @@ class KnowledgeBase:
             log.warning("could not write the dense snapshot %s: %s", path, exc)
 
     def dense_search(
-        self, query_embedding: Sequence[float], k: int, *, sources: Collection[str] | None = None
+        self, query_embedding: Sequence[float] | np.ndarray, k: int, *,
+        sources: Collection[str] | None = None,
     ) -> list[tuple[str, float]]:
         """Nearest chunks by cosine similarity, optionally only from `sources`."""
         if self.reembed_needed:
@@ -546,7 +547,8 @@ class KnowledgeBase:
             return snapshot.search(np.asarray(query_embedding), k, allowed=allowed)
         if self.vectors() is None or k <= 0:
             return []
-        where = {"source": {"$in": sorted(sources)}} if sources is not None else None
+        where: dict[str, object] | None = (
+            {"source": {"$in": sorted(sources)}} if sources is not None else None)
         try:
             return self._query(query_embedding, k, where)
         except Exception:
@@ -559,7 +561,8 @@ class KnowledgeBase:
             return self._query(query_embedding, k, where)
 
     def _query(
-        self, query_embedding: Sequence[float], k: int, where: dict[str, object] | None
+        self, query_embedding: Sequence[float] | np.ndarray, k: int,
+        where: dict[str, object] | None
     ) -> list[tuple[str, float]]:
         store = self.vectors()
         assert store is not None

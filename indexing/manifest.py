@@ -17,7 +17,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from indexing.errors import HintedError
 from indexing.sqlite_db import Schema, open_database, schema_version
@@ -128,15 +128,15 @@ def _chunk_row(chunk: Chunk) -> tuple[object, ...]:
     )
 
 
-def _row_chunk(row: Sequence[object]) -> Chunk:
-    return Chunk(*row)  # type: ignore[arg-type]  # columns are in Chunk field order
+def _row_chunk(row: Sequence[Any]) -> Chunk:  # SQLite values: columns in Chunk field order
+    return Chunk(*row)
 
 
-def _file_record(row: Sequence[object]) -> FileRecord:
+def _file_record(row: Sequence[Any]) -> FileRecord:
     path, folder, size, mtime, content_hash, chunk_ids, model_id, indexed_at = row
     return FileRecord(
-        str(path), str(folder), int(size), float(mtime), str(content_hash),  # type: ignore[arg-type]
-        tuple(json.loads(str(chunk_ids))), str(model_id), float(indexed_at),  # type: ignore[arg-type]
+        str(path), str(folder), int(size), float(mtime), str(content_hash),
+        tuple(json.loads(str(chunk_ids))), str(model_id), float(indexed_at),
     )
 
 

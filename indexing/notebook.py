@@ -49,9 +49,9 @@ def _language(data: dict[str, Any]) -> str:
     metadata = data.get("metadata")
     if isinstance(metadata, dict):
         info = metadata.get("language_info")
-        if isinstance(info, dict) and isinstance(info.get("name"), str):
-            return info["name"]
+        if isinstance(info, dict) and isinstance(name := info.get("name"), str):
+            return name
         kernel = metadata.get("kernelspec")
-        if isinstance(kernel, dict) and isinstance(kernel.get("language"), str):
-            return kernel["language"]
+        if isinstance(kernel, dict) and isinstance(language := kernel.get("language"), str):
+            return language
     return ""

@@ -111,10 +111,10 @@ def decode_bytes(data: bytes) -> tuple[str, str]:
     for bom, encoding in _BOMS:
         if data.startswith(bom):
             try:
-                text = data.decode(encoding)
+                decoded = data.decode(encoding)
             except UnicodeDecodeError as exc:
                 raise SkipFile(SkipReason.undecodable, f"invalid {encoding} after its BOM") from exc
-            return text.lstrip("\ufeff"), encoding
+            return decoded.lstrip("\ufeff"), encoding
     if looks_binary(data):
         wide = _try_bomless_utf16(data)
         if wide is not None:

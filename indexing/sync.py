@@ -268,8 +268,8 @@ class Syncer:
         for scan in scans:
             for record in scan.gone:
                 pending.append(self._removal(record))
-            for source, record in scan.to_read:
-                update = self._read(source, record)
+            for source, known in scan.to_read:
+                update = self._read(source, known)
                 self._files_done += 1
                 self._emit(Phase.indexing, str(source.path))  # per file: moves at once
                 if update is None:

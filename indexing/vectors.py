@@ -13,6 +13,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -261,7 +262,8 @@ class VectorStore:
                 lambda: self._client.get_collection(self.name, embedding_function=None))
             return _guard(self.location, what, fn)
 
-    def _matrix(self, embeddings: Sequence[Sequence[float]] | np.ndarray, n: int) -> np.ndarray:
+    def _matrix(self, embeddings: Sequence[Sequence[float]] | Sequence[float] | np.ndarray,
+                n: int) -> np.ndarray:
         matrix = np.asarray(embeddings, dtype=np.float32)
         if matrix.ndim == 1 and n == 1:
             matrix = matrix.reshape(1, -1)
@@ -301,19 +303,15 @@ class VectorStore:
                 metas = cleaned if any(m is not None for m in cleaned) else None
             batch_ids = ids[part]
             batch_vectors = matrix[part]
-            self._call(
-                "store vectors",
-                lambda b=batch_ids, v=batch_vectors, m=metas: self._collection.upsert(
-                    ids=b, embeddings=v, metadatas=m
-                ),
-            )
+            self._call("store vectors", partial(
+                self._collection.upsert, ids=batch_ids, embeddings=batch_vectors, metadatas=metas))
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove vectors by id; unknown ids are ignored."""
         ids = [str(i) for i in ids]
         for part in _batches(len(ids), _MAX_BATCH):
             batch = ids[part]
-            self._call("delete vectors", lambda b=batch: self._collection.delete(ids=b))
+            self._call("delete vectors", partial(self._collection.delete, ids=batch))
 
     def drop(self) -> None:
         """Delete the whole collection, leaving no trace of its vectors in the store's files;
@@ -436,9 +434,7 @@ class VectorStore:
         present: list[str] = []
         for part in _batches(len(ids), _MAX_BATCH):
             batch = list(ids[part])
-            page = self._call(
-                "read vectors", lambda b=batch: self._collection.get(ids=b, include=[])
-            )
+            page = self._call("read vectors", partial(self._collection.get, ids=batch, include=[]))
             present.extend(str(i) for i in page.get("ids") or [])
         return sorted(present)
 
@@ -447,10 +443,8 @@ class VectorStore:
         out: list[str] = []
         offset = 0
         while True:
-            page = self._call(
-                "list vectors",
-                lambda o=offset: self._collection.get(include=[], limit=_PAGE, offset=o),
-            )
+            page = self._call("list vectors", partial(
+                self._collection.get, include=[], limit=_PAGE, offset=offset))
             batch = [str(i) for i in page.get("ids") or []]
             out.extend(batch)
             if len(batch) < _PAGE:
@@ -463,10 +457,8 @@ class VectorStore:
         wanted = [str(i) for i in ids]
         for part in _batches(len(wanted), _MAX_BATCH):
             batch = wanted[part]
-            page = self._call(
-                "read vectors",
-                lambda b=batch: self._collection.get(ids=b, include=["embeddings"]),
-            )
+            page = self._call("read vectors", partial(
+                self._collection.get, ids=batch, include=["embeddings"]))
             vectors = page.get("embeddings")
             if vectors is None:
                 continue

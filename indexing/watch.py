@@ -57,15 +57,15 @@ class FolderWatcher:
         return [f.path for f in self.kb.folders() if Path(f.path).is_dir()]
 
     def _filter(self) -> Callable[..., bool]:
-        from watchfiles import DefaultFilter
+        from watchfiles import Change, DefaultFilter
 
         base = DefaultFilter()
         ignored = self.ignore_paths
 
-        def accept(change: object, path: str) -> bool:
+        def accept(change: Change, path: str) -> bool:
             if any(_inside(path, p) for p in ignored):
                 return False
-            return bool(base(change, path))  # type: ignore[arg-type]
+            return bool(base(change, path))
 
         return accept
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "ask",
         help="ask a question: answered by the local model from your files and memory",
@@ -385,6 +385,13 @@ def _report(final: Done | Failed, as_json: bool, retrieved: Retrieved | None = N
     return 0
 
 
+def _partial(final: Done | Failed) -> str:
+    """What a turn that could not be stored had written (only a `Failed` has no turn)."""
+    from assistant.chat.events import Failed
+
+    return final.partial if isinstance(final, Failed) else ""
+
+
 def _json(final: Done | Failed, retrieved: Retrieved | None = None) -> dict[str, Any]:
     from assistant.chat.events import Failed
 
@@ -393,7 +400,7 @@ def _json(final: Done | Failed, retrieved: Retrieved | None = None) -> dict[str,
     recalled = list(turn.conversations) if turn is not None else []
     time_range = retrieved.time_range if retrieved is not None else None
     out: dict[str, Any] = {
-        "answer": turn.answer if turn is not None else final.partial,  # type: ignore[union-attr]
+        "answer": turn.answer if turn is not None else _partial(final),
         # The same objects as `brain search --json` hits; sources[n-1] is the answer's [n].
         "sources": [_source_json(s) for s in sources],
         "citations": [s.n for s in sources if s.cited],

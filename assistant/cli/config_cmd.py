@@ -14,7 +14,7 @@ from assistant.errors import UserError
 from assistant.paths import resolve_paths
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("config", help="show or edit the configuration file")
     actions = parser.add_subparsers(dest="config_action", metavar="ACTION")
     actions.add_parser("path", help="print the config file's path").set_defaults(func=_path)

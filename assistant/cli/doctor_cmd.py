@@ -10,7 +10,7 @@ from assistant.cli.common import print_json
 NAME_WIDTH = len("index consistency")  # the longest check name, so details line up
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "doctor",
         help="check Ollama, the models, the stores and the data dir",

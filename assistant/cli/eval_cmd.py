@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from assistant.retrieval.evaluation import EvalReport, Metrics
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "eval",
         help="measure retrieval quality on questions with known answers",

@@ -5,13 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import datetime
-from typing import Any
 
 from assistant.cli.common import context, print_json
 from assistant.knowledge_service import open_knowledge
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "folders",
         help="list indexed folders (or remove one: `brain folders rm PATH`)",

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from indexing.sync import SyncReport
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "index",
         help="index folders of notes, docs and code (and keep them in sync)",

@@ -13,7 +13,7 @@ from assistant.cli.search_cmd import _display_path
 from assistant.errors import UserError
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "log",
         help="recent searches with their results, scores and timings",

@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _accept_home_everywhere(sub: argparse._SubParsersAction) -> None:
+def _accept_home_everywhere(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Let `--home` also follow the command (`brain doctor --home DIR`), as users type it."""
     for command in sub.choices.values():
         # A command that defines its own --home keeps it.

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from assistant.memory.service import MemoryService
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("memory", help="see, search and correct what the assistant remembers")
     actions = parser.add_subparsers(dest="memory_action", metavar="ACTION")
 
@@ -235,6 +235,7 @@ def _undo(args: argparse.Namespace) -> int:
             profile = service.store.undo_profile()
             print(f"profile restored: {profile.text or '(empty)'}")
             return 0
+        event: Event | None
         if args.id is None:
             memory, event = service.store.undo_last()
         else:

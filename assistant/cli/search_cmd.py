@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from assistant.retrieval.hit import RetrievalResult, SearchHit
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "search",
         help="search your indexed files (no LLM): ranked chunks with their scores",

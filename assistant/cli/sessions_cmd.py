@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from assistant.conversations.index import ConversationIndex
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("sessions", help="list, show, export, rename or delete saved chats")
     actions = p.add_subparsers(dest="sessions_action", metavar="ACTION")
 

@@ -45,11 +45,11 @@ def erase_traces(ctx: AppContext, removal: Removal) -> None:
             log.warning("erasing traces in %s failed: %s", name, exc)
             failures.append((name, exc))
     if failures:
-        name, exc = failures[0]
-        if isinstance(exc, HintedError):
-            raise exc
-        raise UserError(f"the removal is done, but erasing its traces in the {name} failed "
-                        f"({exc})", hint="run the removal again") from exc
+        where, error = failures[0]
+        if isinstance(error, HintedError):
+            raise error
+        raise UserError(f"the removal is done, but erasing its traces in the {where} failed "
+                        f"({error})", hint="run the removal again") from error
 
 
 _loaded = False

@@ -244,7 +244,9 @@ def batches(turns: Sequence[str], max_tokens: int = BATCH_TOKENS,
     """Indices of `turns` in consecutive groups of at most `max_tokens` (a longer turn is a
     group of its own: the model's own context limit still protects it)."""
     if counter is None:
-        from assistant.chat.tokens import count_tokens as counter
+        from assistant.chat.tokens import count_tokens
+
+        counter = count_tokens
     groups: list[list[int]] = []
     used = 0
     for i, turn in enumerate(turns):

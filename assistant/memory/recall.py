@@ -53,8 +53,8 @@ def search(
     store.sync_vectors()
     pool = max(settings.candidates, top_k * 3)
     query_vector = store.embedder().embed_query(query)
-    dense = dict(store.dense_candidates(query_vector, pool))
-    keyword = dict(store.keyword_candidates(query, pool))
+    dense: dict[str, float] = dict(store.dense_candidates(query_vector, pool))
+    keyword: dict[str, float] = dict(store.keyword_candidates(query, pool))
     ids = list(dict.fromkeys([*dense, *keyword]))
     memories = {
         i: m for i, m in store.get_many(ids).items() if m.status is MemoryStatus.ACTIVE

@@ -35,7 +35,7 @@ def decayed_importance(importance: float, days_unused: float, settings: DecaySet
     excess = days_unused - settings.after_days
     if excess <= 0:
         return importance
-    factor = 0.5 ** (excess / settings.half_life_days)
+    factor: float = 0.5 ** (excess / settings.half_life_days)
     return max(min(importance, settings.floor), importance * factor)
 
 

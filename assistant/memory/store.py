@@ -79,8 +79,8 @@ class VectorIndex(Protocol):
 class KeywordSearch(Protocol):
     """The part of `indexing.keywords.KeywordIndex` the memory store uses."""
 
-    def add(self, items: Iterable[tuple[str, str]]) -> None: ...
-    def delete(self, ids: Iterable[str]) -> None: ...
+    def add(self, items: Iterable[tuple[str, str]]) -> object: ...
+    def delete(self, ids: Iterable[str]) -> object: ...
     def search(self, query: str, k: int, *, ids: Any = None) -> list[tuple[str, float]]: ...
     def count(self) -> int: ...
     def optimize(self) -> None: ...
@@ -682,7 +682,7 @@ class MemoryStore:
                                    (cursor.lastrowid,)).fetchone()
         return _row_to_run(created)
 
-    def import_runs(self) -> list[ImportRun]:
+    def import_runs(self) -> builtins.list[ImportRun]:
         """Every recorded import run, oldest first."""
         with self._lock:
             rows = self.conn.execute("SELECT * FROM imports ORDER BY id").fetchall()
@@ -758,7 +758,7 @@ class MemoryStore:
                 progress(done, len(checked))
         return ImportReport(added=added, skipped_duplicates=skipped, already_stored=already)
 
-    def _dedup_batch(self, vectors: np.ndarray, threshold: float) -> list[int]:
+    def _dedup_batch(self, vectors: np.ndarray, threshold: float) -> builtins.list[int]:
         keep: list[int] = []
         for i, vec in enumerate(vectors):
             hits = self.dense_candidates(vec, 1)
@@ -1043,7 +1043,9 @@ class MemoryStore:
                          (MemoryStatus.ACTIVE.value,))
         return self.sync_vectors()
 
-    def dense_candidates(self, query_vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+    def dense_candidates(
+        self, query_vector: np.ndarray, k: int
+    ) -> builtins.list[tuple[str, float]]:
         if k <= 0:
             return []
         vectors = self.vectors()  # opening may find the collection empty and queue re-embedding
@@ -1057,7 +1059,7 @@ class MemoryStore:
         stored = self.vectors().get_embeddings(list(ids))
         return {i: float(np.asarray(v, dtype=np.float32) @ query_vector) for i, v in stored.items()}
 
-    def keyword_candidates(self, query: str, k: int) -> list[tuple[str, float]]:
+    def keyword_candidates(self, query: str, k: int) -> builtins.list[tuple[str, float]]:
         if k <= 0 or not query.strip():
             return []
         with self._lock:

@@ -59,7 +59,7 @@ def hit_to_json(hit: SearchHit) -> dict[str, Any]:
         rank=hit.rank, source=hit.source, heading=hit.heading, text=chunk.text,
         score=hit.score, vector=hit.cosine, keyword=hit.keyword, fused=hit.fused,
         chunk_id=hit.chunk_id, more_from_file=hit.more_from_file,
-        pages=(chunk.page, chunk.last_page) if chunk.page is not None else None,
+        pages=(chunk.page, chunk.last_page or chunk.page) if chunk.page is not None else None,
     )
 
 

@@ -67,7 +67,8 @@ class KnowledgeSearch(Protocol):
 
 
 class QueryEmbedder(Protocol):
-    model_id: str
+    @property
+    def model_id(self) -> str: ...
 
     def embed_query(self, text: str) -> np.ndarray: ...
 

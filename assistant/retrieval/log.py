@@ -169,7 +169,8 @@ class RetrievalLog:
             return 0
 
         def removed(path: str | None) -> bool:
-            return bool(path) and any(path == p or path.startswith(p + "/") for p in prefixes)
+            return path is not None and any(path == p or path.startswith(p + "/")
+                                            for p in prefixes)
 
         changed = 0
         with self._lock, self._conn:

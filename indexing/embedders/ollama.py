@@ -117,4 +117,5 @@ class OllamaModel:
         return np.concatenate(parts)
 
     def encode_query(self, text: str) -> np.ndarray:
-        return self._post([text])[0]
+        vector: np.ndarray = self._post([text])[0]
+        return vector

@@ -134,7 +134,8 @@ def _verify(model: Any, folder: Path, out_dir: Path, meta: dict[str, Any]) -> fl
         (out_dir / "meta.json").unlink(missing_ok=True)
 
     def unit(m: np.ndarray) -> np.ndarray:
-        return m / np.clip(np.linalg.norm(m, axis=1, keepdims=True), 1e-12, None)
+        rows: np.ndarray = m / np.clip(np.linalg.norm(m, axis=1, keepdims=True), 1e-12, None)
+        return rows
 
     worst = float(np.min(np.sum(unit(ours) * unit(np.asarray(reference)), axis=1)))
     if worst < MIN_COSINE:

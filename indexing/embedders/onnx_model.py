@@ -132,7 +132,8 @@ class OnnxRunner:
         # sentence-transformers' mean pooling: masked sum / token count (clamped at 1e-9).
         weights = mask[..., None].astype(np.float32)
         summed = (np.asarray(hidden, dtype=np.float32) * weights).sum(axis=1)
-        return summed / np.clip(weights.sum(axis=1), 1e-9, None)
+        pooled: np.ndarray = summed / np.clip(weights.sum(axis=1), 1e-9, None)
+        return pooled
 
 
 class OnnxSentenceModel:
@@ -212,5 +213,6 @@ class OnnxSentenceModel:
     def encode_query(self, text: str) -> np.ndarray:
         backend = self._load()
         if isinstance(backend, OnnxRunner):
-            return backend.encode([text])[0]
+            vector: np.ndarray = backend.encode([text])[0]
+            return vector
         return np.asarray(backend.encode_query(text), dtype=np.float32)

@@ -128,8 +128,8 @@ def find_export(folder: Path, roots: Sequence[Path]) -> FoundExport | None:
     content = fingerprint(folder)
     for root in roots:
         directory = root / content[:32]
-        meta = _read_meta(directory)
-        if meta is not None and meta.get("fingerprint") == content:
+        found = _read_meta(directory)
+        if found is not None and found.get("fingerprint") == content:
             with contextlib.suppress(OSError):
                 remember_signature(directory, current)
             return FoundExport(directory, content)

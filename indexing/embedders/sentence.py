@@ -130,8 +130,9 @@ class SentenceTransformerModel:
         try:
             from transformers.utils import logging as transformers_logging
 
-            transformers_logging.disable_progress_bar()
-            transformers_logging.set_verbosity_error()
+            quiet = transformers_logging
+            quiet.disable_progress_bar()  # type: ignore[no-untyped-call]  # untyped upstream
+            quiet.set_verbosity_error()  # type: ignore[no-untyped-call]  # untyped upstream
         except ImportError:  # pragma: no cover - a dependency of sentence-transformers
             pass
         try:
@@ -160,9 +161,11 @@ class SentenceTransformerModel:
 
     def encode_query(self, text: str) -> np.ndarray:
         model = self._loaded()
-        return np.asarray(
+        vectors = np.asarray(
             model.encode_query(
                 [text], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
             ),
             dtype=np.float32,
-        )[0]
+        )
+        vector: np.ndarray = vectors[0]
+        return vector
