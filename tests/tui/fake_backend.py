@@ -205,10 +205,11 @@ class FakeMemory:
 
     def undo(self, memory_id: str) -> MemoryView:
         stack = self.previous.get(memory_id)
-        if not stack or stack[-1] is None:
+        if not stack:
             raise UserError(f"nothing to undo for memory {memory_id}")
         restored = stack.pop()
-        assert restored is not None
+        if restored is None:  # undoing the add deletes it, as the real store does
+            restored = replace(self.items[memory_id], status="deleted")
         self.events[memory_id].append(MemoryEvent(
             "restore", self.items[memory_id].text, restored.text, "user", STAMP))
         self.items[memory_id] = restored

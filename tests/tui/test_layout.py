@@ -244,3 +244,22 @@ async def test_status_line_follows_changes_made_elsewhere(make_app, backend) -> 
         await wait_until(pilot, lambda: status.memories == 4, what="count follows")
         backend.knowledge.folders_["/n"] = FolderView("/n", 1, 1)  # as `brain index` would
         await wait_until(pilot, lambda: status.index == "index 1 file / 1 chunk")
+
+
+async def test_undoing_an_added_memory_says_it_was_removed(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+    """Snag 8: undoing an add said "restored" while the memory disappeared."""
+    app = make_app()
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_until(pilot, lambda: ready(app))
+        added = backend.memory.add("Uses fish as the shell", "fact")
+        await pilot.press("ctrl+r")
+        pane = app.query_one(MemoryPane)
+        await wait_until(pilot, lambda: len(pane.items) == 4, what="all memories")
+        pane.list_view.focus()
+        pane.list_view.index = [i.memory.id for i in pane.items].index(added.id)
+        await pilot.press("u")
+        await wait_until(pilot, lambda: len(pane.items) == 3, what="the added memory gone")
+        notes = [n.message for n in app._notifications]
+        assert any("Memory removed" in n for n in notes), notes
+        assert not any("restored" in n for n in notes), notes
+        await wait_until(pilot, lambda: app.chat_screen.status_bar.memories == 3)

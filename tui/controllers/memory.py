@@ -119,6 +119,8 @@ class MemoryController:
         if done is None:
             return
         memory = done[0]
+        if verb == "restored" and memory is not None and memory.status != "active":
+            verb = "removed: undoing its addition deletes it"  # not "restored"
         pane = self.screen.memory_pane
         pane.apply_change(memory_id or (memory.id if memory else ""), memory)
         if memory is None and before is not None:
