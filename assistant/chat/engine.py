@@ -959,7 +959,11 @@ class ChatEngine:
             truncated=state.truncated,
             conversations=recalled,
         )
-        self._index_later(session.id)
+        if state.answer or status != "failed":
+            # A turn that failed before any answer (Ollama down) has nothing to recall, and
+            # indexing it would make the error wait for the conversation index's catch-up
+            # (Chroma and the model loading): `brain ask` must fail at once (issue 15).
+            self._index_later(session.id)
         # The live items carry the retriever's evidence (`data`, `hit`) that is not stored
         # (and a recalled conversation deleted meanwhile is shown as stored: blanked).
         live = {r.n: r for r in recalled}
