@@ -73,7 +73,7 @@ from tests.fake_ollama_runtime import (
 
 __all__ = [
     "DEFAULT_ERROR", "OLLAMA_VERSION", "Disconnect", "FakeModel", "FakeOllama", "FakeTiming",
-    "Generation", "Load", "RecordedRequest", "Script", "deterministic_embedding",
+    "Generation", "Load", "RecordedRequest", "Script", "chat_turn", "deterministic_embedding",
     "instance_of_schema", "normalize_model",
 ]
 
@@ -238,6 +238,15 @@ class Script:
     raw_body: bytes | None = None
     content_type: str | None = None
     match: Callable[[dict[str, Any]], bool] | None = None
+
+
+def chat_turn(body: dict[str, Any]) -> bool:
+    """`match=` for a script meant for the app's chat turns: a request with messages that is
+    neither the preload (no messages), nor a background job (a JSON `format`), nor the cache
+    warm-up that has Ollama read the conversation's opening (one generated token)."""
+    options = body.get("options") if isinstance(body.get("options"), dict) else {}
+    return (bool(body.get("messages")) and not body.get("format")
+            and (options or {}).get("num_predict") != 1)
 
 
 def _split_text(text: str) -> list[str]:

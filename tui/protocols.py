@@ -70,8 +70,10 @@ class MemoryApi(Protocol):
 
 
 class ChatTurn(Protocol):
-    """One answer being written: its events in order (`Retrieved`, `Token`s, then `Finished`
-    or `Failed`), and `cancel()`, after which it ends promptly with `Finished(interrupted)`."""
+    """One answer being written: its events in order (`Retrieved`; `Waiting` while Ollama
+    loads the model and reads the prompt; `Thinking`, `Token`s and `Replaced` as they come;
+    then `Finished` or `Failed`), and `cancel()`, after which it ends promptly with
+    `Finished(interrupted)` whatever the phase (loading, reading, thinking, answering)."""
 
     def __aiter__(self) -> AsyncIterator[ChatEvent]: ...
     def cancel(self) -> None: ...
@@ -82,6 +84,10 @@ class ChatApi(Protocol):
         """Import the LLM client, ask Ollama about the model, open stores (slow)."""
 
     async def ask(self, session_id: str | None, text: str, *, model: str) -> ChatTurn: ...
+    async def preload(self, session_id: str | None, model: str) -> float:
+        """Load `model` in Ollama the way the turns will use it (same num_ctx, keep_alive);
+        the seconds it took. Slow (minutes on a CPU): a worker, cancellable."""
+
     def feedback(self, log_id: str, rating: int) -> None:
         """Blocking (a worker thread)."""
 

@@ -162,11 +162,29 @@ class Token:
 
 
 @dataclass(frozen=True, slots=True)
-class Replaced:
-    """The answer shown so far was not the answer (e.g. untagged reasoning ended by
-    `</think>`): show `text` instead."""
+class Waiting:
+    """Nothing from the model yet: what Ollama is doing ("loading qwen3:4b… 12 s", "reading
+    3,200 prompt tokens… 41 s"), about once a second until the first token."""
 
     text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Thinking:
+    """More of the model's reasoning: shown dim and collapsed above the answer, never part of
+    the answer's text."""
+
+    text: str
+    seconds: float  # since the reasoning began
+
+
+@dataclass(frozen=True, slots=True)
+class Replaced:
+    """Text already shown changed side (e.g. untagged reasoning ended by `</think>`): show
+    `text` as the answer and `thinking` as the reasoning instead."""
+
+    text: str
+    thinking: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +208,7 @@ class Failed:
     session_id: str | None = None  # the session the failed turn was stored in
 
 
-ChatEvent = Retrieved | Token | Replaced | Finished | Failed
+ChatEvent = Retrieved | Waiting | Thinking | Token | Replaced | Finished | Failed
 
 
 @dataclass(frozen=True, slots=True)

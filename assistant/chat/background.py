@@ -79,19 +79,31 @@ class BackgroundJobs:
     def __init__(self) -> None:
         self._task: asyncio.Task[None] | None = None
         self._calls: set[ModelCall] = set()
+        self._disposable = False  # the running job only prepares for a next turn
         self.yielded = 0  # jobs cancelled for the user (observability, tests)
 
     @property
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    def start(self, job: Callable[[], Coroutine[Any, Any, None]]) -> bool:
-        """Run `job()` now unless one is running; False if one was."""
+    def start(self, job: Callable[[], Coroutine[Any, Any, None]], *,
+              disposable: bool = False) -> bool:
+        """Run `job()` now unless one is running; False if one was. A `disposable` job only
+        prepares for a next turn (e.g. has Ollama read the conversation's opening): nothing is
+        lost when it is dropped at exit."""
         if self.running:
             return False
         task = asyncio.get_running_loop().create_task(self._guard(job))
         self._task = task
+        self._disposable = disposable
         return True
+
+    def drop_disposable(self) -> None:
+        """At exit: cancel the running job if it is disposable (no next turn is coming, and a
+        prompt read on a CPU would hold the exit for seconds)."""
+        if self._disposable and self.running:
+            assert self._task is not None
+            self._task.cancel()
 
     def model_call(self, complete: Complete) -> ModelCall:
         """A `ModelCall` cancelled with the current job."""

@@ -512,9 +512,10 @@ class ChatEngine:
             raise errors.map_error(exc, host=self.settings.host, model=model,
                                    timeout_s=self.settings.first_token_timeout) from exc
         elapsed = round(time.perf_counter() - started, 3)
-        if warm:
+        if warm and (self._active is None or self._active.done):
+            # (A question sent meanwhile already has Ollama read the conversation.)
             self._cache_dirty = True
-            self.jobs.start(self._warm_cache)
+            self.jobs.start(self._warm_cache, disposable=True)
         return elapsed
 
     def _window(self, facts: ModelFacts | None) -> int:
@@ -1284,6 +1285,7 @@ class ChatEngine:
         memories from the current session's turns not yet extracted. False when extraction
         failed (the turns stay pending); TimeoutError past `timeout`. The TUI never calls
         it: quitting must not wait for a model call (see extract_pending)."""
+        self.jobs.drop_disposable()
         await self.drain(timeout)
         if self._session is None:
             return True

@@ -64,6 +64,12 @@ class Waiting:
     prompt_tokens: int  # estimate of the tokens Ollama has to read (not in its cache)
     limit: float  # ollama.first_token_timeout: the wait fails after this many seconds
 
+    def describe(self) -> str:
+        """What the user sees meanwhile (the TUI's answer placeholder, `brain ask`'s stderr)."""
+        if self.phase == "loading":
+            return f"loading {self.model}… {self.seconds:.0f} s"
+        return f"reading {self.prompt_tokens:,} prompt tokens… {self.seconds:.0f} s"
+
 
 @dataclass(frozen=True, slots=True)
 class Thinking:

@@ -161,7 +161,7 @@ async def _ask(
                     if not args.json:
                         _note_retrieved(event)
                 elif isinstance(event, Waiting):
-                    status.show(_waiting_text(event))
+                    status.show(event.describe())
                 elif isinstance(event, Thinking) and not args.json:
                     thoughts.append(event.text)
                     if args.show_thinking:
@@ -273,12 +273,6 @@ class _Status:
             sys.stderr.write("\r\033[K")
             sys.stderr.flush()
             self._shown = False
-
-
-def _waiting_text(event: Any) -> str:
-    if event.phase == "loading":
-        return f"loading {event.model}… {event.seconds:.0f} s"
-    return f"reading {event.prompt_tokens:,} tokens… {event.seconds:.0f} s"
 
 
 def _eprint_dim(text: str) -> None:

@@ -63,7 +63,7 @@ class Terminal:
     def send(self, *keys: str) -> None:
         """tmux key names ("Enter", "C-q", "F3") or literal text (sent with -l)."""
         for key in keys:
-            if re.fullmatch(r"(Enter|Escape|Tab|BSpace|Up|Down|Left|Right|F\d+|[CM]-\w)", key):
+            if re.fullmatch(r"(Enter|Escape|Tab|BTab|BSpace|Up|Down|Left|Right|F\d+|[CM]-\w)", key):
                 self._tmux("send-keys", "-t", SESSION, key)
             else:
                 self._tmux("send-keys", "-t", SESSION, "-l", key)

@@ -16,7 +16,7 @@ import pytest
 
 from tests.e2e.conftest import BRAIN, brain_env, run_brain, write_config
 from tests.e2e.terminal import Terminal, tmux_available
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllama, chat_turn
 
 pytestmark = [
     pytest.mark.skipif(not tmux_available(), reason="tmux is not installed (apt-get install tmux)"),
@@ -42,10 +42,6 @@ def _sidebar(screen: str) -> str:
     return "\n".join(line[SIDEBAR:] for line in screen.splitlines())
 
 
-def _is_answer(body: dict) -> bool:
-    return not body.get("format")  # memory extraction asks with a JSON `format`
-
-
 def test_first_minute(tmp_path: Path, fake_ollama: FakeOllama) -> None:
     if not BRAIN.exists():
         pytest.skip(f"`brain` is not installed at {BRAIN}")
@@ -59,7 +55,7 @@ def test_first_minute(tmp_path: Path, fake_ollama: FakeOllama) -> None:
     indexed = run_brain(home, "index", str(notes)).ok()
     assert "3 added" in indexed.out, indexed.out
 
-    fake_ollama.script_chat(ANSWER, chunk_delay=0.02, match=_is_answer)
+    fake_ollama.script_chat(ANSWER, chunk_delay=0.02, match=chat_turn)
     with Terminal([str(BRAIN), "--home", str(home)], env=brain_env()) as term:
         term.wait_for("ollama up", what="the status bar to find Ollama")
         term.wait_for("index 3 files", timeout=90, what="the index to be loaded")

@@ -304,9 +304,19 @@ class FakeChat:
         self.closed = False
         self.cancelled = threading.Event()
         self.warmed = False
+        self.preloaded: list[tuple[str | None, str]] = []  # (session, model) per preload
 
     async def warm_up(self) -> None:
         self.warmed = True
+
+    async def preload(self, session_id: str | None, model: str) -> float:
+        from assistant.chat.errors import ChatError
+
+        self.preloaded.append((session_id, model))
+        if not self.ollama.up:  # as the engine says it
+            raise ChatError("unavailable", "Ollama is not running at http://127.0.0.1:11434",
+                            "Start it with `ollama serve`.")
+        return 0.0
 
     async def ask(self, session_id: str | None, text: str, *, model: str) -> FakeTurn:
         self.asked.append((session_id, text, model))

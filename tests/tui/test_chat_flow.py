@@ -252,3 +252,19 @@ async def test_retrieval_warnings_show_in_the_status_line(make_app, backend) -> 
         await wait_until(pilot, lambda: "searching by keywords only" in bar.activity,
                          what="warning in the status line")
         assert "brain index --sync" in app.chat_screen.status_bar.activity
+
+
+async def test_the_model_is_preloaded_again_when_ollama_comes_back(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+    backend.ollama.up = False
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        status = app.chat_screen.status
+        await wait_until(pilot, lambda: backend.chat.preloaded and status.ollama_ok is False,
+                         what="a preload that failed, Ollama down")
+        assert status.preloaded is None
+        # The banner says Ollama is down: no second message about the preload.
+        assert not any("Could not load" in n.message for n in app._notifications)
+        backend.ollama.up = True
+        await wait_until(pilot, lambda: status.preloaded == "qwen3:4b",
+                         what="the model preloaded once Ollama is back")
+        assert [m for _s, m in backend.chat.preloaded] == ["qwen3:4b", "qwen3:4b"]

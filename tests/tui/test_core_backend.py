@@ -16,6 +16,7 @@ import pytest
 from textual.widgets import DataTable, Input, TextArea
 
 from assistant.context import AppContext
+from tests.fake_ollama import chat_turn
 from tests.fakes import HashEmbedder
 from tests.tui.conftest import BrainTestApp
 from tests.tui.helpers import answer_finished, ask, wait_until
@@ -231,7 +232,7 @@ async def test_ask_streams_answer_with_sources_and_feedback(core, fake_ollama, t
     ctx, backend = core
     index_notes(backend, tmp_path)
     fake_ollama.script_chat("Run `git stash pop` to apply the stash [1].", chunk_delay=0.01,
-                            match=lambda body: "format" not in body)
+                            match=chat_turn)
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "how do I apply a git stash?")
@@ -278,7 +279,7 @@ async def test_escape_cancels_real_stream(core, fake_ollama, tmp_path) -> None: 
     _ctx, backend = core
     index_notes(backend, tmp_path)
     fake_ollama.script_chat(" ".join(f"word{i}" for i in range(200)), chunk_delay=0.05,
-                            match=lambda body: "format" not in body)
+                            match=chat_turn)
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "tell me a long story")
@@ -322,7 +323,7 @@ async def test_cut_off_answer_then_resumed_rating(core, fake_ollama, tmp_path) -
     ctx, backend = core
     index_notes(backend, tmp_path)
     fake_ollama.script_chat("Run `git stash pop` to apply", done_reason="length",
-                            match=lambda body: "format" not in body)
+                            match=chat_turn)
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "how do I apply a git stash?")
@@ -355,7 +356,7 @@ async def test_idle_extraction_over_the_real_core(core, fake_ollama) -> None:  #
 
     ctx, backend = core  # extract_every_turns (default 6) is not reached: only idle extracts
     fake_ollama.script_chat("Noted, a data engineer at Acme.",
-                            match=lambda body: "format" not in body)
+                            match=chat_turn)
     fake_ollama.script_chat(format_json={"memories": [
         {"type": "fact", "key": "employer", "text": "The user works at Acme as a data engineer",
          "confidence": 0.95, "importance": 0.8},
@@ -443,12 +444,13 @@ async def test_esc_stops_a_back_to_back_stream_at_once(core, fake_ollama, tmp_pa
     # Word tokens in paragraphs of 40 words, as a model writes.
     fake_ollama.script_chat([f"w{i}" + ("\n\n" if i % 40 == 39 else " ")
                              for i in range(FAST_TOKENS)], chunk_delay=0.002,
-                            match=lambda body: "format" not in body)
+                            match=chat_turn)
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "tell me everything")
+        # Under a loaded machine the screen, not the model, sets the pace: a generous bound.
         await wait_until(pilot, lambda: app.query(AnswerMessage)
-                         and len(app.query_one(AnswerMessage).text) > 3_000, timeout=60,
+                         and len(app.query_one(AnswerMessage).text) > 3_000, timeout=120,
                          what="a fast stream")
         answer = app.query_one(AnswerMessage)
         gone, gone_at = watch_disconnect(fake_ollama)
@@ -480,7 +482,7 @@ async def test_esc_stops_a_back_to_back_stream_at_once(core, fake_ollama, tmp_pa
         assert turn.answer.startswith("w0 w1 w2 ") and len(turn.answer) >= 3_000
         assert answer.text == turn.answer  # the screen shows what was kept
         # The next question is accepted and answered.
-        fake_ollama.script_chat("Short answer.", match=lambda body: "format" not in body)
+        fake_ollama.script_chat("Short answer.", match=chat_turn)
         await ask(pilot, "in short?")
         await wait_until(pilot, lambda: len(app.query(AnswerMessage)) == 2
                          and app.query(AnswerMessage).last().finished, timeout=30,
@@ -495,7 +497,7 @@ async def test_quitting_mid_answer_stores_the_turn(core, fake_ollama, tmp_path) 
     ctx, backend = core
     index_notes(backend, tmp_path)
     fake_ollama.script_chat(" ".join(f"word{i}" for i in range(400)), chunk_delay=0.02,
-                            match=lambda body: "format" not in body)
+                            match=chat_turn)
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "a long story please")

@@ -106,6 +106,9 @@ async def test_model_picker_switches_model(make_app, backend) -> None:  # type: 
         await pilot.press("down", "enter")
         await wait_until(pilot, lambda: app.chat_screen.chat.model == "llama3.2:3b")
         assert app.chat_screen.status_bar.model == "llama3.2:3b"
+        # Loaded at once (at start, then on the change), in the session it belongs to.
+        await wait_until(pilot, lambda: app.chat_screen.status.preloaded == "llama3.2:3b")
+        assert [m for _s, m in backend.chat.preloaded] == ["qwen3:4b", "llama3.2:3b"]
         await ask(pilot, "hi")
         await wait_until(pilot, lambda: backend.chat.asked)
         assert backend.chat.asked[0][2] == "llama3.2:3b"

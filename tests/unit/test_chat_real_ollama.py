@@ -309,6 +309,19 @@ async def test_the_preload_also_has_ollama_read_the_sessions_opening(chat_rig: C
     assert first.evaluated_tokens < first.prompt_tokens - count_tokens(system) + 8
 
 
+async def test_quitting_does_not_wait_for_the_preloads_reading(chat_rig: ChatRig) -> None:
+    # The opening takes a minute to read at 5 tokens/s: an exit right after the start must not
+    # wait for it (the TUI preloads at start). Closing the request makes Ollama drop it.
+    chat_rig.fake.timing = FakeTiming(prompt_tokens_per_second=5)
+    engine = chat_rig.make()
+    await engine.preload()
+    await wait_until(lambda: bool(chat_rig.fake.busy()))  # the warm-up holds Ollama's slot
+    started = time.monotonic()
+    assert await engine.finish(timeout=30)
+    assert time.monotonic() - started < 5
+    await wait_until(lambda: any(d.phase == "prompt" for d in chat_rig.fake.disconnects))
+
+
 async def test_after_background_work_the_conversation_is_read_again_while_idle(
     chat_rig: ChatRig,
 ) -> None:

@@ -23,7 +23,7 @@ from assistant.context import AppContext
 from assistant.daemon_pool import in_thread
 from assistant.errors import UserError
 from tui.backend.convert import conversation_view, memory_item_view, source_view
-from tui.views import ChatEvent, Failed, Finished, Replaced, Retrieved, Token
+from tui.views import ChatEvent, Failed, Finished, Replaced, Retrieved, Thinking, Token, Waiting
 
 if TYPE_CHECKING:
     from assistant.chat import events as core
@@ -57,7 +57,7 @@ class CoreTurn:
             for view in _merged([self._view(e) for e in (first, *self._stream.ready())]):
                 yield view
 
-    def _view(self, event: core.ChatEvent) -> ChatEvent | None:
+    def _view(self, event: core.ChatEvent) -> ChatEvent:
         from assistant.chat import events as core
         from assistant.chat.turn import TRUNCATED_NOTE
 
@@ -76,8 +76,12 @@ class CoreTurn:
         if isinstance(event, core.Token):
             self._tokens += 1
             return Token(event.text)
+        if isinstance(event, core.Waiting):
+            return Waiting(event.describe())
+        if isinstance(event, core.Thinking):
+            return Thinking(event.text, event.seconds)
         if isinstance(event, core.AnswerReplaced):
-            return Replaced(event.answer)
+            return Replaced(event.answer, event.thinking)
         if isinstance(event, core.ToolCalled):
             tool = event.tool
             first = tool.result.splitlines()[0][:200] if tool.result else ""
@@ -93,10 +97,8 @@ class CoreTurn:
                 notice=TRUNCATED_NOTE if turn.truncated else "", text=turn.answer,
                 conversations=tuple(conversation_view(c) for c in turn.conversations),
             )
-        if isinstance(event, core.Failed):
-            return Failed(event.error.message, event.error.hint or "", event.partial,
-                          event.turn.session_id if event.turn is not None else None)
-        return None  # Waiting, Thinking: not shown yet
+        return Failed(event.error.message, event.error.hint or "", event.partial,
+                      event.turn.session_id if event.turn is not None else None)
 
 
 def _time_range(event: core.Retrieved) -> str:
@@ -107,13 +109,17 @@ def _time_range(event: core.Retrieved) -> str:
     return event.time_range.describe() + note
 
 
-def _merged(views: list[ChatEvent | None]) -> list[ChatEvent]:
+def _merged(views: list[ChatEvent]) -> list[ChatEvent]:
+    """Consecutive tokens (or reasoning deltas) as one; of consecutive waits, the latest."""
     out: list[ChatEvent] = []
     for view in views:
-        if view is None:
-            continue
-        if isinstance(view, Token) and out and isinstance(out[-1], Token):
-            out[-1] = Token(out[-1].text + view.text)
+        last = out[-1] if out else None
+        if isinstance(view, Token) and isinstance(last, Token):
+            out[-1] = Token(last.text + view.text)
+        elif isinstance(view, Thinking) and isinstance(last, Thinking):
+            out[-1] = Thinking(last.text + view.text, view.seconds)
+        elif isinstance(view, Waiting) and isinstance(last, Waiting):
+            out[-1] = view
         else:
             out.append(view)
     return out
@@ -124,6 +130,7 @@ class ChatAdapter:
         self.ctx = ctx
         self._service: ChatService | None = None
         self._opening = asyncio.Lock()
+        self._selecting = asyncio.Lock()  # a preload and a question pick the session in turn
 
     async def _open(self) -> ChatService:
         async with self._opening:
@@ -140,8 +147,22 @@ class ChatAdapter:
         """Start a turn in `session_id` (None: a new session) with `model`."""
         engine = (await self._open()).engine
         # SQLite reads and writes (resume, set the session's model): off the UI's loop.
-        await in_thread(lambda: _select(engine, session_id, model))
+        async with self._selecting:
+            await in_thread(lambda: _select(engine, session_id, model))
         return CoreTurn(engine.send(text), self.ctx, model)
+
+    async def preload(self, session_id: str | None, model: str) -> float:
+        """Have Ollama load `model` now, with the num_ctx and keep_alive of the turns (so the
+        first question pays no load and no reload), then read the session's opening in the
+        background. Seconds the load took; raises what a turn would (Ollama down, model not
+        pulled). Cancelling it closes the request, which makes Ollama drop the load."""
+        engine = (await self._open()).engine
+        async with self._selecting:
+            try:
+                await in_thread(lambda: _select(engine, session_id, model))
+            except UserError:  # the session is gone (deleted elsewhere): the model still loads
+                await in_thread(lambda: _select(engine, None, model))
+        return await engine.preload()
 
     def feedback(self, log_id: str, rating: int) -> None:
         from assistant.retrieval.log import RetrievalLog

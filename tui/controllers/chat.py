@@ -1,10 +1,14 @@
 """Chat: send a question, stream the answer, stop it, rate it; sessions; idle extraction.
 
 A turn is one async worker on the UI's own loop (see tui/backend/chat.py): it awaits the
-backend's turn and shows each event as it comes. Esc cancels the turn itself, so the model stops
-at once and the turn ends with `Finished(interrupted)`; the engine stores it with the partial
-answer. Quitting does the same and waits for that store (never for memory extraction: the
-turns it has not read wait for the next idle moment, in this run or the next).
+backend's turn and shows each event as it comes. Before the first token — minutes on a CPU while
+Ollama loads the model and reads the prompt — the answer's placeholder and the status line say
+what Ollama is doing, with the seconds. The model's reasoning goes to the answer's collapsed
+thinking block, never into its text. Esc cancels the turn itself in any phase (loading, reading,
+thinking, answering), so the model stops at once and the turn ends with `Finished(interrupted)`;
+the engine stores it with the partial answer. Quitting does the same and waits for that store
+(never for memory extraction: the turns it has not read wait for the next idle moment, in this
+run or the next).
 """
 
 from __future__ import annotations
@@ -27,8 +31,10 @@ from tui.views import (
     Replaced,
     Retrieved,
     SourceView,
+    Thinking,
     Token,
     TurnView,
+    Waiting,
 )
 from tui.widgets.message import AnswerMessage
 from tui.workers import describe, report, succeeded
@@ -132,10 +138,19 @@ class ChatController:
             await self._retrieved(answer, event)
         elif answer.finished:
             return
+        elif isinstance(event, Waiting):
+            answer.waiting(event.text)
+            self.screen.status_bar.model_activity = event.text
+        elif isinstance(event, Thinking):
+            self.screen.status_bar.model_activity = ""
+            await answer.think(event.text)
+            self._follow()
         elif isinstance(event, Token):
+            self.screen.status_bar.model_activity = ""
             await self._token(answer, event)
         elif isinstance(event, Replaced):
-            await answer.replace(event.text)
+            self.screen.status_bar.model_activity = ""
+            await answer.replace(event.text, event.thinking)
         elif isinstance(event, Finished):
             await self._finished(answer, event)
         else:
@@ -143,6 +158,7 @@ class ChatController:
 
     async def _retrieved(self, answer: AnswerMessage, event: Retrieved) -> None:
         screen = self.screen
+        answer.set_status(f"asking {self.model}… · Esc stops")
         answer.sources = event.sources
         answer.memories = event.memories
         answer.conversations = event.conversations
@@ -159,6 +175,9 @@ class ChatController:
 
     async def _token(self, answer: AnswerMessage, event: Token) -> None:
         await answer.append(event.text)
+        self._follow()
+
+    def _follow(self) -> None:
         chat = self.screen.chat_view
         if chat.max_scroll_y - chat.scroll_y < SCROLL_FOLLOW_LINES:
             chat.scroll_end(animate=False)
@@ -196,6 +215,7 @@ class ChatController:
     def _over(self, answer: AnswerMessage) -> None:
         if self.generating is answer:
             self.generating = None
+            self.screen.status_bar.model_activity = ""
         self.activity.touch()  # idle time counts from the answer's end
         self.screen.status.refresh_stats()
 

@@ -1,10 +1,21 @@
-"""Start-up and the status line: loading the model, Ollama's state, the index and memory counts,
-retrieval warnings, and switching the chat model."""
+"""Start-up and the status line: loading the models, Ollama's state, the index and memory
+counts, retrieval warnings, and switching the chat model.
+
+The chat model is preloaded at start (once the embedding model is loaded: on a busy 2-core
+machine the HTTP client's import would slow that down), when it is changed (F4) and when Ollama
+comes back: an empty chat request with the turns' num_ctx and keep_alive, so the first question
+neither pays the load (minutes on a CPU) nor a reload. It is a worker on the UI's loop awaiting HTTP, so the
+UI never waits for it; the status line counts its seconds. A newer preload cancels the older
+one, which closes its request and makes Ollama drop that load.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -14,6 +25,11 @@ from tui.workers import Refresh, describe, on_loop, report
 if TYPE_CHECKING:
     from tui.screens.chat import ChatScreen
 
+log = logging.getLogger(__name__)
+PRELOAD_TICK_SECONDS = 1.0
+# Failures the banner explains already (Ollama down, model not pulled): no toast for those.
+_BANNER_KINDS = frozenset({"unavailable", "model_not_found"})
+
 
 class StatusController:
     def __init__(self, screen: ChatScreen, *, ollama_poll_seconds: float) -> None:
@@ -22,6 +38,7 @@ class StatusController:
         self.ollama_ok: bool | None = None
         self.model_ready = False
         self.warming = threading.Event()  # set while models load (cannot be interrupted)
+        self.preloaded: str | None = None  # the chat model Ollama has loaded for us
         self._warned: tuple[str, ...] = ()  # retrieval warnings already shown as a toast
         self._stats_failure: tuple[str, str] | None = None  # the last one reported
         self.check_ollama = Refresh(screen, "ollama", self._check)
@@ -68,6 +85,7 @@ class StatusController:
     def _loaded(self, error: str) -> None:
         status = self.screen.status_bar
         self.check_ollama()
+        self.preload()  # after the embedding model too: its import would compete for the CPU
         if error:
             status.index = "index unavailable"
             self.screen.notify(f"Cannot load the index: {error}", severity="error", timeout=15)
@@ -82,6 +100,46 @@ class StatusController:
     async def _warm_chat(self) -> None:
         with contextlib.suppress(Exception):
             await self.screen.backend.chat.warm_up()
+
+    # --- the chat model in Ollama ----------------------------------------------------------------
+
+    def preload(self) -> None:
+        model = self.screen.chat.model
+        self.screen.run_worker(self._preload(model), group="preload", exclusive=True)
+
+    async def _preload(self, model: str) -> None:
+        bar = self.screen.status_bar
+        started = time.monotonic()
+        shown = ""
+
+        def tick() -> None:
+            nonlocal shown
+            if self.screen.chat.generating is None:  # else the turn shows its own wait
+                shown = f"loading {model}… {time.monotonic() - started:.0f} s"
+                bar.model_activity = shown
+
+        # The first tick after a second: an already loaded model answers in milliseconds.
+        timer = self.screen.set_interval(PRELOAD_TICK_SECONDS, tick)
+        self.preloaded = None
+        try:
+            seconds = await self.screen.backend.chat.preload(self.screen.chat.session_id,
+                                                             model)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # shown; the first question reports it again if it lasts
+            kind = getattr(exc, "kind", "")
+            message, _ = describe(exc)
+            log.info("preloading %s failed: %s", model, message)
+            if kind not in _BANNER_KINDS and not self.screen.quitting:
+                self.screen.notify(f"Could not load {model}: {message}", severity="warning",
+                                   timeout=8)
+        else:
+            log.info("preloaded %s in %.1f s", model, seconds)
+            self.preloaded = model
+        finally:
+            timer.stop()
+            if shown and bar.model_activity == shown:
+                bar.model_activity = ""
 
     # --- Ollama ---------------------------------------------------------------------------------
 
@@ -103,6 +161,8 @@ class StatusController:
         bar.ollama = "up" if status.ok else ("no model" if status.model_missing else "down")
         if status.ok and was is False:
             self.screen.notify("Ollama is back: chat is available again.")
+            if self.preloaded != self.screen.chat.model:
+                self.preload()
 
     def choose_model(self) -> None:
         from tui.screens.model_picker import ModelPicker
@@ -113,6 +173,7 @@ class StatusController:
                 self.screen.status_bar.model = name
                 self.screen.notify(f"Chat model: {name} (this session continues)")
                 self.check_ollama()
+                self.preload()
 
         picker = ModelPicker(self.screen.backend.ollama, self.screen.chat.model)
         self.screen.app.push_screen(picker, chosen)

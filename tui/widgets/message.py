@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
@@ -12,6 +13,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from tui.views import ConversationView, Finished, MemoryView, SourceView
+from tui.widgets.thinking import ThinkingBlock
 from tui.wording import plural
 
 if TYPE_CHECKING:
@@ -66,10 +68,13 @@ class QuestionMessage(Static, can_focus=True):
 
 
 class AnswerMessage(Vertical, can_focus=True):
-    """Streams Markdown as tokens arrive; keeps the sources and memories of its answer."""
+    """Streams Markdown as tokens arrive; keeps the sources and memories of its answer. The
+    model's reasoning, if any, goes to a collapsed `ThinkingBlock` above it, never into
+    `text` (what is copied, cited and stored)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "copy", "Copy answer"),
+        Binding("t,enter", "toggle_thinking", "Show thinking"),
         Binding("k", "copy_code", "Copy code"),
         Binding("plus,equals_sign", "rate(1)", "👍"),
         Binding("minus", "rate(-1)", "👎"),
@@ -113,7 +118,8 @@ class AnswerMessage(Vertical, can_focus=True):
         self.log_id: str | None = None
         self.finished = False
         self.rating = 0
-        self._status_text = "thinking…"
+        self._status_text = "preparing…"
+        self._reply_started: float | None = None  # the model's first output (monotonic)
         self._stream: MarkdownStream | None = None
         self._streamed = ""  # the Markdown the stream has shown
         self._code_index = 0
@@ -136,7 +142,36 @@ class AnswerMessage(Vertical, can_focus=True):
         status.update(text)
         status.set_class(warn, "-warn")
 
+    @property
+    def thinking(self) -> ThinkingBlock | None:
+        blocks = self.query(ThinkingBlock)
+        return blocks.first() if blocks else None
+
+    async def _thinking_block(self) -> ThinkingBlock:
+        block = self.thinking
+        if block is None:
+            block = ThinkingBlock(started=self._reply_started)
+            await self.mount(block, before=self.body)
+            self.refresh_bindings()  # `t` / Enter now show it
+        return block
+
+    def waiting(self, text: str) -> None:
+        """Nothing from the model yet: what Ollama is doing, with the way out."""
+        self.set_status(f"{text} · Esc stops")
+
+    async def think(self, fragment: str) -> None:
+        """More of the model's reasoning (before the answer, or between tool rounds)."""
+        self._started()
+        block = await self._thinking_block()
+        block.add(fragment)
+        if block.thinking:
+            self.set_status("thinking… · Esc stops")
+
     async def append(self, fragment: str) -> None:
+        self._started()
+        block = self.thinking
+        if block is not None:
+            block.end()
         if self._stream is None:
             body = self.body
             self._stream = type(body).get_stream(body)
@@ -145,18 +180,34 @@ class AnswerMessage(Vertical, can_focus=True):
         self._streamed += fragment
         await self._stream.write(fragment)
 
-    async def replace(self, text: str) -> None:
-        """Show `text` instead of what was streamed so far (the stream goes on from it)."""
+    async def replace(self, text: str, thinking: str = "") -> None:
+        """Show `text` as the answer and `thinking` as the reasoning instead of what was
+        shown so far (the stream goes on from there)."""
+        self._started()
         if self._stream is not None:
             await self._stream.stop()
             self._stream = None
+        if thinking or self.thinking is not None:
+            block = await self._thinking_block()
+            block.set_text(thinking)
+            if text:
+                block.end()
         self.text = self._streamed = text
         await self.body.update(text)
+        if text:
+            self.set_status("answering…")
+
+    def _started(self) -> None:
+        if self._reply_started is None:
+            self._reply_started = time.monotonic()
 
     async def finish(self, done: Finished | None, *, error: str = "") -> None:
         if self._stream is not None:
             await self._stream.stop()
             self._stream = None
+        block = self.thinking
+        if block is not None:
+            block.end(stopped=not self.text and (error != "" or bool(done and done.interrupted)))
         cited = set(done.cited if done and done.cited else cited_numbers(self.text))
         self.sources = tuple(
             s if s.cited == (s.number in cited) else _with_cited(s, s.number in cited)
@@ -186,6 +237,15 @@ class AnswerMessage(Vertical, can_focus=True):
     def action_copy(self) -> None:
         self.app.copy_to_clipboard(self.text)
         self.notify("Answer copied to the clipboard")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Without reasoning to show, `t` and Enter are not ours (nor in the footer).
+        return action != "toggle_thinking" or self.thinking is not None
+
+    def action_toggle_thinking(self) -> None:
+        block = self.thinking
+        if block is not None:
+            block.collapsed = not block.collapsed
 
     def action_copy_code(self) -> None:
         blocks = code_blocks(self.text)

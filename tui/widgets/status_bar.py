@@ -1,4 +1,5 @@
-"""One line at the bottom: Ollama connection, model, index size, sync activity, memories.
+"""One line at the bottom: Ollama connection, model and what Ollama is doing before the first
+token (loading it, reading the prompt), index size, sync activity, memories.
 
 It never wraps or cuts a word: when the line is too long for the terminal, the least useful
 parts go first (the layout hint, then the memory count, the model, the index size), and what
@@ -20,6 +21,9 @@ SEPARATORS = ("  │  ", " │ ")  # the compact one before anything is dropped
 class StatusBar(Static):
     ollama: reactive[str] = reactive("checking…")  # "up", "down", "checking…", "no model"
     model: reactive[str] = reactive("")
+    # What Ollama does before the first token: "loading qwen3:4b… 12 s", "reading 3,200 prompt
+    # tokens… 41 s" (a silent minute on a CPU must not look frozen).
+    model_activity: reactive[str] = reactive("")
     index: reactive[str] = reactive("index: loading model…")
     activity: reactive[str] = reactive("")
     memories: reactive[int | None] = reactive(None)
@@ -35,6 +39,7 @@ class StatusBar(Static):
         parts = [
             (f"{dot} ollama {self.ollama}", 5),
             (f"model {self.model}" if self.model else "", 2),
+            (self.model_activity, 4),
             (self.index, 3),
             (f"memories {self.memories}" if self.memories is not None else "", 0),
             (f"dates {self.dates}" if self.dates else "", 3),
