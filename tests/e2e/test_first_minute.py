@@ -69,7 +69,8 @@ def test_first_minute(tmp_path: Path, fake_ollama: FakeOllama) -> None:
         assert first, f"no scored first source in the sources pane:\n{side}"
         assert first.group(1) == "backups.md" and int(first.group(2)) > 0
         # The question really reached the model with the note as context.
-        prompt = "\n".join(str(m.get("content")) for m in fake_ollama.last_chat()["messages"])
+        turn = [b for b in fake_ollama.chat_requests if chat_turn(b)][-1]
+        prompt = "\n".join(str(m.get("content")) for m in turn["messages"])
         assert "restic restore latest" in prompt
 
         term.type_line("remember that my NAS is called vaultbox")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ import pytest
 
 from tests.e2e.conftest import BRAIN, brain_env, run_brain, write_config
 from tests.e2e.terminal import Terminal, tmux_available
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllama, chat_turn
 
 pytestmark = [
     pytest.mark.skipif(not tmux_available(), reason="tmux is not installed (apt-get install tmux)"),
@@ -67,12 +68,15 @@ def _turns(home: Path) -> list[dict[str, Any]]:
     return turns
 
 
-def _is_answer(body: dict[str, Any]) -> bool:
-    return not body.get("format")  # memory extraction asks with a JSON schema as `format`
-
-
 def _is_extraction(body: dict[str, Any]) -> bool:
     return bool(body.get("format")) and "long-term memory" in json.dumps(body["messages"])
+
+
+def _wait_for(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
 
 
 def _wait_for_extraction(fake: FakeOllama, timeout: float = 60.0) -> None:
@@ -106,11 +110,12 @@ def test_quit_before_the_first_token_stores_the_question(
     """Ollama silent before the first token (as while it loads a model or reads the prompt)."""
     home = tmp_path / "home"
     _configure(home, fake_ollama)
-    fake_ollama.script_chat("Too late.", delay=STUCK_SECONDS, match=_is_answer)
+    fake_ollama.script_chat("Too late.", delay=STUCK_SECONDS, match=chat_turn)
     with _start(home) as term:
         term.wait_for("ollama up", timeout=60, what="the status bar to find Ollama")
         term.type_line(QUESTION)
-        fake_ollama.wait_for_requests("/api/chat", timeout=60)  # the answer is on its way
+        _wait_for(lambda: any(chat_turn(b) for b in fake_ollama.chat_requests),
+                  "the answer's request")  # on its way (not the preload at start)
         assert _quit_seconds(term) < QUIT_WITHIN
     assert [(t["question"], t["status"], t["answer"]) for t in _turns(home)] == [
         (QUESTION, "interrupted", "")]
@@ -123,7 +128,7 @@ def test_quit_mid_answer_stores_the_partial_answer(
     home = tmp_path / "home"
     _configure(home, fake_ollama)
     words = [f"word{i} " for i in range(300)]
-    fake_ollama.script_chat(words, chunk_delay=0.2, match=_is_answer)
+    fake_ollama.script_chat(words, chunk_delay=0.2, match=chat_turn)
     with _start(home) as term:
         term.wait_for("ollama up", timeout=60, what="the status bar to find Ollama")
         term.type_line(QUESTION)
@@ -145,7 +150,7 @@ def test_quit_during_memory_extraction_leaves_it_for_the_next_run(
     home = tmp_path / "home"
     _configure(home, fake_ollama,
                extra="[memory]\nextract_every_turns = 1\nextract_idle_seconds = 1\n")
-    fake_ollama.script_chat("Noted: vaultbox.", match=_is_answer)
+    fake_ollama.script_chat("Noted: vaultbox.", match=chat_turn)
     memories = json.dumps({"memories": [{
         "text": FACT, "type": "fact", "turn": 1, "key": "backup.nas", "confidence": 0.95,
         "importance": 0.7}]})

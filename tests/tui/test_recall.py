@@ -11,6 +11,7 @@ import pytest
 from textual.widgets import Input
 
 from assistant.context import AppContext
+from tests.fake_ollama import chat_turn
 from tests.fakes import HashEmbedder
 from tests.tui.conftest import BrainTestApp
 from tests.tui.fake_backend import FakeBackend
@@ -179,7 +180,7 @@ async def test_what_did_we_decide_cites_the_earlier_turn(core, fake_ollama) -> N
     # Words the question shares: the test embedder is a bag of words, not a model of meaning.
     store.add_turn(earlier.id, "What about the kayak trip?", KAYAK_A, status="complete")
     fake_ollama.script_chat("You decided to take the kayak on Saturday morning [c1].",
-                            match=lambda body: "format" not in body)
+                            match=chat_turn)
     app = BrainTestApp(ctx, backend, ollama_poll_seconds=0.1, memory_poll_seconds=0.1,
                        watch=False)
     async with app.run_test(size=SIZE) as pilot:

@@ -4,9 +4,9 @@ counts, retrieval warnings, and switching the chat model.
 The chat model is preloaded at start (once the embedding model is loaded: on a busy 2-core
 machine the HTTP client's import would slow that down), when it is changed (F4) and when Ollama
 comes back: an empty chat request with the turns' num_ctx and keep_alive, so the first question
-neither pays the load (minutes on a CPU) nor a reload. It is a worker on the UI's loop awaiting HTTP, so the
-UI never waits for it; the status line counts its seconds. A newer preload cancels the older
-one, which closes its request and makes Ollama drop that load.
+neither pays the load (minutes on a CPU) nor a reload. It is a worker on the UI's loop awaiting
+HTTP, so the UI never waits for it; the status line counts its seconds. A newer preload cancels
+the older one, which closes its request and makes Ollama drop that load.
 """
 
 from __future__ import annotations
