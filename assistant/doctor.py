@@ -111,12 +111,14 @@ def run_checks(ctx: AppContext, *, on_check: OnCheck | None = None) -> list[Chec
         (lambda slot: [_data_dir_check(ctx.paths), _disk_check(ctx.paths)],
          _Slot([_unfinished("data dir", limit),
                 _unfinished("disk space", limit, essential=False)])),
+        (lambda slot: [_guarded("databases", lambda: _databases_check(ctx.paths))],
+         _Slot([_unfinished("databases", limit)])),
     ]
 
     def runner(fn: Callable[[_Slot], list[Check]], slot: _Slot) -> None:
         try:
             slot.result = fn(slot)
-        except Exception as exc:  # a crashed group still reports each of its lines
+        except BaseException as exc:  # a crashed group (a Rust panic too) reports each line
             slot.result = [
                 Check(c.name, False, f"{type(exc).__name__}: {exc}",
                       "see `brain doctor --json` and report a bug if this persists", c.essential)
@@ -155,7 +157,16 @@ def _guarded(name: str, fn: Callable[[], Check], *, essential: bool = True) -> C
     """A check that raised is a failed check, never a crashed doctor."""
     try:
         return fn()
-    except Exception as exc:  # a broken dependency must still produce a report line
+    except BaseException as exc:  # a broken dependency (a Rust panic too) still gives a line
+        if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+            raise  # KeyboardInterrupt, SystemExit
+        from assistant.store_health import looks_like_damage
+
+        if looks_like_damage(exc) and not isinstance(getattr(exc, "hint", None), str):
+            detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:120]
+            return Check(name, False, f"cannot be read: a database is damaged ({detail})",
+                         "see the `databases` check: it names the file and how to recover",
+                         essential)
         hint = getattr(exc, "hint", None)
         # UserError, and indexing's user-facing errors (which cannot subclass it), carry a hint.
         if isinstance(exc, UserError) or isinstance(hint, str):
@@ -377,6 +388,14 @@ def _chroma_embedded_check(directory: Path) -> Check:
     import chromadb
     from chromadb.config import Settings
 
+    from indexing.vectors import VectorStoreError, check_store_file, recovery_hint
+
+    # A damaged database is found in Python first: Chroma panics on it, sometimes in a thread
+    # that aborts the process, and leaves locks behind that made every later check wait.
+    try:
+        check_store_file(directory)
+    except VectorStoreError as exc:
+        return Check("vector store", False, exc.message, exc.hint or "")
     # The same Settings as indexing/vectors.py: Chroma refuses a second client for one path
     # with different settings in the same process.
     try:
@@ -385,11 +404,12 @@ def _chroma_embedded_check(directory: Path) -> Check:
         )
         client.heartbeat()
         count = len(client.list_collections())
-    except Exception as exc:  # chromadb raises many types for a damaged or blocked store
-        return Check("vector store", False, f"the store at {directory} cannot be opened ({exc})",
-                     f"if it is damaged, move {directory} aside, then run `brain index "
-                     "--rebuild` and `brain memory reindex` (your files and memories are "
-                     "untouched; embeddings come back from the cache)")
+    except BaseException as exc:  # chromadb raises many types (and Rust panics) for a bad store
+        if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+            raise
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
+        return Check("vector store", False, f"the store at {directory} cannot be opened "
+                     f"({detail})", f"if it is damaged, {recovery_hint(directory)}")
     return Check("vector store", True, f"embedded Chroma at {directory} ({count} collections)")
 
 
@@ -442,6 +462,21 @@ def _nearest_existing(path: Path) -> Path:
     while not path.exists() and path != path.parent:
         path = path.parent
     return path
+
+
+def _databases_check(paths: AppPaths) -> Check:
+    """Every SQLite file of the home passes SQLite's own quick_check (store_health)."""
+    from assistant.store_health import damaged_stores, store_files
+
+    damaged = damaged_stores(paths)
+    if damaged:
+        store, reason = damaged[0]
+        more = f" (and {len(damaged) - 1} more)" if len(damaged) > 1 else ""
+        return Check("databases", False, f"the {store.label} {store.path} is damaged "
+                     f"({reason}){more}", store.recovery)
+    present = [s.label for s in store_files(paths) if s.path.exists()]
+    return Check("databases", True,
+                 f"{len(present)} intact ({', '.join(present)})" if present else "none yet")
 
 
 def _disk_check(paths: AppPaths) -> Check:

@@ -166,8 +166,10 @@ class Manifest:
         conn = open_database(
             path, SCHEMA, error=ManifestError,
             pragmas=("journal_mode=WAL", "synchronous=NORMAL", "busy_timeout=30000"),
-            damaged_hint="move the file away, then `brain index --rebuild` rebuilds it from "
-            "your folders",
+            # (assistant/store_health.py says the same for the CLI's diagnosis)
+            damaged_hint="move it aside, then `brain index PATH…` with your folders rebuilds it "
+            "from the files (embeddings come back from the cache; only the list of folders was "
+            "kept in it)",
         )
         manifest = cls(conn, path)
         try:

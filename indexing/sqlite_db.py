@@ -61,7 +61,19 @@ def open_database(
     the schema up to date. `autocommit`: transactions are explicit (`BEGIN IMMEDIATE`);
     otherwise Python's default, `with conn:` commits. Failures raise `error(message, hint)`."""
     if str(path) != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        file = Path(path)
+        file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            size = file.stat().st_size
+        except FileNotFoundError:
+            _create(file, schema, error=error, damaged_hint=damaged_hint, pragmas=pragmas,
+                    timeout=timeout, autocommit=autocommit)
+        else:
+            if size == 0:
+                # Never a database this app made (new ones appear complete, see _create): a
+                # truncated file. Read as empty it would silently stand for "nothing stored".
+                raise error(f"the {schema.label} {file} is empty (0 bytes): it was truncated or "
+                            "damaged, so it is not read as empty", damaged_hint)
     conn = sqlite3.connect(
         str(path), timeout=timeout, check_same_thread=False,
         isolation_level=None if autocommit else "DEFERRED",
@@ -82,6 +94,40 @@ def open_database(
         conn.close()
         raise
     return conn
+
+
+def _create(
+    path: Path,
+    schema: Schema,
+    *,
+    error: type[HintedError],
+    damaged_hint: str,
+    pragmas: Sequence[str],
+    timeout: float,
+    autocommit: bool,
+) -> None:
+    """Make a new database under a temporary name, migrated, then link it into place: a kill
+    never leaves a half-made (0-byte) file, so an empty file always means damage."""
+    import os
+    import secrets
+
+    temp = path.with_name(f".{path.name}.new-{os.getpid()}-{secrets.token_hex(4)}")
+    conn = sqlite3.connect(str(temp), timeout=timeout,
+                           isolation_level=None if autocommit else "DEFERRED")
+    try:
+        for pragma in pragmas:
+            conn.execute(f"PRAGMA {pragma}")
+        migrate(conn, schema, path=path, error=error)
+    finally:
+        conn.close()  # the last connection: checkpoints and removes the WAL
+    os.chmod(temp, 0o600)  # private whatever the umask: it holds the user's data
+    try:
+        os.link(temp, path)
+    except FileExistsError:
+        pass  # another process made it first: use theirs
+    finally:
+        for made in (temp, Path(f"{temp}-wal"), Path(f"{temp}-shm"), Path(f"{temp}-journal")):
+            made.unlink(missing_ok=True)
 
 
 def migrate(

@@ -33,6 +33,83 @@ class VectorStoreError(HintedError):
     """The vector store cannot be used; the message (and hint) are meant for the user."""
 
 
+class VectorStoreDamaged(VectorStoreError):
+    """The embedded store's database is damaged: it can only be rebuilt (see `recovery_hint`)."""
+
+
+def recovery_hint(directory: str | Path) -> str:
+    return (f"move {directory} aside, then run `brain index --rebuild` and `brain memory "
+            "reindex`: your files and memories are untouched and embeddings come back from the "
+            "cache")
+
+
+def _damaged(directory: str | Path, detail: object) -> VectorStoreDamaged:
+    db = Path(directory) / "chroma.sqlite3"
+    return VectorStoreDamaged(
+        f"The vector store cannot be used: {db} is damaged ({_short(detail)}).",
+        hint=recovery_hint(directory))
+
+
+def _short(detail: object) -> str:
+    """One short line: SQLite quotes the whole undecodable text, Rust the whole panic."""
+    text = str(detail).strip()
+    column = re.search(r"decode to UTF-8 column '([^']+)'", text)
+    if column:
+        return f"text that is not UTF-8 in its {column.group(1)!r} column"
+    first = (text.splitlines() or [""])[0]
+    return first if len(first) <= 120 else first[:117] + "…"
+
+
+def _is_panic(exc: BaseException) -> bool:
+    """A Rust panic inside Chroma (pyo3's PanicException derives from BaseException, so an
+    `except Exception` does not see it)."""
+    return type(exc).__name__ == "PanicException"
+
+
+_DAMAGE = re.compile(r"malformed|not a database|disk image|database corrupt", re.IGNORECASE)
+# Chroma's catalog: small tables it decodes while starting. A damaged page or a byte that is
+# not UTF-8 in one of them makes the Rust side panic — sometimes in a thread that cannot unwind,
+# which aborts the whole process — so they are read here first, in Python, where damage is an
+# ordinary exception.
+_CATALOG = ("collections", "collection_metadata", "segments", "segment_metadata", "tenants",
+            "databases", "embeddings_queue_config", "max_seq_id", "migrations")
+
+
+def check_store_file(directory: str | Path) -> None:
+    """Raise VectorStoreDamaged if the embedded store's database is visibly damaged (empty,
+    not SQLite, a damaged schema or catalog); a few milliseconds, whatever the store's size."""
+    db = Path(directory) / "chroma.sqlite3"
+    try:
+        with db.open("rb") as handle:
+            header = handle.read(16)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise VectorStoreError(f"Cannot read the vector store file {db} ({exc.strerror}).",
+                               hint="check the permissions of the data directory") from exc
+    if not header:
+        raise _damaged(directory, "the file is empty")
+    if header != b"SQLite format 3\x00":
+        raise _damaged(directory, "not a SQLite database")
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5.0)
+    try:
+        tables = {str(name) for name, _sql in conn.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'table'")}
+        for table in _CATALOG:
+            if table in tables:
+                conn.execute(f'SELECT * FROM "{table}"').fetchall()
+    except UnicodeDecodeError as exc:
+        raise _damaged(directory, f"text that is not UTF-8: {exc.reason}") from exc
+    except sqlite3.OperationalError as exc:
+        if _DAMAGE.search(str(exc)) or "decode" in str(exc).lower():
+            raise _damaged(directory, exc) from exc
+        # Locked by another process, or similar: not damage; Chroma will wait or say so.
+    except sqlite3.DatabaseError as exc:
+        raise _damaged(directory, exc) from exc
+    finally:
+        conn.close()
+
+
 class EmbeddingModelMismatch(VectorStoreError):
     """The collection holds vectors of another embedding model (or dimension)."""
 
@@ -137,17 +214,24 @@ def _connect(key: tuple[str, ...], location: str | Path) -> Any:
         )
     from indexing.memory_hygiene import wipe_freed_memory
 
+    check_store_file(path)
     wipe_freed_memory()  # before Chroma's index buffers exist: see memory_hygiene
     try:
         path.mkdir(parents=True, exist_ok=True)
         return chromadb.PersistentClient(path=str(path), settings=_settings())
-    except Exception as exc:
+    except BaseException as exc:
+        if not isinstance(exc, Exception) and not _is_panic(exc):
+            raise  # KeyboardInterrupt, SystemExit
+        if _is_panic(exc) or _DAMAGE.search(str(exc)):
+            raise _damaged(path, _first_line(exc)) from exc
         raise VectorStoreError(
-            f"The vector store at {path} cannot be opened ({exc}).",
-            hint=f"if it is damaged, move {path} aside, then run `brain index --rebuild` and "
-            "`brain memory reindex`: your files and memories are untouched and embeddings come "
-            "back from the cache",
+            f"The vector store at {path} cannot be opened ({_first_line(exc)}).",
+            hint=f"if it is damaged, {recovery_hint(path)}",
         ) from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def _client(location: str | Path) -> Any:
@@ -539,17 +623,19 @@ def _guard(location: str, what: str, fn: Callable[[], T]) -> T:
         return fn()
     except VectorStoreError:
         raise
-    except Exception as exc:
+    except BaseException as exc:
+        if not isinstance(exc, Exception) and not _is_panic(exc):
+            raise  # KeyboardInterrupt, SystemExit
         if _is_url(location):
             raise VectorStoreError(
-                f"Could not {what} on the Chroma server at {location} ({exc}).",
+                f"Could not {what} on the Chroma server at {location} ({_first_line(exc)}).",
                 hint="check that the server is running and reachable",
             ) from exc
+        if _is_panic(exc) or _DAMAGE.search(str(exc)):
+            raise _damaged(location, _first_line(exc)) from exc
         raise VectorStoreError(
-            f"Could not {what} in the vector store at {location} ({exc}).",
-            hint=f"if the store is damaged, move {location} aside, then run `brain index "
-            "--rebuild` and `brain memory reindex`: your files and memories are untouched and "
-            "embeddings come back from the cache",
+            f"Could not {what} in the vector store at {location} ({_first_line(exc)}).",
+            hint=f"if the store is damaged, {recovery_hint(location)}",
         ) from exc
 
 

@@ -36,7 +36,7 @@ from assistant.chat.turn import (
     Turn,
 )
 from assistant.errors import UserError
-from assistant.paths import FILE_MODE
+from assistant.store_health import SESSIONS_RECOVERY
 from indexing.sqlite_db import Schema, open_database
 
 MIGRATIONS: tuple[str, ...] = (
@@ -220,9 +220,6 @@ class SessionStore:
     def open(cls, path: Path | str) -> SessionStore:
         if str(path) != ":memory:":
             path = Path(path)
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            if not path.exists():
-                path.touch(mode=FILE_MODE)
         conn = open_database(
             path, SCHEMA, error=UserError, timeout=10, autocommit=False,
             pragmas=(
@@ -230,7 +227,7 @@ class SessionStore:
                 # Deleted sessions are overwritten on disk, not left in free pages.
                 "secure_delete = ON",
             ),
-            damaged_hint="move the file away to start with no sessions",
+            damaged_hint=SESSIONS_RECOVERY,
         )
         conn.row_factory = sqlite3.Row
         return cls(conn, path)

@@ -80,8 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_tui(args)
         return handler(args)
     except HintedError as exc:  # every error meant for the user: message and hint
-
-        print(f"brain: error: {exc}", file=sys.stderr)
+        print(f"brain: error: {_named_damage(exc, args) or exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("brain: interrupted", file=sys.stderr)
@@ -101,9 +100,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+def _named_damage(exc: BaseException, args: argparse.Namespace) -> str | None:
+    """For an error saying some database is damaged without naming it: which file it is and
+    how to recover (assistant/store_health.py); None when that is not the case."""
+    from assistant.paths import resolve_paths
+    from assistant.store_health import damage_error, looks_like_damage, store_files
+
+    if not looks_like_damage(exc):
+        return None
+    paths = resolve_paths(getattr(args, "home", None))
+    if any(str(store.path) in str(exc) for store in store_files(paths)):
+        return None  # it names its file already
+    found = damage_error(paths)
+    return str(found) if found is not None else None
+
+
 def _database_problem(exc: sqlite3.Error, args: argparse.Namespace) -> str:
     from assistant.paths import resolve_paths
 
+    named = _named_damage(exc, args)
+    if named is not None:
+        return named
     data = resolve_paths(getattr(args, "home", None)).data_dir
     if data.is_dir() and not os.access(data, os.W_OK):
         return (f"cannot write to {data}: the data directory is read-only ({exc}); nothing "

@@ -9,6 +9,7 @@ when the embedding misses it. The final score is
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass, field
 
@@ -21,6 +22,8 @@ from assistant.memory.scoring import (
     recall_score,
 )
 from assistant.memory.store import PROFILE_ID, MemoryStore
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +53,18 @@ def search(
     """Active memories ranked by the recall score (no forced items, no side effects)."""
     if top_k <= 0 or not query.strip():
         return []
-    store.sync_vectors()
+    from indexing.vectors import VectorStoreDamaged
+
     pool = max(settings.candidates, top_k * 3)
     query_vector = store.embedder().embed_query(query)
-    dense: dict[str, float] = dict(store.dense_candidates(query_vector, pool))
+    try:
+        store.sync_vectors()
+        dense: dict[str, float] = dict(store.dense_candidates(query_vector, pool))
+        vectors_usable = True
+    except VectorStoreDamaged as exc:  # recall goes on with keywords; the damage is said
+        log.warning("%s Recalling memories by keywords only; to repair: %s", exc.message,
+                    exc.hint)
+        dense, vectors_usable = {}, False
     keyword: dict[str, float] = dict(store.keyword_candidates(query, pool))
     ids = list(dict.fromkeys([*dense, *keyword]))
     memories = {
@@ -65,7 +76,8 @@ def search(
     # for the exact cosine (worth +1 pt recall@5 on LoCoMo over assuming the lowest one seen,
     # which stays the fallback for a vector not written yet).
     floor_cos = min(dense.values()) if dense else 0.0
-    dense.update(store.cosines(query_vector, [i for i in memories if i not in dense]))
+    if vectors_usable:
+        dense.update(store.cosines(query_vector, [i for i in memories if i not in dense]))
     top_bm25 = max(keyword.values()) if keyword else 0.0
     share = settings.keyword_share if keyword else 0.0
     now_iso = store.now()

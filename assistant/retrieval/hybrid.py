@@ -195,7 +195,9 @@ class HybridRetriever:
         if modified is not None:
             sources = modified_sources(self.kb, modified, sources)
 
-        dense, keyword = self._run_retrievers(search_query, pool_size, sources, timings)
+        unusable: list[str] = []  # the vector store could not be searched: keywords only
+        dense, keyword = self._run_retrievers(search_query, pool_size, sources, timings,
+                                              unusable)
         if not dense and not keyword:
             _files, chunks = self.kb.stats()
             if chunks == 0:
@@ -271,7 +273,7 @@ class HybridRetriever:
             search_query=search_query,
             best_cosine=best_cosine,
             best_keyword=best_keyword,
-            warnings=self._warnings(),
+            warnings=tuple(unusable) or self._warnings(),
         )
         if log and self.log is not None:
             entry_id = self.log.append(result, origin=self.origin, in_path=in_path)
@@ -299,16 +301,28 @@ class HybridRetriever:
         k: int,
         sources: Sequence[str] | None,
         timings: dict[str, float],
+        unusable: list[str],
     ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
         """Dense (embed + vector search) in a worker thread while BM25 runs here: the model
-        and Chroma release the GIL, so the keyword search is nearly free.
+        and Chroma release the GIL, so the keyword search is nearly free. A vector store that
+        cannot be searched (damaged, server down) leaves keywords alone, said in `unusable`.
         """
+        from indexing.vectors import EmbeddingModelMismatch, VectorStoreError
 
         def dense() -> list[tuple[str, float]]:
             t = time.perf_counter()
             vector = self.embedder.embed_query(query)
             t2 = time.perf_counter()
-            found = self.kb.dense_search(vector, k, sources=sources)
+            try:
+                found = self.kb.dense_search(vector, k, sources=sources)
+            except EmbeddingModelMismatch:
+                raise
+            except VectorStoreError as exc:
+                logger.info("vector search failed: %s", exc)
+                unusable.append(f"{exc.message} Searching by keywords only; to repair: "
+                                f"{exc.hint}" if exc.hint else
+                                f"{exc.message} Searching by keywords only.")
+                found = []
             timings["embed"] = (t2 - t) * 1000
             timings["dense"] = (time.perf_counter() - t2) * 1000
             return found

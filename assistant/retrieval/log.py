@@ -18,6 +18,7 @@ from typing import Any
 from assistant.errors import UserError
 from assistant.paths import FILE_MODE, ensure_private_dir
 from assistant.retrieval.hit import RetrievalResult
+from assistant.store_health import LOG_RECOVERY
 from indexing.sqlite_db import Schema, open_database
 
 # Steps of `indexing.sqlite_db`. Step 1 keeps IF NOT EXISTS: logs from before the log had a
@@ -85,7 +86,7 @@ class RetrievalLog:
         # lose the last entries of a log, never corrupt it.
         self._conn = open_database(
             db_path, SCHEMA, error=UserError, timeout=10, autocommit=False,
-            damaged_hint="move the file away to start a new log",
+            damaged_hint=LOG_RECOVERY,
             pragmas=("journal_mode=WAL", "synchronous=NORMAL"),
         )
         db_path.chmod(FILE_MODE)

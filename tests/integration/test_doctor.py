@@ -250,8 +250,10 @@ def test_damaged_embedded_store(ollama_home: Path, fast_embedder: HashEmbedder,
     code, report = _doctor_json(capsys)
     check = _by_name(report)["vector store"]
     assert code == 1 and not check["ok"]
-    assert f"the store at {store} cannot be opened" in check["detail"]
+    assert f"{store / 'chroma.sqlite3'} is damaged (not a SQLite database)" in check["detail"]
     assert "brain index --rebuild" in check["hint"]
+    databases = _by_name(report)["databases"]  # the same file, found by the databases check
+    assert not databases["ok"] and str(store / "chroma.sqlite3") in databases["detail"]
 
 
 def test_chroma_server_unreachable(ollama_home: Path, fake_ollama: FakeOllama,

@@ -9,7 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexing.vectors import EmbeddingModelMismatch, VectorStore, VectorStoreError
+from indexing.vectors import (
+    EmbeddingModelMismatch,
+    VectorStore,
+    VectorStoreDamaged,
+    VectorStoreError,
+)
 
 DIM = 8
 
@@ -242,8 +247,9 @@ def test_corrupted_store_is_a_clear_error(tmp_path: Path) -> None:
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "chroma.sqlite3").write_bytes(b"this is not sqlite" * 500)
-    with pytest.raises(VectorStoreError, match="cannot be opened") as info:
+    with pytest.raises(VectorStoreDamaged, match="cannot be used") as info:
         VectorStore.open(broken, "knowledge", model_id="m", dimension=4)
+    assert str(broken / "chroma.sqlite3") in str(info.value)
     assert "brain index --rebuild" in str(info.value)
 
 

@@ -105,7 +105,9 @@ def test_adding_to_a_missing_session_fails_clearly(tmp_path: Path) -> None:
 
 def test_migrates_an_empty_database_and_refuses_a_newer_one(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
-    sqlite3.connect(path).close()  # version 0: a file from before any schema
+    blank = sqlite3.connect(path)  # version 0: a database file from before any schema
+    blank.execute("PRAGMA journal_mode = WAL")  # writes the header page
+    blank.close()
     store = SessionStore.open(path)
     store.close()
     conn = sqlite3.connect(path)
