@@ -387,6 +387,11 @@ def _import(args: argparse.Namespace) -> int:
         service.close()
     for error in errors:
         print(f"{name}: {error}", file=sys.stderr)
+    if report.finished_earlier:
+        print(f"the previous import of {name} stored all {report.already_stored} lines but was "
+              f"stopped while writing their vectors; repaired {report.repaired} missing "
+              f"vector{'s' if report.repaired != 1 else ''} (nothing imported twice)")
+        return 1 if errors else 0
     summary = f"imported {report.added} memories"
     if report.skipped_duplicates:
         summary += f", skipped {report.skipped_duplicates} duplicates"

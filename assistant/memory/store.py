@@ -47,6 +47,7 @@ from assistant.memory.model import (
     Profile,
 )
 from assistant.memory.secrets import find_secret, find_secret_in
+from assistant.store_health import MEMORY_RECOVERY
 from indexing.sqlite_db import Schema, open_database
 
 if TYPE_CHECKING:
@@ -108,6 +109,10 @@ class NothingToUndo(UserError):
 
 class AlreadyImported(UserError):
     """The same content was imported in full before (importing it again needs `again=True`)."""
+
+    def __init__(self, message: str, *, run: ImportRun) -> None:
+        super().__init__(message)
+        self.run = run
 
 
 _MIGRATIONS: tuple[str, ...] = (
@@ -173,6 +178,11 @@ _MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX imports_hash ON imports(content_hash, id);
     """,
+    # 3: whether a run got through its final vector step (a run killed there is finished, its
+    # lines all stored, but some memories still lack a vector: the re-run says so and repairs)
+    """
+    ALTER TABLE imports ADD COLUMN vectors_done INTEGER NOT NULL DEFAULT 1;
+    """,
 )
 SCHEMA = Schema("memory store", _MIGRATIONS)
 SCHEMA_VERSION = SCHEMA.version
@@ -237,6 +247,10 @@ class ImportReport:
     added: int
     skipped_duplicates: int
     already_stored: int = 0  # lines an interrupted earlier run of the same import committed
+    # An earlier run stored every line but was killed in its final vector step: nothing was
+    # imported now, `repaired` missing vectors were written.
+    finished_earlier: bool = False
+    repaired: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +265,7 @@ class ImportRun:
     added: int
     started_at: str
     finished_at: str | None
+    vectors_done: bool = True  # got through its final vector step
 
     @property
     def finished(self) -> bool:
@@ -262,6 +277,7 @@ def _row_to_run(row: sqlite3.Row) -> ImportRun:
         id=int(row["id"]), content_hash=row["content_hash"], name=row["name"],
         total=int(row["total"]), committed=int(row["committed"]), added=int(row["added"]),
         started_at=row["started_at"], finished_at=row["finished_at"],
+        vectors_done=bool(row["vectors_done"]),
     )
 
 
@@ -301,8 +317,7 @@ class MemoryStore:
                 "secure_delete=ON",  # deleted memories are zeroed on disk
                 "foreign_keys=ON",
             ),
-            damaged_hint="restore the file from a backup, or move it away to start with no "
-            "memories (`brain doctor` checks the stores)",
+            damaged_hint=MEMORY_RECOVERY,
         )
         self.conn.row_factory = sqlite3.Row
         with suppress(OSError):
@@ -666,21 +681,30 @@ class MemoryStore:
             ).fetchone()
             latest = _row_to_run(row) if row else None
             if latest is not None and not latest.finished:
-                return latest
+                if latest.vectors_done:  # a run from before the column: its vectors are due
+                    conn.execute("UPDATE imports SET vectors_done=0 WHERE id=?", (latest.id,))
+                return replace(latest, vectors_done=False)
             if latest is not None and not again:
                 assert latest.finished_at is not None
                 earlier = "" if latest.name == name else f" as {latest.name}"
                 raise AlreadyImported(
                     f"{name} was already imported{earlier} on {_when(latest.finished_at)} "
-                    f"({latest.added} memories); pass --again to import it once more"
+                    f"({latest.added} memories); pass --again to import it once more",
+                    run=latest,
                 )
             cursor = conn.execute(
-                "INSERT INTO imports (content_hash, name, total, started_at) VALUES (?,?,?,?)",
+                "INSERT INTO imports (content_hash, name, total, started_at, vectors_done) "
+                "VALUES (?,?,?,?,0)",
                 (content_hash, name, total, self.now()),
             )
             created = conn.execute("SELECT * FROM imports WHERE id=?",
                                    (cursor.lastrowid,)).fetchone()
         return _row_to_run(created)
+
+    def finish_import(self, run: ImportRun) -> None:
+        """Record that the run got through its final vector step."""
+        with self._write() as conn:
+            conn.execute("UPDATE imports SET vectors_done=1 WHERE id=?", (run.id,))
 
     def import_runs(self) -> builtins.list[ImportRun]:
         """Every recorded import run, oldest first."""

@@ -163,10 +163,15 @@ def import_memories(
     try:
         run = store.begin_import(content_hash(parsed), name=name, total=len(parsed.items),
                                  again=again)
-    except AlreadyImported:
-        # A run killed after its last commit may still lack vectors: repair, then refuse.
-        store.sync_vectors()
-        raise
+    except AlreadyImported as refused:
+        repaired = store.sync_vectors()
+        if refused.run.vectors_done:
+            raise
+        # The previous run stored every line and was killed in its final vector step: say
+        # so (it is not a repeat the user must confirm with --again) and finish it.
+        store.finish_import(refused.run)
+        return ImportReport(added=0, skipped_duplicates=0, already_stored=refused.run.total,
+                            finished_earlier=True, repaired=repaired), parsed.errors
     if run.committed and on_resume is not None:
         on_resume(run)
     report = store.add_many(
@@ -175,6 +180,7 @@ def import_memories(
     )
     # A run killed between its last commit and its vector upsert left rows without vectors.
     store.sync_vectors()
+    store.finish_import(run)
     return report, parsed.errors
 
 

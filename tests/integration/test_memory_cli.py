@@ -336,3 +336,38 @@ def test_undo_without_an_id_undoes_the_latest_change_and_says_what_it_did(
 def test_undo_with_nothing_to_undo_is_a_clear_error(cli, capsys) -> None:  # type: ignore[no-untyped-def]
     assert cli("undo") == 1
     assert "no memory change to undo" in capsys.readouterr().err
+
+
+def test_an_import_killed_in_its_vector_step_is_reported_not_refused(
+        cli, capsys, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Issue 13: the re-run said "already imported … pass --again" (and --again would have
+    doubled every memory) while it silently repaired the vectors."""
+    from assistant.memory.store import MemoryStore
+
+    lines = tmp_path / "m.jsonl"
+    lines.write_text("".join(json.dumps({"text": f"The user owns bike {i}"}) + "\n"
+                             for i in range(5)), encoding="utf-8")
+    real_finish, real_sync = MemoryStore.finish_import, MemoryStore.sync_vectors
+    real_upsert = MemoryStore._upsert_vectors
+
+    def killed(self, run):  # type: ignore[no-untyped-def]
+        raise KeyboardInterrupt  # stands in for a kill in the final vector step
+
+    # The kill: the lines are committed, their vectors never written.
+    monkeypatch.setattr(MemoryStore, "_upsert_vectors", lambda self, memories, vectors: None)
+    monkeypatch.setattr(MemoryStore, "sync_vectors", lambda self, batch_size=256: 0)
+    monkeypatch.setattr(MemoryStore, "finish_import", killed)
+    assert cli("import", str(lines)) == 130
+    monkeypatch.setattr(MemoryStore, "_upsert_vectors", real_upsert)
+    monkeypatch.setattr(MemoryStore, "sync_vectors", real_sync)
+    monkeypatch.setattr(MemoryStore, "finish_import", real_finish)
+    capsys.readouterr()
+    assert cli("import", str(lines)) == 0
+    out = capsys.readouterr().out
+    assert "stored all 5 lines" in out and "repaired 5 missing vectors" in out
+    assert "--again" not in out
+    assert len(_json(cli, capsys, "list", "--json")["memories"]) == 5
+    assert len(cli.vectors.data) == 5
+    capsys.readouterr()
+    assert cli("import", str(lines)) == 1  # now it is a repeat: refused as before
+    assert "pass --again" in capsys.readouterr().err

@@ -345,7 +345,7 @@ def test_schema_1_databases_gain_the_import_table(tmp_path: Path) -> None:
     store.close()
     store = MemoryStore(db, embedder=lambda: HashEmbedder(dimension=128), vectors=MemoryVectors)
     try:
-        assert int(store.conn.execute("PRAGMA user_version").fetchone()[0]) == SCHEMA_VERSION == 2
+        assert int(store.conn.execute("PRAGMA user_version").fetchone()[0]) == SCHEMA_VERSION == 3
         assert store.get(kept.id).text == "The user lives in Lisbon"
         assert store.import_runs() == []
     finally:
