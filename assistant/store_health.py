@@ -63,8 +63,14 @@ def damage(path: Path, *, timeout: float = 5.0) -> str | None:
         return "the file is empty (0 bytes)"
     if header != b"SQLite format 3\x00":
         return "not a SQLite database"
+    # Read-only, and leaving the home as it was: a WAL database read without its -wal/-shm
+    # files would get them created, so when no process has it open (no -wal file) it is read
+    # as immutable.
+    uri = path.resolve().as_uri() + "?mode=ro"
+    if not Path(f"{path}-wal").exists():
+        uri += "&immutable=1"
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=timeout)
+        conn = sqlite3.connect(uri, uri=True, timeout=timeout)
     except sqlite3.Error:
         return None
     try:

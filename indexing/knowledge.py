@@ -130,13 +130,18 @@ def resolve_folder(path: str | os.PathLike[str]) -> Path:
 
 
 def _looks_like_chroma(directory: Path) -> bool:
-    """Chroma's own database is there and still a SQLite file (reading 16 bytes): a store that
-    was damaged or deleted since the last sync must not be hidden by the snapshot."""
-    try:
-        with (directory / "chroma.sqlite3").open("rb") as handle:
-            return handle.read(16) == b"SQLite format 3\x00"
-    except OSError:
+    """Chroma's own database is there and undamaged as far as a few milliseconds can tell
+    (`check_store_file`: header, schema, catalog): a store that was damaged or deleted since the
+    last sync must not be hidden by the snapshot."""
+    from indexing.vectors import VectorStoreError, check_store_file
+
+    if not (directory / "chroma.sqlite3").is_file():
         return False
+    try:
+        check_store_file(directory)
+    except VectorStoreError:
+        return False
+    return True
 
 
 def _inside(child: str, parent: str) -> bool:

@@ -91,7 +91,7 @@ def check_store_file(directory: str | Path) -> None:
         raise _damaged(directory, "the file is empty")
     if header != b"SQLite format 3\x00":
         raise _damaged(directory, "not a SQLite database")
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5.0)
+    conn = sqlite3.connect(db.resolve().as_uri() + "?mode=ro", uri=True, timeout=5.0)
     try:
         tables = {str(name) for name, _sql in conn.execute(
             "SELECT name, sql FROM sqlite_master WHERE type = 'table'")}
