@@ -658,12 +658,6 @@ def warm(location: str | Path) -> threading.Thread | None:
     return thread
 
 
-def _is_panic(exc: BaseException) -> bool:
-    """Chroma's Rust core panicking (`pyo3_runtime.PanicException`, a BaseException that
-    cannot be imported by name)."""
-    return type(exc).__name__ == "PanicException"
-
-
 def close_all() -> None:
     """Close every cached client (tests; a long-lived process switching stores). Closing, not
     only forgetting: an embedded client keeps Chroma's SQLite file, its index files and an
