@@ -487,3 +487,35 @@ def test_ask_recalls_an_earlier_conversation_and_cites_it(
     assert code == 0, err
     assert f"Earlier conversations:\n[c1] {datetime.now():%Y-%m-%d}  " in out
     assert obj["session_id"][:8] in out
+
+
+@pytest.mark.parametrize("think", ["auto", "off"])
+def test_the_reasoning_of_a_thinking_model_is_never_answer_text(
+    brain: Run, indexed: Path, fake_ollama: FakeOllama, ollama_home: Path, think: str,
+) -> None:
+    # qwen3:4b is thinking-only: "auto" asks think:true and the reasoning comes in
+    # message.thinking; "off" asks think:false and it comes untagged in content, ended by
+    # </think> (ollama/ollama#12736). Either way stdout, --json, the stored session, its export
+    # and the next request carry the answer only.
+    config = ollama_home / "config" / "config.toml"
+    config.write_text(config.read_text(encoding="utf-8") + f'think = "{think}"\n',
+                      encoding="utf-8")
+    reasoning = "The user asks about stashing; MARKER-42 says [2] is tar."
+    fake_ollama.script_chat("Stash with git stash [1].", thinking=reasoning)
+    code, out, err = brain("ask", "how do I stash changes?")
+    assert code == 0, err
+    assert out.split("\nSources:\n")[0].strip() == "Stash with git stash [1]."
+    assert "MARKER" not in out + err  # not printed unless asked (--show-thinking)
+    assert "[2]" not in out  # never cited
+    fake_ollama.script_chat("Pop it with git stash pop [1].", thinking=reasoning)
+    code, out, err = brain("ask", "-c", "and to get them back?", "--json")
+    assert code == 0, err
+    obj = json.loads(out)
+    assert obj["answer"] == "Pop it with git stash pop [1]." and "MARKER" not in out
+    sent = last_answer_request(fake_ollama)["messages"]
+    assert not any("MARKER" in str(m["content"]) for m in sent)
+    code, markdown, _ = brain("sessions", "export", obj["session_id"])
+    assert code == 0 and "Stash with git stash" in markdown and "MARKER" not in markdown
+    fake_ollama.script_chat("Stash with git stash [1].", thinking=reasoning)
+    code, out, err = brain("ask", "how do I stash changes?", "--show-thinking")
+    assert code == 0 and "MARKER-42" in err and "MARKER" not in out
