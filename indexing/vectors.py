@@ -13,7 +13,6 @@ import re
 import sqlite3
 import threading
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -346,6 +345,11 @@ class VectorStore:
                 lambda: self._client.get_collection(self.name, embedding_function=None))
             return _guard(self.location, what, fn)
 
+    def _op(self, method: str, **kwargs: Any) -> Callable[[], Any]:
+        """A call of the collection's `method`, looked up when it runs: `_call` retries on the
+        reopened collection after a compaction elsewhere replaced it."""
+        return lambda: getattr(self._collection, method)(**kwargs)
+
     def _matrix(self, embeddings: Sequence[Sequence[float]] | Sequence[float] | np.ndarray,
                 n: int) -> np.ndarray:
         matrix = np.asarray(embeddings, dtype=np.float32)
@@ -387,15 +391,15 @@ class VectorStore:
                 metas = cleaned if any(m is not None for m in cleaned) else None
             batch_ids = ids[part]
             batch_vectors = matrix[part]
-            self._call("store vectors", partial(
-                self._collection.upsert, ids=batch_ids, embeddings=batch_vectors, metadatas=metas))
+            self._call("store vectors", self._op(
+                "upsert", ids=batch_ids, embeddings=batch_vectors, metadatas=metas))
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove vectors by id; unknown ids are ignored."""
         ids = [str(i) for i in ids]
         for part in _batches(len(ids), _MAX_BATCH):
             batch = ids[part]
-            self._call("delete vectors", partial(self._collection.delete, ids=batch))
+            self._call("delete vectors", self._op("delete", ids=batch))
 
     def drop(self) -> None:
         """Delete the whole collection, leaving no trace of its vectors in the store's files;
@@ -518,7 +522,7 @@ class VectorStore:
         present: list[str] = []
         for part in _batches(len(ids), _MAX_BATCH):
             batch = list(ids[part])
-            page = self._call("read vectors", partial(self._collection.get, ids=batch, include=[]))
+            page = self._call("read vectors", self._op("get", ids=batch, include=[]))
             present.extend(str(i) for i in page.get("ids") or [])
         return sorted(present)
 
@@ -527,8 +531,8 @@ class VectorStore:
         out: list[str] = []
         offset = 0
         while True:
-            page = self._call("list vectors", partial(
-                self._collection.get, include=[], limit=_PAGE, offset=offset))
+            page = self._call("list vectors", self._op(
+                "get", include=[], limit=_PAGE, offset=offset))
             batch = [str(i) for i in page.get("ids") or []]
             out.extend(batch)
             if len(batch) < _PAGE:
@@ -541,8 +545,8 @@ class VectorStore:
         wanted = [str(i) for i in ids]
         for part in _batches(len(wanted), _MAX_BATCH):
             batch = wanted[part]
-            page = self._call("read vectors", partial(
-                self._collection.get, ids=batch, include=["embeddings"]))
+            page = self._call("read vectors", self._op(
+                "get", ids=batch, include=["embeddings"]))
             vectors = page.get("embeddings")
             if vectors is None:
                 continue
