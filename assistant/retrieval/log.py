@@ -170,8 +170,9 @@ class RetrievalLog:
             return 0
 
         def removed(path: str | None) -> bool:
-            return path is not None and any(path == p or path.startswith(p + "/")
-                                            for p in prefixes)
+            if not path:
+                return False
+            return any(path == p or path.startswith(p + "/") for p in prefixes)
 
         changed = 0
         with self._lock, self._conn:
