@@ -23,7 +23,7 @@ from assistant.context import AppContext
 from assistant.daemon_pool import DaemonThreadPool
 from tui.actions import app_bindings, validate_keymap
 from tui.commands import ActionsProvider
-from tui.controllers.chat import Activity
+from tui.controllers.extraction import Activity
 from tui.protocols import Backend
 from tui.screens.chat import ChatScreen, ScreenOptions
 from tui.state import StateStore

@@ -1,4 +1,4 @@
-"""Chat: send a question, stream the answer, stop it, rate it; sessions; idle extraction.
+"""Chat: send a question, stream the answer, stop it, rate it; sessions.
 
 A turn is one async worker on the UI's own loop (see tui/backend/chat.py): it awaits the
 backend's turn and shows each event as it comes. Before the first token — minutes on a CPU while
@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from typing import TYPE_CHECKING
 
 from textual.worker import Worker
 
 from assistant.daemon_pool import in_thread
 from assistant.errors import HintedError
+from tui.controllers.extraction import Activity, IdleExtraction
 from tui.protocols import ChatTurn
 from tui.views import (
     ChatEvent,
@@ -43,21 +43,7 @@ if TYPE_CHECKING:
     from tui.screens.chat import ChatScreen
 
 SCROLL_FOLLOW_LINES = 8  # keep following the answer while the view is this close to the end
-IDLE_CHECKS_PER_WINDOW = 4
 STOP_TIMEOUT = 5.0  # seconds a quit waits for the interrupted turn to be stored
-
-
-class Activity:
-    """When the user last typed or clicked (the app records it), or an answer ended."""
-
-    def __init__(self) -> None:
-        self.last = time.monotonic()
-
-    def touch(self) -> None:
-        self.last = time.monotonic()
-
-    def idle_for(self) -> float:
-        return time.monotonic() - self.last
 
 
 class ChatController:
@@ -67,20 +53,16 @@ class ChatController:
         self.session_id = session_id
         self.model = model
         self.activity = activity
-        self.extract_idle_seconds = extract_idle_seconds
         self.generating: AnswerMessage | None = None
         self.asked = False  # a question was sent in this run (quitting then stores its turn)
         self._turn: ChatTurn | None = None
         self._worker: Worker[None] | None = None
         self._stop_requested = False
-        self._unextracted = 0  # answers in this run not through memory extraction yet
-        self._earlier = True  # turns an earlier run left unextracted (a quit does not extract)
-        self._extracting = False
+        self.extraction = IdleExtraction(screen, activity, extract_idle_seconds,
+                                         busy=lambda: self.generating is not None)
 
     def start(self) -> None:
-        if self.extract_idle_seconds > 0:
-            every = max(0.05, min(self.extract_idle_seconds / IDLE_CHECKS_PER_WINDOW, 5.0))
-            self.screen.set_interval(every, self._check_idle)
+        self.extraction.start()
         if self.session_id:
             self.resume(self.session_id)
 
@@ -189,7 +171,7 @@ class ChatController:
             answer.conversations = event.conversations  # with those the answer cites, and
             # those a search_conversations call added
         await self.screen.chat_view.finish(answer, event)
-        self._unextracted += 1
+        self.extraction.answered()
         self._continue_in(event.session_id)
         self._over(answer)
         await self.show_context(answer)
@@ -393,38 +375,3 @@ class ChatController:
             self.session_id = None
         if self.screen.state.state.last_session == session_id:
             self.screen.state.update(last_session=None)
-
-    # --- idle-time memory extraction ---------------------------------------------------------
-
-    def _check_idle(self) -> None:
-        """After memory.extract_idle_seconds without input, extract memories from the answers
-        not extracted yet — this run's, and at the first idle moment those an earlier run
-        left (quitting never extracts) — so facts are not held back until the next cadence."""
-        if (not (self._unextracted or self._earlier) or self._extracting
-                or self.generating is not None or self.screen.quitting
-                or self.activity.idle_for() < self.extract_idle_seconds):
-            return
-        self._extracting = True
-        self.screen.run_worker(self._idle_extract(self._unextracted), group="extract")
-
-    async def _idle_extract(self, pending: int) -> None:
-        chat = self.screen.backend.chat
-        try:
-            if self._earlier:
-                self._earlier = False
-                if not pending and not await chat.pending_extraction():
-                    return
-            extracted = await chat.extract_pending()
-        except Exception as exc:
-            message, _ = describe(exc)
-            self.screen.notify(f"Extracting memories: {message}", severity="error")
-            extracted = 0
-        finally:
-            self._extracting = False
-        # A failed extraction leaves the turns pending: the next cadence or the next run retries.
-        self._unextracted = max(0, self._unextracted - pending)
-        self.activity.touch()
-        if extracted:
-            self.screen.memory.poll()  # new memories appear at once, highlighted
-            self.screen.status.refresh_stats()
-

@@ -16,7 +16,8 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer
 
 from assistant.context import AppContext
-from tui.controllers.chat import Activity, ChatController
+from tui.controllers.chat import ChatController
+from tui.controllers.extraction import Activity
 from tui.controllers.indexing import IndexingController
 from tui.controllers.memory import MemoryController
 from tui.controllers.status import StatusController
