@@ -28,6 +28,7 @@ class SessionsAdapter:
         self.ctx = ctx
         self._store = Lazy(lambda: _open_sessions(ctx), close=lambda store: store.close())
         self._index = Lazy(self._open_index)
+        self._caught_up = False
 
     def store(self) -> SessionStore:
         return self._store.get()
@@ -83,7 +84,8 @@ class SessionsAdapter:
         now = local_now()
         time_range = range_from_flags(flags.get("since"), flags.get("until"), now)
         index = self._index.get()
-        index.sync()  # turns stored since the last search (the chat indexes its own too)
+        if not self._caught_up:  # once: later turns are indexed by the chat as it stores them
+            self._caught_up = index.sync().complete
         result = search_conversations(index, query, time_range=time_range, top_k=SEARCH_TOP_K,
                                       now=now)
         described = result.time_range.describe() if result.time_range is not None else ""
