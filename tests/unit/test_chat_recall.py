@@ -4,7 +4,6 @@ real conversation index (hash vectors in memory) and the fake Ollama server."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Iterator
@@ -241,7 +240,7 @@ async def test_a_one_turn_session_is_not_summarised(recall: Recall) -> None:
     engine = recall.make(summarize_idle_seconds=0.1)
     recall.rig.fake.script_chat("Hello!")
     assert isinstance(await engine.ask("hi"), Done)
-    await asyncio.sleep(0.3)  # the idle timer fires meanwhile
+    await wait_until(lambda: engine._idle_timer is None)  # the idle work ran
     await engine.drain(timeout=5)
     assert not any(_is_recap(b) for b in recall.rig.fake.chat_requests)
 
