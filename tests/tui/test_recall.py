@@ -189,7 +189,7 @@ async def test_what_did_we_decide_cites_the_earlier_turn(core, fake_ollama) -> N
         answer = app.query_one(AnswerMessage)
         assert answer.text.endswith("[c1].")
         # The model was given the earlier turn, dated, as [c1].
-        answers = [b for b in fake_ollama.chat_requests if "format" not in b]
+        answers = [b for b in fake_ollama.chat_requests if chat_turn(b)]
         material = answers[-1]["messages"][-1]["content"]
         assert "## Earlier conversations" in material and KAYAK_A in material
         # The pane shows it, cited.
