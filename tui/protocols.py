@@ -18,6 +18,7 @@ from tui.views import (
     ChatEvent,
     ConversationSearch,
     FolderView,
+    MemoryChanges,
     MemoryEvent,
     MemoryView,
     ModelView,
@@ -60,13 +61,23 @@ class MemoryApi(Protocol):
     def count(self) -> int: ...
     def add(self, text: str, type_: str) -> MemoryView: ...
     def edit(self, memory_id: str, text: str) -> MemoryView: ...
-    def delete(self, memory_id: str) -> None: ...
+    def delete(self, memory_id: str) -> MemoryView:
+        """The memory as deleted (its `version` is what `undo` checks)."""
+
     def pin(self, memory_id: str, pinned: bool) -> MemoryView: ...
-    def undo(self, memory_id: str) -> MemoryView: ...
+    def undo(self, memory_id: str, *, expected_version: int) -> MemoryView:
+        """Take back the change that gave the memory `expected_version`, and only that one:
+        when anything changed the memory since, nothing is undone (a `HintedError` says so)."""
+
+    def current(self, ids: Sequence[str]) -> builtins.list[MemoryView]:
+        """The memories `ids` as stored now (any status; unknown ids left out), in that order."""
+
     def history(self, memory_id: str) -> builtins.list[MemoryEvent]: ...
     def forget_all(self) -> int: ...
-    def changes_since(self, stamp: str) -> tuple[builtins.list[MemoryView], str]:
-        """Memories added or changed after `stamp` (by extraction), and the new stamp."""
+    def changes(self, version: int, stamp: str) -> MemoryChanges | None:
+        """None while the store is at `version` (cheap: meant for a timer); otherwise the new
+        version, the count, and what extraction added after `stamp` (nothing when `stamp` is
+        empty: the first look only learns where things stand)."""
 
 
 class ChatTurn(Protocol):

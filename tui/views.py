@@ -67,6 +67,17 @@ class MemoryView:
     pinned: bool = False
     status: str = "active"
     updated_at: str = ""  # ISO-8601, for display
+    version: int = 0  # grows with every change: undo takes back exactly the change that made it
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryChanges:
+    """What the memory poll found since its last look (any process may have changed the store)."""
+
+    version: int  # moves on every change; the poll compares it, nothing else
+    count: int  # active memories now, for the status line
+    stamp: str  # the newest change seen (updated_at), where the next look starts
+    learned: tuple[MemoryView, ...] = ()  # what the assistant added or changed since the stamp
 
 
 @dataclass(frozen=True, slots=True)

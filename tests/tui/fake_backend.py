@@ -20,6 +20,7 @@ from tui.views import (
     ConversationView,
     Finished,
     FolderView,
+    MemoryChanges,
     MemoryEvent,
     MemoryView,
     ModelView,
@@ -143,19 +144,31 @@ class FakeKnowledge:
 
 
 class FakeMemory:
+    """Like the store: every change bumps the memory's `version` and the store's; undo takes
+    back the memory's latest change only when `expected_version` is still current (undoing an
+    add deletes); a change by "another process" is just a call from the test."""
+
     def __init__(self) -> None:
         self.items: dict[str, MemoryView] = {m.id: m for m in sample_memories()}
         self.previous: dict[str, list[MemoryView | None]] = {}
         self.events: dict[str, list[MemoryEvent]] = {}
         self.version = 0
-        self.changed_at: dict[str, int] = {}
+        self.changed_at: dict[str, int] = {}  # memory id -> store version of its last change
+        self.actor: dict[str, str] = {}  # memory id -> who changed it last
         self._next = 100
 
-    def _record(self, memory_id: str, before: MemoryView | None, after: MemoryView | None,
-                event: str, actor: str = "user") -> None:
-        self.previous.setdefault(memory_id, []).append(before)
+    def _record(self, memory_id: str, before: MemoryView | None, after: MemoryView,
+                event: str, actor: str = "user", *, undoing: bool = False) -> MemoryView:
+        after = replace(after, version=(before.version if before else 0) + 1)
+        if not undoing:
+            self.previous.setdefault(memory_id, []).append(before)
         self.events.setdefault(memory_id, []).append(MemoryEvent(
-            event, before.text if before else None, after.text if after else None, actor, STAMP))
+            event, before.text if before else None, after.text, actor, STAMP))
+        self.items[memory_id] = after
+        self.version += 1
+        self.changed_at[memory_id] = self.version
+        self.actor[memory_id] = actor
+        return after
 
     def _get(self, memory_id: str) -> MemoryView:
         try:
@@ -177,43 +190,39 @@ class FakeMemory:
     def add(self, text: str, type_: str, *, actor: str = "user") -> MemoryView:
         self._next += 1
         memory = MemoryView(f"m{self._next}", type_, text, None, False, "active", STAMP)
-        self.items[memory.id] = memory
-        self._record(memory.id, None, memory, "add", actor)
-        self.version += 1
-        self.changed_at[memory.id] = self.version
-        return memory
+        return self._record(memory.id, None, memory, "add", actor)
 
     def edit(self, memory_id: str, text: str) -> MemoryView:
         before = self._get(memory_id)
-        after = replace(before, text=text)
-        self.items[memory_id] = after
-        self._record(memory_id, before, after, "edit-by-user")
-        return after
+        return self._record(memory_id, before, replace(before, text=text), "edit-by-user")
 
-    def delete(self, memory_id: str) -> None:
+    def delete(self, memory_id: str) -> MemoryView:
         before = self._get(memory_id)
-        after = replace(before, status="deleted")
-        self.items[memory_id] = after
-        self._record(memory_id, before, after, "delete")
+        if before.status == "deleted":
+            raise UserError(f"memory {memory_id} is already deleted")
+        return self._record(memory_id, before, replace(before, status="deleted"), "delete")
 
     def pin(self, memory_id: str, pinned: bool) -> MemoryView:
         before = self._get(memory_id)
-        after = replace(before, pinned=pinned)
-        self.items[memory_id] = after
-        self._record(memory_id, before, after, "edit-by-user")
-        return after
+        if before.pinned == pinned:
+            return before
+        return self._record(memory_id, before, replace(before, pinned=pinned), "edit-by-user")
 
-    def undo(self, memory_id: str) -> MemoryView:
+    def undo(self, memory_id: str, *, expected_version: int) -> MemoryView:
+        memory = self._get(memory_id)
+        if memory.version != expected_version:
+            raise UserError(f"memory {memory_id} changed since (version {memory.version}, "
+                            f"expected {expected_version}); nothing was undone")
         stack = self.previous.get(memory_id)
         if not stack:
             raise UserError(f"nothing to undo for memory {memory_id}")
         restored = stack.pop()
-        if restored is None:  # undoing the add deletes it, as the real store does
-            restored = replace(self.items[memory_id], status="deleted")
-        self.events[memory_id].append(MemoryEvent(
-            "restore", self.items[memory_id].text, restored.text, "user", STAMP))
-        self.items[memory_id] = restored
-        return restored
+        target = restored if restored is not None else replace(memory, status="deleted")
+        return self._record(memory_id, memory, target, "restore",
+                            undoing=True)
+
+    def current(self, ids: Sequence[str]) -> list[MemoryView]:
+        return [self.items[i] for i in ids if i in self.items]
 
     def history(self, memory_id: str) -> list[MemoryEvent]:
         self._get(memory_id)
@@ -224,13 +233,17 @@ class FakeMemory:
         self.items.clear()
         self.events.clear()
         self.previous.clear()
+        self.version += 1
         return n
 
-    def changes_since(self, stamp: str) -> tuple[list[MemoryView], str]:
-        since = int(stamp or 0)
-        fresh = [self.items[i] for i, v in self.changed_at.items()
-                 if v > since and i in self.items]
-        return fresh, str(self.version)
+    def changes(self, version: int, stamp: str) -> MemoryChanges | None:
+        if version == self.version:
+            return None
+        since = int(stamp) if stamp else None
+        learned = () if since is None else tuple(
+            self.items[i] for i, v in self.changed_at.items()
+            if v > since and i in self.items and self.actor.get(i) == "assistant")
+        return MemoryChanges(self.version, self.count(), str(self.version), learned)
 
 
 @dataclass

@@ -132,7 +132,7 @@ async def test_extracted_memory_appears_live(core) -> None:  # type: ignore[no-u
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("ctrl+r")
         pane = app.query_one(MemoryPane)
-        await wait_until(pilot, lambda: app.chat_screen.memory._stamp != "", what="first poll")
+        await wait_until(pilot, lambda: app.chat_screen.memory.seen is not None, what="first poll")
         store.add(NewMemory(text="Lives in Lyon", type=MemoryType.FACT,
                             evidence=("I live in Lyon",)), actor=Actor.ASSISTANT)
         await wait_until(pilot, lambda: any(i.memory.text == "Lives in Lyon"
@@ -308,10 +308,15 @@ def test_memory_adapter_filters_and_forget_all(core) -> None:  # type: ignore[no
     pinned = api.pin(tea.id, True)
     assert pinned.pinned and api.list(all_active=True, type_=None, query="")[0].id == tea.id
     assert [e.event for e in api.history(tea.id)] == ["add", "pin"]
-    # Changes by the user are not "learned": only the assistant's show up live.
-    _fresh, stamp = api.changes_since("")
+    # Changes by the user are not "learned": only the assistant's show up live; any change
+    # moves the version, nothing else does.
+    first = api.changes(-1, "")
+    assert first is not None and first.count == 2 and first.learned == ()
+    assert api.changes(first.version, first.stamp) is None
     api.edit(tea.id, "Prefers oolong tea")
-    assert api.changes_since(stamp)[0] == []
+    after_edit = api.changes(first.version, first.stamp)
+    assert after_edit is not None and after_edit.learned == ()
+    assert after_edit.version != first.version
     assert api.forget_all() == 2
     assert api.count() == 0 and api.list(all_active=True, type_=None, query="") == []
 

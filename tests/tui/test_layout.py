@@ -247,16 +247,25 @@ async def test_status_line_follows_changes_made_elsewhere(make_app, backend) -> 
 
 
 async def test_undoing_an_added_memory_says_it_was_removed(make_app, backend) -> None:  # type: ignore[no-untyped-def]
-    """Snag 8: undoing an add said "restored" while the memory disappeared."""
+    """Snag 8: undoing an add said "restored" while the memory disappeared. (`u` takes back
+    the pane's own latest change, issue 13: here the memory the user just added.)"""
+    from textual.widgets import TextArea
+
+    from tui.screens.memory_editor import MemoryEditor
+
     app = make_app()
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_until(pilot, lambda: ready(app))
-        added = backend.memory.add("Uses fish as the shell", "fact")
         await pilot.press("ctrl+r")
         pane = app.query_one(MemoryPane)
-        await wait_until(pilot, lambda: len(pane.items) == 4, what="all memories")
+        await wait_until(pilot, lambda: len(pane.items) == 3, what="all memories")
         pane.list_view.focus()
-        pane.list_view.index = [i.memory.id for i in pane.items].index(added.id)
+        await pilot.press("n")
+        await wait_until(pilot, lambda: isinstance(app.screen, MemoryEditor))
+        app.screen.query_one(TextArea).load_text("Uses fish as the shell")
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: len(pane.items) == 4, what="the new memory shown")
+        await wait_until(pilot, lambda: app.chat_screen.status_bar.memories == 4)
         await pilot.press("u")
         await wait_until(pilot, lambda: len(pane.items) == 3, what="the added memory gone")
         notes = [n.message for n in app._notifications]

@@ -61,7 +61,7 @@ def _is_recent(path: str, ctx: AppContext) -> bool:
 
 def memory_view(memory: Memory) -> MemoryView:
     return MemoryView(memory.id, memory.type.value, memory.text, memory.key, memory.pinned,
-                      memory.status.value, iso(memory.updated_at))
+                      memory.status.value, iso(memory.updated_at), memory.version)
 
 
 def memory_item_view(item: MemoryItem) -> MemoryView:

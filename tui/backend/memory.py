@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from assistant.context import AppContext
 from assistant.errors import UserError
 from indexing.lazy import Lazy
 from tui.backend.convert import iso, memory_view
-from tui.views import MemoryEvent, MemoryView
+from tui.views import MemoryChanges, MemoryEvent, MemoryView
 
 if TYPE_CHECKING:
     from assistant.memory.store import MemoryStore
@@ -19,7 +20,6 @@ class MemoryAdapter:
     def __init__(self, ctx: AppContext) -> None:
         self.ctx = ctx
         self._store = Lazy(lambda: _open_memory(ctx), close=lambda store: store.close())
-        self._seen_version = -1
 
     def store(self) -> MemoryStore:
         return self._store.get()
@@ -50,14 +50,18 @@ class MemoryAdapter:
     def edit(self, memory_id: str, text: str) -> MemoryView:
         return memory_view(self.store().edit(memory_id, text))
 
-    def delete(self, memory_id: str) -> None:
-        self.store().delete(memory_id)
+    def delete(self, memory_id: str) -> MemoryView:
+        return memory_view(self.store().delete(memory_id))
 
     def pin(self, memory_id: str, pinned: bool) -> MemoryView:
         return memory_view(self.store().pin(memory_id, pinned))
 
-    def undo(self, memory_id: str) -> MemoryView:
-        return memory_view(self.store().undo(memory_id))
+    def undo(self, memory_id: str, *, expected_version: int) -> MemoryView:
+        return memory_view(self.store().undo(memory_id, expected_version=expected_version))
+
+    def current(self, ids: Sequence[str]) -> builtins.list[MemoryView]:
+        found = self.store().get_many(ids)
+        return [memory_view(found[i]) for i in ids if i in found]
 
     def history(self, memory_id: str) -> builtins.list[MemoryEvent]:
         return [
@@ -70,26 +74,25 @@ class MemoryAdapter:
 
         return forget_all_memories(self.ctx, self.store())
 
-    def changes_since(self, stamp: str) -> tuple[builtins.list[MemoryView], str]:
-        """Memories the assistant added or changed after `stamp` (an updated_at value)."""
-        from assistant.memory.model import Actor
+    def changes(self, version: int, stamp: str) -> MemoryChanges | None:
+        from assistant.memory.model import Actor, MemoryStatus
 
         store = self.store()
-        version = store.change_count()
-        if stamp and version == self._seen_version:
-            return [], stamp
-        self._seen_version = version
+        # PRAGMA data_version (plus this connection's own writes): one cheap statement that
+        # moves whenever any process commits to memory.sqlite3.
+        now = store.change_count()
+        if now == version:
+            return None
         memories = store.list(statuses=None)
         newest = max((m.updated_at for m in memories), default=stamp or "0")
-        if not stamp:
-            return [], newest
-        fresh: list[MemoryView] = []
-        for m in memories:
+        learned: builtins.list[MemoryView] = []
+        for m in memories if stamp else ():
             if m.updated_at > stamp:
                 events = store.history(m.id)
                 if events and events[-1].actor is Actor.ASSISTANT:
-                    fresh.append(memory_view(m))
-        return fresh, max(newest, stamp)
+                    learned.append(memory_view(m))
+        count = sum(m.status is MemoryStatus.ACTIVE for m in memories)
+        return MemoryChanges(now, count, max(newest, stamp), tuple(learned))
 
     def close(self) -> None:
         self._store.close()

@@ -151,7 +151,7 @@ class ChatController:
         screen.status.show_warnings(event.warnings)
         await self.show_context(answer)
         if event.noted is not None:
-            screen.memory_pane.add_fresh([event.noted])
+            await screen.memory_pane.add_fresh([event.noted])
             screen.notify(f"Remembered: {event.noted.text}", timeout=4)
             screen.status.refresh_stats()
 

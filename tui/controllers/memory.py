@@ -1,12 +1,24 @@
 """Memories: the pane's requests (edit, new, delete, pin, undo, history, forget all), listing
-with filters, and the poll that shows memories extraction added in the background."""
+with filters, and the poll that keeps the pane and the status line on what is stored.
+
+Undo takes back the pane's own changes, newest first, each by the version its change gave the
+memory: `d` then `u` restores exactly the memory deleted, wherever the cursor went meanwhile,
+and never touches another one (if something else changed that memory since, nothing is undone
+and the user is told). Changes run one at a time, in the order the keys were pressed.
+
+The poll asks the store for its version (SQLite's `PRAGMA data_version`: one statement) on a
+timer, off the event loop; only when it moved — a change here, extraction, or another process
+such as `brain memory rm` — is the list read again and the status line's count updated.
+"""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tui.views import MemoryEvent, MemoryView
+from tui.views import MemoryChanges, MemoryEvent, MemoryView
 from tui.widgets.memory_pane import MemoryVerb
 from tui.wording import plural
 from tui.workers import Refresh, attempt
@@ -17,12 +29,29 @@ if TYPE_CHECKING:
     from tui.screens.memory_editor import MemoryDraft
 
 
+@dataclass(frozen=True, slots=True)
+class Undoable:
+    """A change made in the pane: the memory and the version that change gave it."""
+
+    memory_id: str
+    version: int
+    done: str  # "deleted", "edited", … for the message after undoing it
+
+
+UNDO_DEPTH = 50
+
+
 class MemoryController:
     def __init__(self, screen: ChatScreen, *, poll_seconds: float) -> None:
         self.screen = screen
         self.poll_seconds = poll_seconds
-        self._stamp = ""  # the newest updated_at seen, for the poll
+        self.seen: MemoryChanges | None = None  # where the store stood at the last poll
         self.poll = Refresh(screen, "memory-poll", self._poll)
+        # The list shown again after a change or a filter edit: one listing at a time, the
+        # last one with the filters as they are then (never cancelled: see MemoryPane._fill).
+        self.relist = Refresh(screen, "memory-list", self._relist)
+        self.undoable: list[Undoable] = []  # newest last
+        self._one_at_a_time = asyncio.Lock()
         self._handlers: dict[MemoryVerb, Callable[[MemoryView | None], None]] = {
             "edit": self._edit, "new": self._new, "delete": self._delete, "pin": self._pin,
             "undo": self._undo, "history": self._history, "forget_all": self._forget_all,
@@ -66,7 +95,7 @@ class MemoryController:
     def _delete(self, memory: MemoryView | None) -> None:
         if memory is not None:
             self._change("Deleting the memory", lambda: self.api.delete(memory.id),
-                         memory.id, "deleted", before=memory)
+                         memory.id, "deleted")
 
     def _pin(self, memory: MemoryView | None) -> None:
         if memory is not None:
@@ -74,10 +103,9 @@ class MemoryController:
                          lambda: self.api.pin(memory.id, not memory.pinned),
                          memory.id, "unpinned" if memory.pinned else "pinned")
 
-    def _undo(self, memory: MemoryView | None) -> None:
-        if memory is not None:
-            self._change("Undoing the last change", lambda: self.api.undo(memory.id),
-                         memory.id, "restored")
+    def _undo(self, _: MemoryView | None) -> None:
+        """Whatever is selected: the pane's latest change is the one taken back."""
+        self.screen.run_worker(self._take_back(), group="memory")
 
     def _history(self, memory: MemoryView | None) -> None:
         from tui.screens.memory_history import MemoryHistory
@@ -107,69 +135,100 @@ class MemoryController:
 
     # --- carrying them out ------------------------------------------------------------------
 
-    def _change(self, action: str, call: Callable[[], MemoryView | None], memory_id: str | None,
-                verb: str, *, before: MemoryView | None = None) -> None:
-        self.screen.run_worker(self._apply(action, call, memory_id, verb, before),
-                               group="memory")
+    def _change(self, action: str, call: Callable[[], MemoryView], memory_id: str | None,
+                verb: str) -> None:
+        self.screen.run_worker(self._apply(action, call, memory_id, verb), group="memory")
 
-    async def _apply(self, action: str, call: Callable[[], MemoryView | None],
-                     memory_id: str | None, verb: str, before: MemoryView | None) -> None:
-        # A 1-tuple: None is a result here (deleted), not a failure.
-        done = await attempt(self.screen.app, action, lambda: (call(),))
-        if done is None:
-            return
-        memory = done[0]
-        if verb == "restored" and memory is not None and memory.status != "active":
-            verb = "removed: undoing its addition deletes it"  # not "restored"
-        pane = self.screen.memory_pane
-        pane.apply_change(memory_id or (memory.id if memory else ""), memory)
-        if memory is None and before is not None:
-            pane.last_touched = before
-        hint = " (u to undo)" if verb in ("deleted", "edited") else ""
-        self.screen.notify(f"Memory {verb}{hint}", timeout=3)
-        self.screen.status.refresh_stats()
+    async def _apply(self, action: str, call: Callable[[], MemoryView], memory_id: str | None,
+                     verb: str) -> None:
+        async with self._one_at_a_time:
+            memory = await attempt(self.screen.app, action, call)
+            if memory is None:
+                return
+            self.undoable = [*self.undoable[-UNDO_DEPTH + 1:],
+                             Undoable(memory.id, memory.version, verb)]
+            await self._shown(memory_id or memory.id, memory, f"Memory {verb} (u to undo)")
+
+    async def _take_back(self) -> None:
+        async with self._one_at_a_time:
+            if not self.undoable:
+                self.screen.notify(
+                    "Nothing to undo: u takes back the changes made in this pane. h shows a "
+                    "memory's history; `brain memory undo ID` undoes any change.",
+                    severity="warning", timeout=6)
+                return
+            last = self.undoable.pop()
+            memory = await attempt(
+                self.screen.app, "Undoing the last change",
+                lambda: self.api.undo(last.memory_id, expected_version=last.version))
+            if memory is None:
+                return
+            if memory.status != "active" and last.done == "added":
+                done = "Memory removed: undoing its addition deletes it"  # not "restored"
+            else:
+                done = f"Undone: memory {last.done}"
+            await self._shown(last.memory_id, memory, f"{done} — {_short(memory.text)}")
+
+    async def _shown(self, memory_id: str, memory: MemoryView, message: str) -> None:
+        await self.screen.memory_pane.apply_change(memory_id, memory)
+        self.screen.notify(message, timeout=3)
+        self.poll()  # the count, and the list in the order the store keeps
 
     async def _forget(self) -> None:
         removed = await attempt(self.screen.app, "Forgetting everything", self.api.forget_all)
         if removed is None:
             return
+        self.undoable.clear()
         await self.screen.memory_pane.forgotten()
         self.screen.notify(f"Forgot {plural(removed, 'memory', 'memories')}.")
-        self.screen.status.refresh_stats()
+        self.poll()
 
     # --- listing and the background poll ----------------------------------------------------
 
     def mode_changed(self, all_active: bool, type_: str | None, query: str) -> None:
-        if all_active:
-            # Exclusive: while the user types a filter, only the latest listing is shown.
-            self.screen.run_worker(self._list(type_, query), group="memory-list",
-                                   exclusive=True)
+        if all_active:  # (the filters are read from the pane when the listing runs)
+            self.relist()
 
-    async def _list(self, type_: str | None, query: str) -> None:
-        memories = await attempt(
-            self.screen.app, "Listing memories",
-            lambda: self.api.list(all_active=True, type_=type_, query=query),
-        )
-        if memories is not None:
-            await self.screen.memory_pane.show(memories, all_active=True)
+    async def _relist(self) -> None:
+        pane = self.screen.memory_pane
+        if pane.all_active:
+            type_, query = pane.type_filter, pane.filter_text
+            memories = await attempt(
+                self.screen.app, "Listing memories",
+                lambda: self.api.list(all_active=True, type_=type_, query=query),
+            )
+            if memories is not None:
+                await pane.show(memories, all_active=True)
+        elif pane.used:
+            shown = pane.used
+            now = await attempt(self.screen.app, "Reading memories",
+                                lambda: self.api.current([m.id for m in shown]))
+            if now is not None and pane.used is shown:  # (a new answer may have replaced them)
+                await pane.show([m for m in now if m.status == "active"], all_active=False)
 
     async def _poll(self) -> None:
         from assistant.daemon_pool import in_thread
 
+        seen = self.seen
         try:
-            fresh, stamp = await in_thread(lambda: self.api.changes_since(self._stamp))
+            changes = await in_thread(lambda: self.api.changes(
+                seen.version if seen else -1, seen.stamp if seen else ""))
         except Exception:
             return  # the store may still be opening; the next tick tries again
-        first = not self._stamp
-        self._stamp = stamp
-        if fresh and not first:
-            self._arrived(fresh)
+        if changes is None:
+            return
+        self.seen = changes
+        self.screen.status_bar.memories = changes.count
+        self.relist()
+        if changes.learned and seen is not None:
+            await self._arrived(list(changes.learned))
 
-    def _arrived(self, memories: list[MemoryView]) -> None:
-        self.screen.memory_pane.add_fresh(memories)
+    async def _arrived(self, memories: list[MemoryView]) -> None:
+        await self.screen.memory_pane.add_fresh(memories)
         count = len(memories)
         self.screen.notify(f"Learned {count} new memor{'y' if count == 1 else 'ies'} "
                            "(Ctrl+R shows all)", timeout=4)
-        self.screen.status.refresh_stats()
 
 
+def _short(text: str, width: int = 48) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -1,11 +1,13 @@
 """What the assistant remembers about the user: the memories used for this answer, or all.
 
 The pane only displays and asks; the app applies changes to the store in workers and feeds
-the results back (`apply_change`, `add_fresh`), so what is shown is always what is stored.
+the results back (`apply_change`, `add_fresh`, `show`), so what is shown is always what is
+stored.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import ClassVar, Literal, TypeGuard, get_args
 
 from textual.app import ComposeResult
@@ -35,9 +37,19 @@ def memory_label(memory: MemoryView) -> str:
 
 
 class MemoryItem(ListItem):
-    def __init__(self, memory: MemoryView) -> None:
+    def __init__(self, memory: MemoryView, *, fresh: bool = False) -> None:
         super().__init__(Static(memory_label(memory), markup=False))
         self.memory = memory
+        self._fresh = fresh
+
+    def on_mount(self) -> None:
+        if self._fresh:  # still highlighted when the list was shown again
+            self.flash()
+
+    def flash(self) -> None:
+        """Highlight a memory just learned, for a moment."""
+        self.add_class("-fresh")
+        self.set_timer(FRESH_SECONDS, lambda: self.remove_class("-fresh"))
 
     def refresh_memory(self, memory: MemoryView) -> None:
         self.memory = memory
@@ -73,7 +85,7 @@ class MemoryPane(Vertical):
     ]
 
     class Requested(Message):
-        """The user asked for `verb` on `memory` (None for new/forget_all)."""
+        """The user asked for `verb` on `memory` (None for new, forget_all and undo)."""
 
         def __init__(self, verb: MemoryVerb, memory: MemoryView | None) -> None:
             super().__init__()
@@ -91,8 +103,8 @@ class MemoryPane(Vertical):
         super().__init__(id=id)
         self.all_active = False
         self.used: tuple[MemoryView, ...] = ()
-        # The last undoable target survives deletion so `u` can bring a memory back.
-        self.last_touched: MemoryView | None = None
+        self._updating = asyncio.Lock()
+        self._filled = False  # which list the rows are (all_active), to rebuild on a switch
 
     def compose(self) -> ComposeResult:
         yield Static("Used for this answer", classes="pane-caption", markup=False)
@@ -140,68 +152,95 @@ class MemoryPane(Vertical):
 
     async def show_used(self, memories: tuple[MemoryView, ...]) -> None:
         self.used = memories
-        if not self.all_active:
-            await self._fill(list(memories))
+        await self._fill(list(memories), all_active=False)
 
     async def show(self, memories: list[MemoryView], *, all_active: bool) -> None:
-        if all_active == self.all_active:
-            await self._fill(memories)
+        await self._fill(memories, all_active=all_active)
 
     async def forgotten(self) -> None:
-        """Every memory was deleted: nothing to show, nothing to undo."""
+        """Every memory was deleted: nothing to show."""
         self.used = ()
-        self.last_touched = None
-        await self._fill([])
+        await self._fill([], all_active=self.all_active)
 
-    async def _fill(self, memories: list[MemoryView]) -> None:
-        caption = "All active memories" if self.all_active else "Used for this answer"
-        if not memories:
-            caption += " — none" if self.all_active or self.used else " — none yet"
-        self.query_one(".pane-caption", Static).update(caption)
-        view = self.list_view
-        index = view.index
-        await view.clear()
-        await view.extend(MemoryItem(m) for m in memories)
-        if memories:
-            view.index = min(index or 0, len(memories) - 1)
+    async def _fill(self, memories: list[MemoryView], *, all_active: bool) -> None:
+        """Show `memories` if the pane still shows that list (used or all).
 
-    def apply_change(self, memory_id: str, memory: MemoryView | None) -> None:
-        """Reflect a stored change at once: update the row, or drop it when deleted."""
-        if memory is not None:
-            self.last_touched = memory
-        for item in self.items:
-            if item.memory.id == memory_id:
-                if memory is None or memory.status != "active":
-                    item.remove()
-                else:
-                    item.refresh_memory(memory)
+        One update at a time, and none is ever cancelled midway: a worker cancelled while it
+        awaits a removal cancels the removed rows' own tasks, which leaves rows Textual can no
+        longer process. Within one list the rows are updated, removed and inserted in place,
+        not rebuilt, so a refresh from the poll keeps the cursor on its memory.
+        """
+        async with self._updating:
+            if all_active != self.all_active:
                 return
-        if memory is not None and memory.status == "active":
-            self.list_view.append(MemoryItem(memory))
+            caption = "All active memories" if all_active else "Used for this answer"
+            if not memories:
+                caption += " — none" if all_active or self.used else " — none yet"
+            self.query_one(".pane-caption", Static).update(caption)
+            view = self.list_view
+            if self._filled != all_active:  # the other list: in its own order
+                self._filled = all_active
+                await view.clear()
+                await view.extend(MemoryItem(m) for m in memories)
+                view.index = 0 if memories else None
+                return
+            wanted = {m.id for m in memories}
+            gone = [n for n, item in enumerate(self.items) if item.memory.id not in wanted]
+            if gone:
+                await view.remove_items(gone)
+            shown = {item.memory.id: item for item in self.items}
+            for position, memory in enumerate(memories):
+                item = shown.get(memory.id)
+                if item is None:
+                    await self._insert(position, MemoryItem(memory))
+                elif item.memory != memory:
+                    item.refresh_memory(memory)
 
-    def add_fresh(self, memories: list[MemoryView]) -> None:
+    async def _insert(self, position: int, item: MemoryItem) -> None:
+        view = self.list_view
+        if position < len(self.items):
+            await view.insert(position, [item])
+        else:
+            await view.extend([item])
+        if view.index is None:
+            view.index = 0
+
+    async def apply_change(self, memory_id: str, memory: MemoryView) -> None:
+        """Reflect a stored change at once: update the row, or drop it when no longer active.
+        (A memory that became active again comes back with the next listing, where the store
+        lists it.)"""
+        async with self._updating:
+            for index, item in enumerate(self.items):
+                if item.memory.id == memory_id:
+                    if memory.status != "active":
+                        await self.list_view.pop(index)
+                    else:
+                        item.refresh_memory(memory)
+                    return
+
+    async def add_fresh(self, memories: list[MemoryView]) -> None:
         """Memories from background extraction: shown at once with a short highlight."""
-        if not self.all_active:
-            return
-        known = {item.memory.id: item for item in self.items}
-        for memory in memories:
-            item = known.get(memory.id)
-            if item is not None:
-                item.refresh_memory(memory)
-            elif memory.status == "active":
-                item = MemoryItem(memory)
-                self.list_view.append(item)
-            else:
-                continue
-            item.add_class("-fresh")
-            self.set_timer(FRESH_SECONDS, lambda i=item: i.remove_class("-fresh"))
+        async with self._updating:
+            if not self.all_active:
+                return
+            known = {item.memory.id: item for item in self.items}
+            for memory in memories:
+                item = known.get(memory.id)
+                if item is not None:
+                    item.refresh_memory(memory)
+                elif memory.status == "active":
+                    item = MemoryItem(memory)
+                    await self._insert(0, item)
+                else:
+                    continue
+                item.flash()
 
     def action_toggle_all(self) -> None:
         self.all_active = not self.all_active
         self._ensure_filters().display = self.all_active
         self._mode_changed()
         if not self.all_active:
-            self.run_worker(self._fill(list(self.used)), exclusive=True, group="memfill")
+            self.run_worker(self._fill(list(self.used), all_active=False), group="memfill")
 
     def _mode_changed(self) -> None:
         self.post_message(self.ModeChanged(self.all_active, self.type_filter, self.filter_text))
@@ -224,10 +263,9 @@ class MemoryPane(Vertical):
     def action_request(self, verb: str) -> None:
         if not is_memory_verb(verb):
             return
-        memory = self.selected()
-        if verb == "undo" and memory is None:
-            memory = self.last_touched
-        if verb not in ("new", "forget_all") and memory is None:
+        # Undo takes back the pane's latest change, not something about the selection.
+        memory = None if verb == "undo" else self.selected()
+        if verb not in ("new", "forget_all", "undo") and memory is None:
             self.notify("Select a memory first", severity="warning")
             return
         self.post_message(self.Requested(verb, memory))
