@@ -17,6 +17,7 @@ pytest_plugins = [
     "tests.fixtures.chat",
     "tests.fixtures.retrieval",
     "tests.fixtures.conversations",
+    "tests.stress",
 ]
 
 # No library may try a model hub; everything loads from installed packages.
