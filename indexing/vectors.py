@@ -37,9 +37,9 @@ class VectorStoreDamaged(VectorStoreError):
 
 
 def recovery_hint(directory: str | Path) -> str:
-    return (f"move {directory} aside, then run `brain index --rebuild` and `brain memory "
-            "reindex`: your files and memories are untouched and embeddings come back from the "
-            "cache")
+    return (f"move {directory} aside, then run `brain index --rebuild`, `brain memory "
+            "reindex` and `brain sessions reindex`: your files, memories and chats are "
+            "untouched and embeddings come back from the cache")
 
 
 def _damaged(directory: str | Path, detail: object) -> VectorStoreDamaged:

@@ -27,7 +27,7 @@ from tests.fake_ollama import FakeOllama
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 EMBEDDING = "ollama:nomic-embed-text"
-RECOVERY = ("brain index --rebuild", "brain memory reindex")
+RECOVERY = ("brain index --rebuild", "brain memory reindex", "brain sessions reindex")
 
 
 @pytest.fixture(autouse=True)
@@ -141,6 +141,7 @@ def test_a_damaged_vector_store_never_panics(populated: Path, how: str) -> None:
     shutil.move(str(chroma), f"{chroma}.damaged")  # what the hint says, step by step
     run_brain(home, "index", "--rebuild").ok()
     run_brain(home, "memory", "reindex").ok()
+    run_brain(home, "sessions", "reindex").ok()
     repaired = run_brain(home, "search", "restic backups").ok()
     assert "keywords only" not in repaired.err
 
