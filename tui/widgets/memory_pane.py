@@ -37,14 +37,9 @@ def memory_label(memory: MemoryView) -> str:
 
 
 class MemoryItem(ListItem):
-    def __init__(self, memory: MemoryView, *, fresh: bool = False) -> None:
+    def __init__(self, memory: MemoryView) -> None:
         super().__init__(Static(memory_label(memory), markup=False))
         self.memory = memory
-        self._fresh = fresh
-
-    def on_mount(self) -> None:
-        if self._fresh:  # still highlighted when the list was shown again
-            self.flash()
 
     def flash(self) -> None:
         """Highlight a memory just learned, for a moment."""
