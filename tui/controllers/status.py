@@ -104,6 +104,11 @@ class StatusController:
     # --- the chat model in Ollama ----------------------------------------------------------------
 
     def preload(self) -> None:
+        if self.screen.chat.generating is not None:
+            # A question asked before the embedding model was ready is being answered: that
+            # turn loads the chat model itself, and a preload now would select the session by
+            # an id the turn has not reported yet (a new, empty session under the answer).
+            return
         model = self.screen.chat.model
         self.screen.run_worker(self._preload(model), group="preload", exclusive=True)
 
