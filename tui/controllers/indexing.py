@@ -131,6 +131,10 @@ class IndexingController:
             self.manager.sync_started(label)
 
     def _advanced(self, progress: SyncProgress) -> None:
+        if not self._syncing:
+            # Reports travel through the app's queue; under load the last one can arrive after
+            # the sync ended, and would reopen the progress bar over the summary (issue 13).
+            return
         self.screen.status_bar.activity = f"indexing {progress.done}/{progress.total}"
         if self.manager is not None:
             self.manager.sync_advanced(progress)
