@@ -34,7 +34,9 @@ def check_invariants(text: str, chunks: list[Chunk], settings: ChunkSettings) ->
     for chunk in chunks:
         covered[chunk.start_char : chunk.end_char] = b"\x01" * (chunk.end_char - chunk.start_char)
         # A repeat of a kept chunk's text is dropped (stored once per file): it counts as kept.
-        at = text.find(chunk.text, chunk.end_char)
+        # In periodic text a repeat can start inside the kept chunk (chunks overlap), so the
+        # search starts right after the chunk's start, not after its end.
+        at = text.find(chunk.text, chunk.start_char + 1)
         while at >= 0:
             covered[at : at + len(chunk.text)] = b"\x01" * len(chunk.text)
             at = text.find(chunk.text, at + 1)
