@@ -273,12 +273,18 @@ async def test_the_model_is_preloaded_at_start_and_on_a_model_change(
 ) -> None:
     fake_ollama.add_model("llama3.2:3b", capabilities=("completion", "tools"), reasoning="none",
                           context_length=131072)
-    fake_ollama.timing = FakeTiming(load_seconds=2.5)  # long enough to be shown
+    fake_ollama.timing = FakeTiming(load_seconds=6)  # long enough to be shown and typed over
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:
         bar = app.chat_screen.status_bar
         await wait_until(pilot, lambda: bar.model_activity.startswith("loading qwen3:4b… "),
                          timeout=30, what="the preload in the status line")
+        # The UI never waits for it: typing works while Ollama loads.
+        chat_input = app.chat_screen.chat_input
+        chat_input.focus()
+        await pilot.press("h", "i")
+        assert chat_input.text == "hi" and app.chat_screen.status.preloaded is None
+        chat_input.clear()
         await _started(pilot, fake_ollama)
         assert bar.model_activity == ""
         # An empty chat request (server/routes.go ChatHandler: no messages = load the model)
