@@ -177,6 +177,32 @@ async def test_untagged_reasoning_ended_by_think_is_moved_out_of_the_answer(
         backend.close()
 
 
+async def test_what_looked_like_reasoning_but_was_the_answer_is_shown_as_the_answer(
+    ollama_home: Path, fake_ollama: FakeOllama,
+) -> None:
+    # think off on the thinking-only qwen3:4b: its reply is read as reasoning until `</think>`
+    # (ollama/ollama#12736). A reply that never sends one was the answer after all.
+    config = ollama_home / "config" / "config.toml"
+    config.write_text(config.read_text(encoding="utf-8") + 'think = "off"\n', encoding="utf-8")
+    ctx = AppContext.load(str(ollama_home))
+    ctx._embedder = HashEmbedder()
+    backend = CoreBackend(ctx)
+    fake_ollama.script_chat(["Just ", "the ", "answer."], thinking="", chunk_delay=0.1,
+                            match=chat_turn)
+    app = make((ctx, backend))
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await _started(pilot, fake_ollama)
+            await ask(pilot, "Short please.")
+            answer = _answer(app)
+            await wait_until(pilot, lambda: answer.finished, timeout=30, what="the answer")
+            assert answer.text == "Just the answer." and answer.thinking is None
+            turns = backend.sessions.turns(app.chat_screen.chat.session_id or "")
+            assert [t.answer for t in turns] == ["Just the answer."]
+    finally:
+        backend.close()
+
+
 # --- the silent wait -------------------------------------------------------------------------
 
 async def test_the_silent_wait_says_what_ollama_is_doing(

@@ -187,11 +187,15 @@ class AnswerMessage(Vertical, can_focus=True):
         if self._stream is not None:
             await self._stream.stop()
             self._stream = None
-        if thinking or self.thinking is not None:
+        block = self.thinking
+        if thinking:
             block = await self._thinking_block()
             block.set_text(thinking)
             if text:
                 block.end()
+        elif block is not None:  # what looked like reasoning was the answer
+            await block.remove()
+            self.refresh_bindings()
         self.text = self._streamed = text
         await self.body.update(text)
         if text:
