@@ -1,16 +1,19 @@
-"""Fixtures for the TUI tests: an isolated context and a BrainApp over the fake backend."""
+"""Fixtures for the TUI tests: an isolated context, a BrainApp over the fake backend, the real
+core over the fake Ollama server."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from assistant.context import AppContext
+from tests.fakes import HashEmbedder
 from tests.tui.fake_backend import FakeBackend
 from tui.app import BrainApp
+from tui.backend import CoreBackend
 
 
 class BrainTestApp(BrainApp):
@@ -34,6 +37,19 @@ class BrainTestApp(BrainApp):
 @pytest.fixture
 def ctx(home: Path) -> AppContext:
     return AppContext.load(str(home))
+
+
+@pytest.fixture
+def core(ollama_home: Path) -> Iterator[tuple[AppContext, CoreBackend]]:
+    """The real core (SQLite, Chroma, the memory store, the fake Ollama server) with the fast
+    HashEmbedder, for tests of the app over it."""
+    ctx = AppContext.load(str(ollama_home))
+    ctx._embedder = HashEmbedder()
+    backend = CoreBackend(ctx)
+    try:
+        yield ctx, backend
+    finally:
+        backend.close()
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,17 +28,6 @@ from tui.widgets.memory_pane import MemoryItem, MemoryPane
 from tui.widgets.status_bar import StatusBar
 
 SIZE = (140, 40)
-
-
-@pytest.fixture
-def core(ollama_home: Path) -> Iterator[tuple[AppContext, CoreBackend]]:
-    ctx = AppContext.load(str(ollama_home))
-    ctx._embedder = HashEmbedder()
-    backend = CoreBackend(ctx)
-    try:
-        yield ctx, backend
-    finally:
-        backend.close()
 
 
 def make(core: tuple[AppContext, CoreBackend]) -> BrainTestApp:

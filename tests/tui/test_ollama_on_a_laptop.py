@@ -8,12 +8,10 @@ over real HTTP); only the embedding model is the fast HashEmbedder.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from textual.widgets import OptionList
 
 from assistant.context import AppContext
@@ -27,17 +25,6 @@ from tui.widgets.message import AnswerMessage
 SIZE = (140, 40)
 REASONING = "The user wants to set work aside; source [2] is about branches. MARKER-7f3"
 ANSWER = "Stash it with `git stash` [1]."
-
-
-@pytest.fixture
-def core(ollama_home: Path) -> Iterator[tuple[AppContext, CoreBackend]]:
-    ctx = AppContext.load(str(ollama_home))
-    ctx._embedder = HashEmbedder()
-    backend = CoreBackend(ctx)
-    try:
-        yield ctx, backend
-    finally:
-        backend.close()
 
 
 def make(core: tuple[AppContext, CoreBackend]) -> BrainTestApp:

@@ -4,19 +4,12 @@ search over all conversations with a date filter. The last test runs over the re
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 from textual.widgets import Input
 
-from assistant.context import AppContext
 from tests.fake_ollama import chat_turn
-from tests.fakes import HashEmbedder
 from tests.tui.conftest import BrainTestApp
 from tests.tui.fake_backend import FakeBackend
 from tests.tui.helpers import answer_finished, ask, wait_until
-from tui.backend import CoreBackend
 from tui.screens.sessions import SessionsScreen
 from tui.views import ConversationView
 from tui.widgets.conversations_table import ConversationsTable
@@ -161,17 +154,6 @@ async def test_ctrl_f_searches_conversations_as_well_as_files(
 
 
 # --- over the real core -----------------------------------------------------------------------
-
-@pytest.fixture
-def core(ollama_home: Path) -> Iterator[tuple[AppContext, CoreBackend]]:
-    ctx = AppContext.load(str(ollama_home))
-    ctx._embedder = HashEmbedder()
-    backend = CoreBackend(ctx)
-    try:
-        yield ctx, backend
-    finally:
-        backend.close()
-
 
 async def test_what_did_we_decide_cites_the_earlier_turn(core, fake_ollama) -> None:  # type: ignore[no-untyped-def]
     ctx, backend = core
