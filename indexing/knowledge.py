@@ -590,6 +590,11 @@ class KnowledgeBase:
     def get_chunks(self, ids: Iterable[str]) -> dict[str, Chunk]:
         return self.manifest.get_chunks(ids)
 
+    def chunk_terms(self, ids: Sequence[str]) -> dict[str, list[str]]:
+        """The keyword tokens indexed for these chunks (`indexing.tokenize` of their text)."""
+        with self.manifest.lock:
+            return self.manifest.keywords.stored_tokens(ids)
+
     def sources_under(self, path_or_glob: str) -> list[str]:
         """Indexed files under a folder/file path, or matching a glob.
 

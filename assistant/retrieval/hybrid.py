@@ -225,12 +225,10 @@ class HybridRetriever:
         chosen = cap_per_file(ranked, top_k, self.settings.per_file, _source_of)
         query_terms = self._tokenize(search_query)
         best_raw = keyword[0][1] if keyword else 0.0
-        coverage: dict[str, float] = {}
+        terms = self._chunk_terms([c.chunk for c, _ in chosen if c.bm25 is not None])
 
         def cover(chunk: Chunk) -> float:
-            if chunk.id not in coverage:
-                coverage[chunk.id] = term_coverage(query_terms, self._tokenize(chunk.text))
-            return coverage[chunk.id]
+            return term_coverage(query_terms, terms[chunk.id])
         # The best possible fused score: first in both lists, from a file modified just now.
         best_possible = 1.0 + max(0.0, self.settings.recency_boost)
         hits = [
@@ -279,6 +277,20 @@ class HybridRetriever:
             entry_id = self.log.append(result, origin=self.origin, in_path=in_path)
             result = _with_log_id(result, entry_id)
         return result
+
+    def _chunk_terms(self, chunks: Sequence[Chunk]) -> dict[str, list[str]]:
+        """Each chunk's keyword tokens: as the keyword index stored them when the knowledge
+        base can read them back (optional on the protocol), else tokenized here. The same
+        tokens either way (the index stores `indexing.tokenize` of the chunk text); reading
+        them saves re-running Snowball and jieba over every shown chunk on each search."""
+        stored: dict[str, list[str]] = {}
+        read = getattr(self.kb, "chunk_terms", None)
+        if read is not None and chunks:
+            try:
+                stored = read([c.id for c in chunks])
+            except Exception:  # a damaged keyword index fails keyword search loudly already
+                logger.debug("could not read stored chunk tokens", exc_info=True)
+        return {c.id: stored[c.id] if c.id in stored else self._tokenize(c.text) for c in chunks}
 
     def _warnings(self) -> tuple[str, ...]:
         # Optional on the protocol: stand-in knowledge bases may not count vectors.
@@ -402,8 +414,8 @@ class HybridRetriever:
         index = next((i for i, c in enumerate(ranked) if c.chunk.id == top), None)
         if index is None or index < KEEP_KEYWORD_TOP:
             return ranked
-        terms = self._tokenize(query)
-        coverage = term_coverage(terms, self._tokenize(ranked[index].chunk.text))
+        chunk = ranked[index].chunk
+        coverage = term_coverage(self._tokenize(query), self._chunk_terms([chunk])[chunk.id])
         if coverage < self.settings.keyword_threshold:
             return ranked
         return keep_within(ranked, index, KEEP_KEYWORD_TOP)

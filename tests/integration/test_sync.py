@@ -11,6 +11,7 @@ from indexing.knowledge import FolderError
 from indexing.lock import IndexBusy, IndexLock
 from indexing.progress import Phase, SyncProgress
 from indexing.sync import EMBED_SLICE
+from indexing.tokenize import tokenize
 from tests.fixtures.knowledge import index_state, inner_calls, note_text
 
 
@@ -79,6 +80,8 @@ def test_modified_file_replaces_exactly_its_changed_chunks(knowledge, kb) -> Non
     assert inner_calls(knowledge.embedder) - calls == report.chunks_added
     chunks = kb.get_chunks(a_after)
     assert any("rewritten" in c.text for c in chunks.values())
+    # The keyword tokens read back for the search's keyword scores follow the edit too.
+    assert kb.chunk_terms(a_after) == {i: tokenize(c.text) for i, c in chunks.items()}
 
 
 def test_touched_file_with_same_content_is_not_reembedded(knowledge, kb) -> None:

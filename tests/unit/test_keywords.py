@@ -113,6 +113,16 @@ def test_fts_syntax_in_queries_is_plain_text(index: KeywordIndex, query: str) ->
     assert index.count() == len(DOCS)
 
 
+def test_stored_tokens_are_the_indexed_analysis(index: KeywordIndex) -> None:
+    from indexing.tokenize import tokenize
+
+    stored = index.stored_tokens(["ticket", "zh-rm", "unknown", "ticket"])
+    assert stored == {"ticket": tokenize(DOCS["ticket"]), "zh-rm": tokenize(DOCS["zh-rm"])}
+    index.add([("ticket", "renamed the option")])
+    assert index.stored_tokens(["ticket"]) == {"ticket": tokenize("renamed the option")}
+    assert index.stored_tokens([]) == {}
+
+
 def test_update_replaces_text(index: KeywordIndex, conn: sqlite3.Connection) -> None:
     index.add([("tar", "completely different words about zebras")])
     conn.commit()

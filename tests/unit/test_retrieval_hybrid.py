@@ -284,3 +284,32 @@ def test_rrf_fusion_ranks_by_position_only() -> None:
     assert by_rank.hits[0].source == "/notes/steady.md"
     assert by_rank.hits[0].rrf == pytest.approx((1 / 62 + 1 / 62) / (2 / 61))
     assert all(0.0 < h.rrf <= 1.0 for h in by_rank.hits)
+
+
+class _StoredTerms(FakeKnowledgeBase):
+    """A knowledge base that reads keyword tokens back, as indexing.knowledge does."""
+
+    def chunk_terms(self, ids: Sequence[str]) -> dict[str, list[str]]:
+        return {i: list(self._tokens[i]) for i in ids if i in self._tokens}
+
+
+def test_keyword_scores_use_the_stored_tokens_without_retokenizing() -> None:
+    from indexing.tokenize import tokenize
+
+    seen: list[str] = []
+
+    def tokenizer(text: str) -> list[str]:
+        seen.append(text)
+        return tokenize(text)
+
+    plain, stored = build_kb(), _StoredTerms(HashEmbedder())
+    stored.chunks, stored._vectors, stored._tokens = plain.chunks, plain._vectors, plain._tokens
+    expected = retriever(plain).search("compress archive files", top_k=5)
+    r = HybridRetriever(stored, stored.embedder, RetrievalConfig(), clock=lambda: NOW,
+                        tokenizer=tokenizer)
+    got = r.search("compress archive files", top_k=5)
+    assert [(h.chunk_id, h.keyword) for h in got.hits] == [
+        (h.chunk_id, h.keyword) for h in expected.hits
+    ]
+    assert any(h.keyword for h in got.hits)
+    assert seen and all(text == "compress archive files" for text in seen)
