@@ -81,6 +81,23 @@ def test_search_json_follows_the_contract(cli: Callable[..., tuple[int, str, str
     assert obj["low_confidence"] is False
 
 
+def test_search_json_folds_a_files_extra_chunks_into_more_from_file(
+    cli: Callable[..., tuple[int, str, str]], corpus_kb: FakeKnowledgeBase, tmp_path: Path,
+) -> None:
+    long = str(tmp_path / "notes" / "linux" / "tar-guide.md")
+    corpus_kb.add(*(make_chunk(long, f"tar archive extract guide, part {n}", index=n,
+                               root=str(tmp_path / "notes"), heading="tar guide")
+                    for n in range(5)))
+    code, out, _ = cli("search", "tar", "archive", "extract", "--json", "--top-k", "5")
+    assert code == 0
+    obj = json.loads(out)
+    jsonschema.validate(obj, SEARCH_RESULT_SCHEMA)
+    guide = [h for h in obj["hits"] if h["source"] == long]
+    assert len(guide) == 2  # retrieval.per_file
+    assert [h["more_from_file"] for h in guide] == [3, 0]  # on the file's best hit only
+    assert len(obj["hits"]) == 5 and {h["source"] for h in obj["hits"]} - {long}
+
+
 def test_the_schema_rejects_contract_breaks() -> None:
     good = {"query": "q", "low_confidence": False, "hits": [{
         "rank": 1, "source": "/a.md", "heading": "", "text": "t", "score": 0.5,
