@@ -95,9 +95,14 @@ def test_quit_does_not_wait_for_a_stuck_call(tmp_path: Path, fake_ollama: FakeOl
         fake_ollama.script("/api/show", delay=STUCK_SECONDS)
     with _start(home) as term:
         term.wait_for("ollama up", timeout=60, what="the status bar to find Ollama")
+        # Started: the index is open (quitting while models load is the startup's own case).
+        term.wait_for("index 0 files", timeout=60, what="the index to be opened")
         fake_ollama.wait_for_requests("/api/show", timeout=60)  # the warm-up's call hangs
         shows = len(fake_ollama.requests_to("/api/show"))
         term.type_line(QUESTION)
+        # Sent (the input's placeholder is back): another /api/show must not stand for it.
+        term.wait_for(lambda s: "Ask about your notes" in s and QUESTION in s, timeout=60,
+                      what="the question to be sent")
         # The turn's own call for the model's facts hangs on an engine worker thread.
         fake_ollama.wait_for_requests("/api/show", count=shows + 1, timeout=60)
         assert _quit_seconds(term) < QUIT_WITHIN
