@@ -20,6 +20,7 @@ from tests.fake_ollama import FakeOllama
 from tests.fakes import HashEmbedder
 from tests.fixtures.memory import MemoryVectors
 from tests.fixtures.retrieval import FakeKnowledgeBase, make_chunk
+from tests.signals import default_sigint
 
 Run = Callable[..., tuple[int, str, str]]
 HIT_SCHEMA = SEARCH_RESULT_SCHEMA["properties"]["hits"]["items"]
@@ -324,6 +325,7 @@ def test_ctrl_c_keeps_the_partial_answer(ollama_home: Path, fake_ollama: FakeOll
         [sys.executable, "-m", "assistant.cli.main", "ask", "long answer please",
          "--no-knowledge", "--no-memory"],
         cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=default_sigint,
     )
     try:
         assert proc.stdout is not None

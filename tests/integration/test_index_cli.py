@@ -12,6 +12,7 @@ import pytest
 from assistant.cli.main import main
 from assistant.context import AppContext
 from tests.fixtures.knowledge import make_embedder, note_text
+from tests.signals import default_sigint
 
 
 @pytest.fixture
@@ -280,6 +281,7 @@ def test_index_watch_follows_changes_and_stops_on_ctrl_c(notes, home, tmp_path) 
     proc = subprocess.Popen(
         [sys.executable, "-c", WATCH_SCRIPT, str(tmp_path / "cache"), str(notes)],
         cwd=root, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=default_sigint,
     )
     lines: list[str] = []
 
