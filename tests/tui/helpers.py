@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from textual.pilot import Pilot
+
+if TYPE_CHECKING:
+    from tui.screens.sessions import SessionsScreen
 
 
 async def wait_until(
@@ -48,3 +52,16 @@ async def screen_ready(pilot: Pilot) -> None:
     from tui.widgets.chat_input import ChatInput
 
     await wait_until(pilot, lambda: pilot.app.screen.query(ChatInput), what="main screen")
+
+
+async def open_sessions(pilot: Pilot) -> SessionsScreen:
+    """F2, then wait until the sessions screen lists the stored sessions."""
+    from tui.screens.sessions import SessionsScreen
+
+    app = pilot.app
+    await pilot.press("f2")
+    await wait_until(pilot, lambda: isinstance(app.screen, SessionsScreen)
+                     and app.screen.sessions, what="sessions listed")
+    screen = app.screen
+    assert isinstance(screen, SessionsScreen)
+    return screen

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 
 from assistant.context import AppContext
 from tests.e2e.conftest import Ran, run_brain, write_config
@@ -50,21 +51,30 @@ async def brain(home: Path, *args: str) -> Ran:
     return (await asyncio.to_thread(run_brain, home, *args)).ok()
 
 
+def remember(core: tuple[AppContext, CoreBackend], texts: tuple[str, ...]) -> None:
+    """Store `texts` as facts, as `brain memory add` does."""
+    for text in texts:
+        core[1].memory.add(text, "fact")
+
+
+async def show_all(pilot: Pilot[None], pane: MemoryPane, count: int) -> None:
+    """Focus the memory pane (Ctrl+O), list every memory (a), wait for `count` rows."""
+    await pilot.press("ctrl+o", "a")
+    await wait_until(pilot, lambda: len(pane.items) == count, what=f"{count} listed")
+
+
 def listed(ran: Ran) -> dict[str, str]:
     """`brain memory list --all --json` as text → status."""
     return {m["text"]: m["status"] for m in json.loads(ran.out)["memories"]}
 
 
 async def test_delete_then_undo_restores_exactly_that_memory(core, home: Path) -> None:  # type: ignore[no-untyped-def]
-    _ctx, backend = core
-    for text in FOUR:  # as `brain memory add` does
-        backend.memory.add(text, "fact")
+    remember(core, FOUR)
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:
         screen = app.chat_screen
         pane = app.query_one(MemoryPane)
-        await pilot.press("ctrl+o", "a")
-        await wait_until(pilot, lambda: len(pane.items) == 4, what="all four listed")
+        await show_all(pilot, pane, 4)
         await pilot.press("down", "down")
         victim = pane.selected()
         assert victim is not None
@@ -85,14 +95,12 @@ async def test_delete_then_undo_restores_exactly_that_memory(core, home: Path) -
 async def test_undo_follows_the_changes_not_the_cursor(core) -> None:  # type: ignore[no-untyped-def]
     """Two deletes then two undos, the cursor moved each time: both come back, in reverse."""
     _ctx, backend = core
-    for text in FOUR:
-        backend.memory.add(text, "fact")
+    remember(core, FOUR)
     store = backend.memory.store()
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:
         pane = app.query_one(MemoryPane)
-        await pilot.press("ctrl+o", "a")
-        await wait_until(pilot, lambda: len(pane.items) == 4, what="all four listed")
+        await show_all(pilot, pane, 4)
         await pilot.press("d")
         await wait_until(pilot, lambda: len(pane.items) == 3)
         await pilot.press("down", "d", "up")
@@ -109,14 +117,12 @@ async def test_undo_follows_the_changes_not_the_cursor(core) -> None:  # type: i
 
 async def test_undo_refuses_when_another_process_changed_that_memory(core, home: Path) -> None:  # type: ignore[no-untyped-def]
     _ctx, backend = core
-    for text in FOUR:
-        backend.memory.add(text, "fact")
+    remember(core, FOUR)
     store = backend.memory.store()
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:
         pane = app.query_one(MemoryPane)
-        await pilot.press("ctrl+o", "a")
-        await wait_until(pilot, lambda: len(pane.items) == 4, what="all four listed")
+        await show_all(pilot, pane, 4)
         victim = pane.selected()
         assert victim is not None
         await pilot.press("d")
@@ -131,15 +137,12 @@ async def test_undo_refuses_when_another_process_changed_that_memory(core, home:
 
 
 async def test_changes_by_another_process_appear_in_pane_and_count(core, home: Path) -> None:  # type: ignore[no-untyped-def]
-    _ctx, backend = core
-    for text in FOUR[:2]:
-        backend.memory.add(text, "fact")
+    remember(core, FOUR[:2])
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:
         screen = app.chat_screen
         pane = app.query_one(MemoryPane)
-        await pilot.press("ctrl+o", "a")
-        await wait_until(pilot, lambda: len(pane.items) == 2, what="two listed")
+        await show_all(pilot, pane, 2)
         await wait_until(pilot, lambda: screen.status_bar.memories == 2, what="count 2")
         added = await brain(home, "memory", "add", "Speaks Portuguese at home")
         new_id = added.out.split()[0]

@@ -9,7 +9,7 @@ from textual.widgets import Input
 from tests.fake_ollama import chat_turn
 from tests.tui.conftest import BrainTestApp
 from tests.tui.fake_backend import FakeBackend
-from tests.tui.helpers import answer_finished, ask, wait_until
+from tests.tui.helpers import answer_finished, ask, open_sessions, wait_until
 from tui.screens.sessions import SessionsScreen
 from tui.views import ConversationView
 from tui.widgets.conversations_table import ConversationsTable
@@ -91,11 +91,7 @@ async def test_sessions_screen_searches_every_conversation_by_date(
 ) -> None:  # type: ignore[no-untyped-def]
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("f2")
-        await wait_until(pilot, lambda: isinstance(app.screen, SessionsScreen)
-                         and app.screen.sessions, what="sessions listed")
-        screen = app.screen
-        assert isinstance(screen, SessionsScreen)
+        screen = await open_sessions(pilot)
         await pilot.press("slash")
         search = screen.query_one("#session-search", Input)
         assert app.focused is search

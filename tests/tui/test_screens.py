@@ -9,14 +9,13 @@ from textual.widgets import DataTable, Input, OptionList, ProgressBar, TextArea
 
 from assistant.context import AppContext
 from tests.tui.fake_backend import FakeBackend
-from tests.tui.helpers import answer_finished, ask, wait_until
+from tests.tui.helpers import answer_finished, ask, open_sessions, wait_until
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.help import HelpScreen
 from tui.screens.index_manager import IndexManager
 from tui.screens.memory_editor import MemoryEditor
 from tui.screens.memory_history import MemoryHistory
 from tui.screens.model_picker import ModelPicker
-from tui.screens.sessions import SessionsScreen
 from tui.screens.settings import SettingsScreen
 from tui.screens.text_prompt import TextPrompt
 from tui.state import load_state
@@ -31,10 +30,7 @@ SIZE = (140, 40)
 async def test_sessions_resume_rename_delete_export(make_app, backend, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("f2")
-        await wait_until(pilot, lambda: isinstance(app.screen, SessionsScreen)
-                         and app.screen.sessions, what="sessions listed")
-        screen = app.screen
+        screen = await open_sessions(pilot)
         assert [s.title for s in screen.sessions] == ["Git questions", "Rust lifetimes"]
         # Rename the first.
         await pilot.press("r")
