@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from textual.widgets import OptionList
 
 from assistant.context import AppContext
@@ -120,7 +121,7 @@ async def test_reasoning_shows_collapsed_above_the_answer_and_goes_nowhere_else(
 
 
 async def test_untagged_reasoning_ended_by_think_is_moved_out_of_the_answer(
-    ollama_home: Path, fake_ollama: FakeOllama,
+    ollama_home: Path, fake_ollama: FakeOllama, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     home = ollama_home
     # A model whose template says thinking can be switched off, asked with think:false, that
@@ -135,6 +136,16 @@ async def test_untagged_reasoning_ended_by_think_is_moved_out_of_the_answer(
     backend = CoreBackend(ctx2)
     fake_ollama.script_chat(["Hmm, MARKER ", "stash ", "probably.", "</think>", "\n\n",
                              "Stash ", "it."], thinking="", chunk_delay=0.15, match=chat_turn)
+    # Every replacement is recorded from the start: a spy set once the answer is on screen
+    # could miss a `</think>` that a busy machine delivered before it.
+    replaced: list[tuple[str, str]] = []
+    shown = AnswerMessage.replace
+
+    async def spy(self: AnswerMessage, text: str, thinking: str = "") -> None:
+        replaced.append((text, thinking))
+        await shown(self, text, thinking)
+
+    monkeypatch.setattr(AnswerMessage, "replace", spy)
     app = make((ctx2, backend))
     try:
         async with app.run_test(size=SIZE) as pilot:
@@ -142,14 +153,6 @@ async def test_untagged_reasoning_ended_by_think_is_moved_out_of_the_answer(
                              timeout=30, what="the preload")
             await ask(pilot, "How do I stash?")
             answer = _answer(app)
-            replaced: list[tuple[str, str]] = []
-            shown = answer.replace
-
-            async def spy(text: str, thinking: str = "") -> None:
-                replaced.append((text, thinking))
-                await shown(text, thinking)
-
-            answer.replace = spy  # type: ignore[method-assign]
             await wait_until(pilot, lambda: answer.finished, timeout=30, what="the answer")
             assert answer.text == "Stash it."
             # What was shown as the answer until `</think>` moved to the reasoning.
