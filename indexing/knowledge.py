@@ -164,6 +164,9 @@ class KnowledgeBase:
         # (vectors, chunks, when counted): see vector_coverage
         self._coverage: tuple[int, int, float] | None = None
         self._snapshot: DenseSnapshot | None = None  # see dense_snapshot.py
+        # The stat of Chroma's database when it last passed `check_store_file`: the check
+        # (a few ms) runs again only when the file changed, not on every dense search.
+        self._store_passed: tuple[int, int, int] | None = None
 
     @classmethod
     def open(
@@ -484,7 +487,7 @@ class KnowledgeBase:
         if not token:
             return None
         path = self._snapshot_path()
-        if path is None or not path.is_file() or not _looks_like_chroma(path.parent):
+        if path is None or not path.is_file() or not self._store_looks_sound(path.parent):
             # Gone, or a damaged store: that must be reported by Chroma, not hidden by a copy.
             return None
         cached = self._snapshot
@@ -499,6 +502,20 @@ class KnowledgeBase:
             return None
         self._snapshot = snapshot
         return snapshot
+
+    def _store_looks_sound(self, directory: Path) -> bool:
+        """`_looks_like_chroma`, re-checked only when the database file changed since it last
+        passed (any write that could damage it changes its size, time or inode)."""
+        try:
+            st = (directory / "chroma.sqlite3").stat()
+        except OSError:
+            return False
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if stamp == self._store_passed:
+            return True
+        sound = _looks_like_chroma(directory)
+        self._store_passed = stamp if sound else None
+        return sound
 
     def _refresh_snapshot(self) -> None:
         """After a change, under the index lock: write the snapshot of the current chunks

@@ -156,3 +156,29 @@ def test_jieba_loads_only_for_text_with_cjk() -> None:
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "True"]
+
+
+def test_the_store_check_reruns_only_when_chroma_s_file_changes(  # type: ignore[no-untyped-def]
+    kb, knowledge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import indexing.vectors as vectors
+
+    checks: list[Path] = []
+    real = vectors.check_store_file
+
+    def counted(directory):  # type: ignore[no-untyped-def]
+        checks.append(Path(directory))
+        real(directory)
+
+    monkeypatch.setattr(vectors, "check_store_file", counted)
+    query = knowledge.embedder.embed_query("n3 section")
+    first = kb.dense_search(query, 5)
+    for _ in range(5):
+        assert kb.dense_search(query, 5) == first
+    assert len(checks) == 1  # a few ms per query saved: the file did not change
+    db = Path(kb.vector_location) / "chroma.sqlite3"
+    data = bytearray(db.read_bytes())
+    data[:16] = b"not a database!!"  # damaged since: the next search must notice
+    db.write_bytes(bytes(data))
+    assert not kb.searches_without_store
+    assert len(checks) == 2
