@@ -409,7 +409,12 @@ def test_an_empty_chat_loads_the_model_and_keep_alive_zero_unloads(
 
 
 def test_keep_alive_zero_unloads_after_the_request(fake_ollama: FakeOllama) -> None:
+    # server/sched.go: the runner's expiry (keep_alive 0 = at once) runs when the scheduler
+    # hears the request finished — after the reply's last byte, so the client may be first.
     chat(fake_ollama, keep_alive=0)
+    deadline = time.monotonic() + 5
+    while fake_ollama.loaded() and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert fake_ollama.loaded() == {}
 
 
