@@ -181,3 +181,14 @@ def range_from_flags(
     words = " ".join(p for p in (f"since {since}" if since else "",
                                  f"until {until}" if until else "") if p)
     return TimeRange(start, stop, words, "flag")
+
+
+# `since:2w`, `until:2026-03-01` typed in a search box: the values `--since/--until` take.
+_DATE_FILTER = re.compile(r"(?:^|\s)(since|until):(\S+)", re.IGNORECASE)
+
+
+def range_from_filters(text: str, now: datetime | None = None) -> tuple[str, TimeRange | None]:
+    """(`text` without its `since:`/`until:` filters, their range or None)."""
+    flags = {name.lower(): value for name, value in _DATE_FILTER.findall(text)}
+    return _DATE_FILTER.sub(" ", text).strip(), range_from_flags(
+        flags.get("since"), flags.get("until"), now)

@@ -229,3 +229,4 @@ class SearchResult:
     low_confidence: bool = False
     log_id: str | None = None
     warnings: tuple[str, ...] = ()  # e.g. the vector store lost its vectors
+    dates: str = ""  # "files modified … (last week)", or that no file was and all dates were

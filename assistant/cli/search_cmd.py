@@ -33,6 +33,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--since", metavar="D", help="only files modified since D: 2024-03-05, 7d, "
                    "2w, 3m, 1y, 'last week'")
     p.add_argument("--until", metavar="D", help="only files modified before the end of D")
+    p.add_argument(
+        "--all-dates", action="store_true",
+        help="a time phrase in the query is its topic ('files changed in the past week'), not "
+        "a filter: search every date with the words as typed",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument(
         "--queries", type=Path, metavar="FILE.jsonl",
@@ -49,12 +54,17 @@ def run(args: argparse.Namespace) -> int:
     if args.queries is None and not query:
         raise UserError("nothing to search for", hint='brain search "how do I …"')
     batch = _read_queries(args.queries) if args.queries is not None else None
-    from assistant.timerange import range_from_flags
+    from assistant.timerange import local_now, range_from_flags
 
-    # Only the flags: a knowledge query's words ("git log since yesterday") are its topic.
-    modified = range_from_flags(args.since, args.until)
+    now = local_now()
+    # Without a flag, a time phrase in the query ("budget notes from last week") narrows the
+    # file dates and leaves the text the retrievers see (assistant/retrieval/dated.py).
+    explicit = range_from_flags(args.since, args.until, now)
+    if args.all_dates and explicit is not None:
+        raise UserError("--all-dates searches every date: drop --since/--until, or --all-dates")
 
     from assistant.retrieval.contract import result_to_json
+    from assistant.retrieval.dated import search_dated
     from assistant.retrieval.open import close_retriever, open_retriever
 
     ctx = context(args)
@@ -63,21 +73,22 @@ def run(args: argparse.Namespace) -> int:
         if batch is not None:
             warned: set[str] = set()
             for line_query in batch:
-                result = retriever.search(line_query, top_k=args.top_k, in_path=args.in_path,
-                                          modified=modified)
-                print_warnings(result.warnings, seen=warned)
-                print_json(result_to_json(result))
+                found = search_dated(retriever, line_query, now=now, explicit=explicit,
+                                     phrases=not args.all_dates, top_k=args.top_k,
+                                     in_path=args.in_path)
+                print_warnings(found.result.warnings, seen=warned)
+                print_json(result_to_json(found.result, time_range=found.time_range_json()))
             return 0
-        result = retriever.search(query, top_k=args.top_k, in_path=args.in_path,
-                                  modified=modified)
-        # On stderr in every mode: the --json schema is fixed (no extra keys).
-        print_warnings(result.warnings)
-        if modified is not None and not args.json:
-            print(f"files modified {modified.describe()}", file=sys.stderr)
+        found = search_dated(retriever, query, now=now, explicit=explicit,
+                             phrases=not args.all_dates, top_k=args.top_k, in_path=args.in_path)
+        # On stderr in every mode: stdout is the result alone.
+        print_warnings(found.result.warnings)
+        if found.time_range is not None and not args.json:
+            print(found.describe(), file=sys.stderr)
         if args.json:
-            print_json(result_to_json(result))
+            print_json(result_to_json(found.result, time_range=found.time_range_json()))
         else:
-            print_result(result)
+            print_result(found.result)
         return 0
     finally:
         close_retriever(retriever)

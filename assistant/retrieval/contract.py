@@ -17,6 +17,21 @@ SEARCH_RESULT_SCHEMA: dict[str, Any] = {
     "properties": {
         "query": {"type": "string"},
         "low_confidence": {"type": "boolean"},
+        # Added later (so not required of older output): the file dates searched, from
+        # --since/--until or a time phrase in the query; `applied` false = nothing was
+        # modified then and every date was searched.
+        "time_range": {
+            "type": ["object", "null"],
+            "additionalProperties": False,
+            "required": ["since", "until", "phrase", "origin", "applied"],
+            "properties": {
+                "since": {"type": ["string", "null"]},
+                "until": {"type": ["string", "null"]},
+                "phrase": {"type": "string"},
+                "origin": {"enum": ["flag", "query"]},
+                "applied": {"type": "boolean"},
+            },
+        },
         "hits": {
             "type": "array",
             "items": {
@@ -88,9 +103,13 @@ def hit_json(
     return out
 
 
-def result_to_json(result: RetrievalResult) -> dict[str, Any]:
+def result_to_json(
+    result: RetrievalResult, *, time_range: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """`time_range`: the dates searched (DatedResult.time_range_json), null when none."""
     return {
         "query": result.query,
         "low_confidence": result.low_confidence,
+        "time_range": time_range,
         "hits": [hit_to_json(h) for h in result.hits],
     }

@@ -61,6 +61,11 @@ def allowed_sources(kb: SourceLister, in_path: str, cwd: Path | None = None) -> 
     return sorted(set(sources))
 
 
+class NothingInRange(UserError):
+    """No indexed file was modified in the range asked for (a time phrase in the query falls
+    back to every date on this; a flag the user typed reports it)."""
+
+
 def modified_sources(
     kb: ModifiedLister, modified: TimeRange, within: Sequence[str] | None = None
 ) -> list[str]:
@@ -69,7 +74,7 @@ def modified_sources(
     if within is not None:
         found &= set(within)
     if not found:
-        raise UserError(
+        raise NothingInRange(
             f"no indexed files were modified in {modified.describe()}",
             hint="widen --since/--until (file times are as of the last `brain index`)",
         )

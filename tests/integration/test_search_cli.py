@@ -98,6 +98,61 @@ def test_search_json_folds_a_files_extra_chunks_into_more_from_file(
     assert len(obj["hits"]) == 5 and {h["source"] for h in obj["hits"]} - {long}
 
 
+def test_a_time_phrase_in_the_query_narrows_file_dates(
+    cli: Callable[..., tuple[int, str, str]], corpus_kb: FakeKnowledgeBase, tmp_path: Path,
+) -> None:
+    """Issue 16: without --since/--until, "last week"-style words narrow the file dates, leave
+    the text the retrievers see, and the range is shown (stderr; `time_range` in --json)."""
+    import time
+
+    notes = tmp_path / "notes"
+    recent = str(notes / "budget" / "march.md")
+    corpus_kb.add(make_chunk(recent, "# budget\n\nstash the spare money for the boat",
+                             root=str(notes), heading="budget", index=0,
+                             mtime=time.time() - 2 * 86400))
+    code, out, err = cli("search", "stash", "in", "the", "past", "week", "--json")
+    assert code == 0, err
+    obj = json.loads(out)
+    jsonschema.validate(obj, SEARCH_RESULT_SCHEMA)
+    assert obj["query"] == "stash in the past week"
+    assert obj["time_range"]["origin"] == "query" and obj["time_range"]["applied"] is True
+    assert obj["time_range"]["phrase"] == "in the past week"
+    assert [h["source"] for h in obj["hits"]] == [recent]  # git-stash.md is older (mtime 0)
+
+    code, out, err = cli("search", "stash", "in", "the", "past", "week")
+    assert code == 0 and recent.replace(str(Path.home()), "~") in out
+    assert "files modified " in err and "(in the past week)" in err
+
+    # Nothing modified then: every date, the words as typed, and the output says so.
+    code, out, err = cli("search", "stash", "changes", "in", "1999", "--json")
+    obj = json.loads(out)
+    assert obj["time_range"]["applied"] is False
+    assert obj["hits"][0]["source"].endswith("/notes/git/git-stash.md")
+    code, _, err = cli("search", "stash", "changes", "in", "1999")
+    assert code == 0 and "all dates searched" in err
+
+    # --all-dates: the phrase is the topic; flags still filter and win over a phrase.
+    code, out, _ = cli("search", "stash", "in", "the", "past", "week", "--all-dates", "--json")
+    obj = json.loads(out)
+    assert obj["time_range"] is None
+    assert any(h["source"].endswith("/git/git-stash.md") for h in obj["hits"])
+    code, out, _ = cli("search", "stash", "in", "1999", "--since", "2w", "--json")
+    obj = json.loads(out)
+    assert obj["time_range"]["origin"] == "flag" and obj["time_range"]["applied"] is True
+    assert [h["source"] for h in obj["hits"]] == [recent]
+    code, _, err = cli("search", "stash", "--all-dates", "--since", "2w")
+    assert code != 0 and "--all-dates" in err
+
+    # Batch lines narrow one by one; each line's query comes back as typed.
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"query": "stash in the past week"}\n{"query": "stash changes"}\n',
+                       encoding="utf-8")
+    code, out, _ = cli("search", "--queries", str(queries))
+    first, second = (json.loads(line) for line in out.splitlines())
+    assert first["time_range"]["applied"] and second["time_range"] is None
+    assert [h["source"] for h in first["hits"]] == [recent]
+
+
 def test_the_schema_rejects_contract_breaks() -> None:
     good = {"query": "q", "low_confidence": False, "hits": [{
         "rank": 1, "source": "/a.md", "heading": "", "text": "t", "score": 0.5,

@@ -15,6 +15,7 @@ import pytest
 from textual.widgets import DataTable, Input, TextArea
 
 from assistant.context import AppContext
+from assistant.errors import UserError
 from tests.fake_ollama import chat_turn
 from tests.fakes import HashEmbedder
 from tests.tui.conftest import BrainTestApp
@@ -401,6 +402,37 @@ def test_search_refuses_an_index_built_with_another_model_and_sync_fixes_it(
         assert [s.relpath for s in result.sources] == ["git.md"]
     finally:
         backend.close()
+
+
+async def test_ctrl_f_narrows_files_by_a_time_phrase_as_the_cli_does(core, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 16: Ctrl+F's file half reads dates like its conversation half: `since:2w` or
+    words ("last week"); the pane's caption shows the range, or that no file was modified
+    then and every date was searched."""
+    import os
+
+    from tui.widgets.sources_pane import SourcesPane
+
+    _, backend = core
+    notes = index_notes(backend, tmp_path)
+    old = time.time() - 400 * 86400
+    os.utime(notes / "tar.md", (old, old))
+    backend.knowledge.sync(None, rebuild=False, progress=lambda p: None)
+    recent = backend.knowledge.search("archive git stash tar in the past week")
+    assert [s.relpath for s in recent.sources] == ["git/stash.md"]
+    assert recent.dates.startswith("files modified ") and "(in the past week)" in recent.dates
+    flagged = backend.knowledge.search("archive tar since:2w")
+    assert "tar.md" not in [s.relpath for s in flagged.sources]
+    assert "(since 2w)" in flagged.dates
+    with pytest.raises(UserError, match="besides the dates"):
+        backend.knowledge.search("since:2w")
+    app = make(core)
+    async with app.run_test(size=SIZE) as pilot:
+        app.chat_screen.chat_input.load_text("tar archive in 1999")
+        await pilot.press("ctrl+f")
+        pane = app.query_one(SourcesPane)
+        await wait_until(pilot, lambda: pane.table.row_count > 0, what="files found")
+        caption = str(pane.query_one(".pane-caption").render())
+        assert "no files modified" in caption and "all dates searched" in caption
 
 
 FAST_TOKENS = 200_000

@@ -118,13 +118,22 @@ class KnowledgeAdapter:
     def search(self, query: str) -> SearchResult:
         from assistant.chat.service import item_from_hit
         from assistant.chat.turn import Source
+        from assistant.retrieval.dated import search_dated
+        from assistant.timerange import local_now, range_from_filters
 
-        result = self.retriever().search(query)
+        # Dates as in the sessions search: `since:2w` / `until:…`, else "last week" in words.
+        now = local_now()
+        text, explicit = range_from_filters(query, now)
+        if not text:
+            raise UserError("nothing to search for besides the dates",
+                            hint="type words to look for, e.g. 'budget since:2w'")
+        found = search_dated(self.retriever(), text, now=now, explicit=explicit)
+        result = found.result
         sources = tuple(source_view(Source(h.rank, item_from_hit(h)), self.ctx)
                         for h in result.hits)
         log_id = str(result.log_id) if result.log_id is not None else None
         return SearchResult(query, sources, result.low_confidence, log_id,
-                            warnings=result.warnings)
+                            warnings=result.warnings, dates=found.describe())
 
     def watch(self, on_change: Callable[[str], None], stop: threading.Event) -> None:
         from assistant.knowledge_service import open_knowledge, sync_settings

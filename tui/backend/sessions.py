@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,8 +18,6 @@ if TYPE_CHECKING:
     from assistant.conversations.index import ConversationIndex
 
 SEARCH_TOP_K = 20
-# `since:2w`, `until:2026-03-01` in the search box: the same values `--since/--until` take.
-_DATE_FILTER = re.compile(r"(?:^|\s)(since|until):(\S+)", re.IGNORECASE)
 
 
 class SessionsAdapter:
@@ -77,12 +74,10 @@ class SessionsAdapter:
         """Every conversation by meaning, words and date: `text` may name dates in words
         ("kayak last week", "上周") or as `since:7d` / `until:2026-03-01`."""
         from assistant.conversations.search import search_conversations
-        from assistant.timerange import local_now, range_from_flags
+        from assistant.timerange import local_now, range_from_filters
 
-        flags = {name.lower(): value for name, value in _DATE_FILTER.findall(text)}
-        query = _DATE_FILTER.sub(" ", text).strip()
         now = local_now()
-        time_range = range_from_flags(flags.get("since"), flags.get("until"), now)
+        query, time_range = range_from_filters(text, now)
         index = self._index.get()
         if not self._caught_up:  # once: later turns are indexed by the chat as it stores them
             self._caught_up = index.sync().complete

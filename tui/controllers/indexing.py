@@ -202,8 +202,8 @@ class IndexingController:
         screen = self.screen
         pane = screen.sources_pane
         screen.show_pane("sources")
-        pane.show(result.sources, f"Search: {result.query[:40]}", low=result.low_confidence,
-                  log_id=result.log_id)
+        caption = f"Search: {result.query[:40]}" + (f" · {result.dates}" if result.dates else "")
+        pane.show(result.sources, caption, low=result.low_confidence, log_id=result.log_id)
         pane.show_conversations(())
         pane.table.focus()
         screen.status.show_warnings(result.warnings)
