@@ -517,6 +517,37 @@ async def test_esc_stops_a_back_to_back_stream_at_once(core, fake_ollama, tmp_pa
         assert app.query(AnswerMessage).last().text == "Short answer."
 
 
+async def test_quitting_right_after_enter_keeps_the_question(core, fake_ollama, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Ctrl+Q handled before the chat took the question Enter had just sent (both were in the
+    queue): the question is stored, as an interrupted turn, not lost with the screen."""
+    from textual import events
+
+    from assistant.chat.sessions import SessionStore
+
+    ctx, backend = core
+    index_notes(backend, tmp_path)
+    fake_ollama.script_chat(" ".join(f"word{i}" for i in range(400)), chunk_delay=0.02,
+                            match=chat_turn)
+    app = make(core)
+    async with app.run_test(size=SIZE) as pilot:
+        chat_input = app.chat_screen.chat_input
+        chat_input.load_text("remember to renew the passport")
+        # Enter's handler runs and queues its message; the quit runs before that message is
+        # handled (what a fast Enter, Ctrl+Q does on a busy machine).
+        await chat_input._on_key(events.Key("enter", None))
+        await app.action_quit()
+        await wait_until(pilot, lambda: app.return_code is not None, timeout=15,
+                         what="the app to exit")
+    store = SessionStore.open(ctx.paths.sessions_db)
+    try:
+        [session] = store.list()
+        [turn] = store.turns(session.id)
+    finally:
+        store.close()
+    assert turn.question == "remember to renew the passport"
+    assert turn.status == "interrupted"
+
+
 async def test_quitting_mid_answer_stores_the_turn(core, fake_ollama, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from assistant.chat.sessions import SessionStore
     from tui.widgets.message import AnswerMessage

@@ -101,6 +101,10 @@ class ChatScreen(Screen[None]):
         finish its writes. Nothing to wait for when nothing was said while models load."""
         self.quitting = True
         self.indexing.stop()
+        pending = self.chat_input.pending
+        if pending is not None:  # Enter came just before the quit: the question is kept
+            self.chat_input.pending = None
+            await self.chat.submit(pending)
         if self.status.warming.is_set() and not self.chat.asked:
             return
         await self.chat.stop()
@@ -265,6 +269,9 @@ class ChatScreen(Screen[None]):
 
     @on(ChatInput.Submitted)
     async def _submitted(self, event: ChatInput.Submitted) -> None:
+        if self.chat_input.pending is None:
+            return  # already taken: by a quit that came first, or an earlier Enter's message
+        self.chat_input.pending = None
         await self.chat.submit(event.text)
 
     def action_cancel(self) -> None:

@@ -32,6 +32,9 @@ class ChatInput(TextArea):
         self.sent: list[str] = []
         self._history_pos: int | None = None  # index into history while browsing
         self._draft = ""  # what was typed before browsing started
+        # Sent with Enter and not yet taken by the chat: a quit handled before the chat saw
+        # the message stores it (ChatScreen.shutdown) rather than losing it.
+        self.pending: str | None = None
 
     def on_resize(self, event: events.Resize) -> None:
         room = self.content_size.width - 1  # the cursor cell at the end
@@ -51,6 +54,7 @@ class ChatInput(TextArea):
             event.prevent_default()
             text = self.text.strip()
             if text:
+                self.pending = text
                 self.post_message(self.Submitted(self, text))
             return
         if key in ("shift+enter", "ctrl+j"):
