@@ -212,6 +212,12 @@ def index_notes(backend: CoreBackend, root: Path) -> Path:
     return notes
 
 
+def script_long_answer(fake: Any, words: int, *, delay: float) -> None:
+    """The next answer: `words` words "word0 word1 …", one chunk each `delay` seconds apart."""
+    fake.script_chat(" ".join(f"word{i}" for i in range(words)), chunk_delay=delay,
+                     match=chat_turn)
+
+
 async def test_ask_streams_answer_with_sources_and_feedback(core, fake_ollama, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from textual.widgets import DataTable
 
@@ -269,8 +275,7 @@ async def test_escape_cancels_real_stream(core, fake_ollama, tmp_path) -> None: 
 
     _ctx, backend = core
     index_notes(backend, tmp_path)
-    fake_ollama.script_chat(" ".join(f"word{i}" for i in range(200)), chunk_delay=0.05,
-                            match=chat_turn)
+    script_long_answer(fake_ollama, 200, delay=0.05)
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "tell me a long story")
@@ -526,8 +531,7 @@ async def test_quitting_right_after_enter_keeps_the_question(core, fake_ollama, 
 
     ctx, backend = core
     index_notes(backend, tmp_path)
-    fake_ollama.script_chat(" ".join(f"word{i}" for i in range(400)), chunk_delay=0.02,
-                            match=chat_turn)
+    script_long_answer(fake_ollama, 400, delay=0.02)
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:
         chat_input = app.chat_screen.chat_input
@@ -554,8 +558,7 @@ async def test_quitting_mid_answer_stores_the_turn(core, fake_ollama, tmp_path) 
 
     ctx, backend = core
     index_notes(backend, tmp_path)
-    fake_ollama.script_chat(" ".join(f"word{i}" for i in range(400)), chunk_delay=0.02,
-                            match=chat_turn)
+    script_long_answer(fake_ollama, 400, delay=0.02)
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "a long story please")
