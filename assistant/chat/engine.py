@@ -27,13 +27,12 @@ Knowledge search, memory recall and the recall of earlier conversations are bloc
 the embedding model); each runs on its own single worker thread, concurrently, and always on the
 same thread (SQLite connections are bound to the thread that opened them).
 
-Session summaries (assistant/conversations/summaries.py): a session with at least
-MIN_SUMMARY_TURNS turns gets a short model-written summary, indexed as a unit of its own, when
-it goes idle (`summarize_idle_seconds` after the last answer without a new question) or is
-closed (a new session, another session resumed: summarised at the next idle moment; `brain ask`
-summarises at its end, bounded; quitting the app leaves it to the next run, so quitting stays
-instant). Closed sessions of the last SUMMARY_BACKLOG_DAYS days still behind are caught up in
-idle time, a few at a time, with the session's model and num_ctx.
+Session summaries (summarizer.py): written when a session goes idle (`summarize_idle_seconds`
+after the last answer without a new question) or is closed (a new session, another session
+resumed: summarised at the next idle moment; `brain ask` summarises at its end, bounded;
+quitting the app leaves it to the next run, so quitting stays instant), with the session's
+model and num_ctx. Each stored turn and summary is indexed for recall off the answer's path
+(conversation_indexer.py).
 """
 
 from __future__ import annotations
@@ -49,15 +48,18 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from assistant.chat import errors
-from assistant.chat.background import BackgroundJobs, ModelCall
+from assistant.chat.background import BackgroundJobs
 from assistant.chat.budget import ContextOverflow
 from assistant.chat.citations import mark_cited, mark_recalled
+from assistant.chat.conversation_indexer import ConversationIndexer
 from assistant.chat.errors import ChatError
 from assistant.chat.events import ChatEvent, Done, Failed, Retrieved, Token, ToolCalled
+from assistant.chat.extraction import MemoryExtraction
 from assistant.chat.models import ModelCatalog, ModelFacts, effective_window
 from assistant.chat.prompt import HistoryTurn, Prompt, PromptInputs, PromptMessage, assemble
 from assistant.chat.reply import ReplyReader, WaitInfo
 from assistant.chat.sessions import SessionNotFound, SessionStore
+from assistant.chat.summarizer import SessionSummarizer
 from assistant.chat.summary import (
     NUM_PREDICT as SUMMARY_NUM_PREDICT,
 )
@@ -92,15 +94,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RETRIEVAL_HISTORY_TURNS = 3  # earlier user messages given to the retriever for follow-ups
-EXTRACTION_BATCH_TOKENS = 1500  # user text per extraction request (memory/extraction.py)
-EXTRACTION_NUM_PREDICT = 1024
-PENDING_SESSIONS = 5  # sessions with unextracted turns taken up per idle extraction
 PROFILE_MEMORY_ID = "profile"  # assistant.memory.store.PROFILE_ID
 REMEMBERED = "Remembered: {text}"
 NOT_REMEMBERED = "Not remembered: {reason}"
-MIN_SUMMARY_TURNS = 2  # a one-turn session is its own index unit already
-SUMMARY_BACKLOG_DAYS = 7  # closed sessions still unsummarised after this are left alone
-SUMMARY_BATCH = 3  # session summaries per idle job at most (each is one model request)
 
 ChatFn = Callable[[list[dict[str, str]], dict[str, Any]], str]
 
@@ -354,10 +350,12 @@ class ChatEngine:
         self._knowledge_pool = DaemonThreadPool(1, thread_name_prefix="brain-knowledge")
         self._memory_pool = DaemonThreadPool(1, thread_name_prefix="brain-memory")
         self._conversation_pool = DaemonThreadPool(1, thread_name_prefix="brain-conversations")
-        self._indexing: set[asyncio.Future[None]] = set()  # sessions being indexed
+        self.indexer = ConversationIndexer(conversations, self._conversation_pool)
         self.transport = self._new_transport()
         self._old_transports: list[OllamaTransport] = []
         self.jobs = BackgroundJobs()
+        self.extraction = MemoryExtraction(store, memory, thread=self._memory_pool,
+                                           jobs=self.jobs, complete=self._background_complete)
         self._active: TurnStream | None = None
         # What Ollama's prompt cache holds after our last request: (model, num_ctx, messages)
         self._last_sent: tuple[str, int, list[tuple[str, str]]] | None = None
@@ -365,7 +363,9 @@ class ChatEngine:
         self._profile = ""  # the profile text of the last turn (for warming the cache)
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop the engine runs on
         self._idle_timer: asyncio.TimerHandle | None = None
-        self._summary_failed: dict[str, int] = {}  # session → turn seq its summary failed at
+        self.summarizer = SessionSummarizer(
+            store, complete=self._background_complete, model=lambda: self.settings.model,
+            written=self.indexer.later)
         self._closed = False
 
     def _new_transport(self) -> OllamaTransport:
@@ -964,7 +964,7 @@ class ChatEngine:
             # A turn that failed before any answer (Ollama down) has nothing to recall, and
             # indexing it would make the error wait for the conversation index's catch-up
             # (Chroma and the model loading): `brain ask` must fail at once (issue 15).
-            self._index_later(session.id)
+            self.indexer.later(session.id)
         # The live items carry the retriever's evidence (`data`, `hit`) that is not stored
         # (and a recalled conversation deleted meanwhile is shown as stored: blanked).
         live = {r.n: r for r in recalled}
@@ -1032,62 +1032,11 @@ class ChatEngine:
         await self._warm_cache()
 
     async def _summarize_sessions(self, *, include_current: bool) -> None:
-        """Summaries of the sessions that need one, the latest first, at most SUMMARY_BATCH:
-        those closed with turns not summarised yet (and the current one, when idle)."""
+        """Summaries of the sessions that need one (the current one too, when idle)."""
         if not self.settings.summaries:
             return
-        from assistant.conversations.summaries import sessions_behind
-
         current = self._session.id if self._session is not None else None
-        behind = sessions_behind(
-            self.store, min_turns=MIN_SUMMARY_TURNS,
-            since=time.time() - SUMMARY_BACKLOG_DAYS * 86400,
-            exclude=None if include_current else current,
-        )
-        done = 0
-        for session_id, last_seq in behind:
-            if self._summary_failed.get(session_id) == last_seq:
-                continue  # its reply was unusable at this point: not again in this process
-            await self._summarize(session_id)
-            done += 1
-            if done >= SUMMARY_BATCH:
-                break
-
-    async def _summarize(self, session_id: str) -> bool:
-        """Write the summary of one session (background request, its turns as they are now);
-        False when there was nothing to write or the model's reply was unusable."""
-        from assistant.conversations.summaries import (
-            NUM_PREDICT,
-            SUMMARY_SCHEMA,
-            InvalidSummary,
-            parse_summary,
-            save_summary,
-            summary_messages,
-        )
-
-        try:
-            session = self.store.get(session_id)
-        except SessionNotFound:
-            return False
-        turns = [t for t in self.store.turns(session_id) if t.status != "failed"]
-        if len(turns) < MIN_SUMMARY_TURNS:
-            return False
-        through = turns[-1].seq
-        reply = await self._background_complete(
-            summary_messages(session.title, [(t.question, t.answer) for t in turns]),
-            SUMMARY_SCHEMA, NUM_PREDICT,
-        )
-        try:
-            summary = parse_summary(reply)
-        except InvalidSummary as exc:
-            log.info("session summary unusable (%s); not retried until the session changes", exc)
-            self._summary_failed[session_id] = through
-            return False
-        if not save_summary(self.store, session_id, summary, through_seq=through,
-                            model=self.settings.model):
-            return False  # the session was deleted meanwhile, or a newer summary is there
-        self._index_later(session_id)
-        return True
+        await self.summarizer.catch_up(exclude=None if include_current else current)
 
     async def summarize(self, timeout: float | None = None) -> bool:
         """Summarise the current session now, if it needs it (`brain ask` calls this at its
@@ -1100,7 +1049,7 @@ class ChatEngine:
         outcome: list[bool] = []
 
         async def job() -> None:
-            outcome.append(await self._summarize(session.id))
+            outcome.append(await self.summarizer.write(session.id))
 
         if not self.jobs.start(job):  # another job is running
             return False
@@ -1108,7 +1057,7 @@ class ChatEngine:
         if self.jobs.running:
             self.jobs.yield_now()
             await self.jobs.wait(5)
-        await self._wait_indexed(timeout)
+        await self.indexer.wait(timeout)
         return bool(outcome and outcome[0])
 
     def _tool_specs(self) -> list[dict[str, Any]]:
@@ -1116,37 +1065,11 @@ class ChatEngine:
         prompt prefix Ollama caches."""
         return tool_specs(conversations=self.conversations is not None)
 
-    # --- the conversation index -------------------------------------------------------------
-
-    def _index_later(self, session_id: str) -> None:
-        """Index the session's new turn (or summary) on the conversations thread, off the
-        answer's path; `drain()` waits for it. A failure is logged: the next sync catches up."""
-        conversations = self.conversations
-        if conversations is None:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        future = loop.run_in_executor(self._conversation_pool, conversations.index, session_id)
-        self._indexing.add(future)
-
-        def done(f: asyncio.Future[None]) -> None:
-            self._indexing.discard(f)
-            if not f.cancelled() and f.exception() is not None:
-                log.warning("indexing the conversation failed (the next sync catches up): %s",
-                            f.exception())
-
-        future.add_done_callback(done)
-
-    async def _wait_indexed(self, timeout: float | None = None) -> None:
-        if self._indexing:
-            await asyncio.wait(set(self._indexing), timeout=timeout)
-
     async def _background_job(self, session_id: str, dropped: int) -> None:
         every = self.settings.extract_every_turns
-        if every > 0 and len(self._unextracted(session_id)) >= every:
-            await self._extract(session_id, self._unextracted(session_id))
+        extraction = self.extraction
+        if every > 0 and len(extraction.unextracted(session_id)) >= every:
+            await extraction.extract(session_id, extraction.unextracted(session_id))
         session = self.store.get(session_id)
         pending = self.store.turns(session_id, after_seq=session.summary_through)
         fold = turns_to_fold(pending, keep=self.settings.history_turns, dropped=dropped,
@@ -1207,13 +1130,6 @@ class ChatEngine:
             opening.pop()
         return opening
 
-    def _unextracted(self, session_id: str, through: int | None = None) -> list[Turn]:
-        session = self.store.get(session_id)
-        return [
-            t for t in self.store.turns(session_id, after_seq=session.extracted_through)
-            if t.status != "failed" and (through is None or t.seq <= through)
-        ]
-
     async def _background_complete(self, messages: list[dict[str, str]],
                                    schema: dict[str, Any], num_predict: int) -> str:
         """A background request as the chat model's session wants it: the session's model
@@ -1230,46 +1146,13 @@ class ChatEngine:
             log.info("background reply cut at %d tokens", num_predict)
         return completion.content
 
-    def _extraction_call(self) -> ModelCall:
-        async def complete(messages: list[dict[str, str]], schema: dict[str, Any]) -> str:
-            return await self._background_complete(messages, schema, EXTRACTION_NUM_PREDICT)
-
-        return self.jobs.model_call(complete)
-
-    async def _extract(self, session_id: str, turns: list[Turn]) -> bool:
-        """Long-term memory extraction over `turns`, one request per batch of at most
-        EXTRACTION_BATCH_TOKENS of user text (each batch's progress is saved); False if a
-        batch failed (the rest stays pending)."""
-        if not turns:
-            return True
-        if self.memory is None:
-            return True  # memory off: nothing to extract into
-        memory = self.memory
-        call = self._extraction_call()
-        loop = asyncio.get_running_loop()
-        try:
-            for batch in _batches(turns, EXTRACTION_BATCH_TOKENS):
-                exchanges = [(t.question, t.answer) for t in batch]
-                try:
-                    await loop.run_in_executor(
-                        self._memory_pool,
-                        partial(memory.extract, exchanges, session_id=session_id, chat=call),
-                    )
-                except Exception as exc:
-                    log.warning("memory extraction failed: %s", exc)
-                    return False
-                if call.cancelled:
-                    return False
-                self.store.set_extracted(session_id, batch[-1].seq)
-            return True
-        finally:
-            self.jobs.release(call)
-
     async def _fold(self, session: Session, fold: list[Turn]) -> None:
         # Facts first (nothing personal should be lost to the summary) — but a failed
         # extraction does not hold the fold back forever: it keeps its own pointer and is
         # retried after later turns and when the user is idle, from the turns stored verbatim.
-        if not await self._extract(session.id, self._unextracted(session.id, fold[-1].seq)):
+        extraction = self.extraction
+        if not await extraction.extract(session.id,
+                                        extraction.unextracted(session.id, fold[-1].seq)):
             log.info("folding without extraction; it will be retried")
         reply = await self._background_complete(
             [{"role": "system", "content": SUMMARY_SYSTEM},
@@ -1290,7 +1173,9 @@ class ChatEngine:
         if self._session is None:
             return True
         return await asyncio.wait_for(
-            self._extract(self._session.id, self._unextracted(self._session.id)), timeout
+            self.extraction.extract(self._session.id,
+                                    self.extraction.unextracted(self._session.id)),
+            timeout,
         )
 
     def pending_extraction(self) -> int:
@@ -1298,12 +1183,9 @@ class ChatEngine:
         other sessions left pending (PENDING_SESSIONS at most). Blocking (SQLite)."""
         if self.memory is None:
             return 0
-        return sum(len(self._unextracted(sid)) for sid in self._pending_sessions())
-
-    def _pending_sessions(self) -> list[str]:
-        current = [self._session.id] if self._session is not None else []
-        others = [sid for sid in self.store.unextracted(PENDING_SESSIONS) if sid not in current]
-        return current + others
+        extraction = self.extraction
+        return sum(len(extraction.unextracted(sid))
+                   for sid in extraction.pending_sessions(self._current_id()))
 
     async def extract_pending(self, timeout: float | None = None) -> int:
         """Memory extraction now over the turns not extracted yet — the current session's,
@@ -1314,15 +1196,15 @@ class ChatEngine:
         await self.drain(timeout)
         if self.memory is None or self.jobs.running:
             return 0
-        work = [(sid, turns) for sid in self._pending_sessions()
-                if (turns := self._unextracted(sid))]
+        work = [(sid, turns) for sid in self.extraction.pending_sessions(self._current_id())
+                if (turns := self.extraction.unextracted(sid))]
         if not work:
             return 0
         done: list[int] = []
 
         async def job() -> None:
             for session_id, turns in work:
-                if not await self._extract(session_id, turns):
+                if not await self.extraction.extract(session_id, turns):
                     break
                 done.append(len(turns))
             await self._warm_cache()
@@ -1330,6 +1212,9 @@ class ChatEngine:
         self.jobs.start(job)
         await self.jobs.wait(timeout)
         return sum(done)
+
+    def _current_id(self) -> str | None:
+        return self._session.id if self._session is not None else None
 
     def _facts_quiet(self, model: str) -> ModelFacts | None:
         try:
@@ -1341,7 +1226,7 @@ class ChatEngine:
         """Wait for background work (extraction, the rolling summary, session summaries,
         indexing the turns) to finish."""
         await self.jobs.wait(timeout)
-        await self._wait_indexed(timeout)
+        await self.indexer.wait(timeout)
 
     async def aclose(self, *, patience: float | None = None,
                      then: Callable[[], object] | None = None) -> None:
@@ -1356,7 +1241,7 @@ class ChatEngine:
         self._closed = True
         self._cancel_idle_timer()
         await self.jobs.aclose()
-        await self._wait_indexed(5 if patience is None else patience)
+        await self.indexer.wait(5 if patience is None else patience)
         for transport in [*self._old_transports, self.transport]:
             await transport.aclose()
         loop = asyncio.get_running_loop()
@@ -1389,21 +1274,6 @@ def _once(compute: Callable[[], int]) -> Callable[[], int]:
         return done[0]
 
     return value
-
-
-def _batches(turns: list[Turn], max_tokens: int) -> list[list[Turn]]:
-    """Consecutive groups of turns with at most `max_tokens` of user text each."""
-    groups: list[list[Turn]] = []
-    used = 0
-    for turn in turns:
-        cost = count_tokens(turn.question)
-        if groups and used + cost <= max_tokens:
-            groups[-1].append(turn)
-            used += cost
-        else:
-            groups.append([turn])
-            used = cost
-    return groups
 
 
 def _chat_message(message: PromptMessage) -> Any:
