@@ -19,7 +19,6 @@ from typing import Any, Protocol
 
 from assistant.chat.background import BackgroundJobs
 from assistant.chat.sessions import SessionStore
-from assistant.chat.tokens import count_tokens
 from assistant.chat.turn import Turn
 
 log = logging.getLogger(__name__)
@@ -93,14 +92,7 @@ class MemoryExtraction:
 
 def batches(turns: list[Turn], max_tokens: int) -> list[list[Turn]]:
     """Consecutive groups of turns with at most `max_tokens` of user text each."""
-    groups: list[list[Turn]] = []
-    used = 0
-    for turn in turns:
-        cost = count_tokens(turn.question)
-        if groups and used + cost <= max_tokens:
-            groups[-1].append(turn)
-            used += cost
-        else:
-            groups.append([turn])
-            used = cost
-    return groups
+    from assistant.memory.extraction import batches as index_batches
+
+    return [[turns[i] for i in group]
+            for group in index_batches([t.question for t in turns], max_tokens)]
