@@ -249,6 +249,14 @@ class KeywordIndex:
         except sqlite3.DatabaseError as exc:  # includes "disk image is malformed"
             raise KeywordIndexError(f"keyword search failed ({exc})") from exc
 
+    def common_terms(self, tokens: Sequence[str], share: float) -> set[str]:
+        """Those of `tokens` found in at least `share` of the items (none of an empty index)."""
+        total = self.count()
+        if not tokens or total == 0:
+            return set()
+        df = self._document_frequencies(list(dict.fromkeys(tokens)))
+        return {t for t in tokens if df.get(t, 0) >= share * total}
+
     def _document_frequencies(self, tokens: Sequence[str]) -> dict[str, int]:
         found: dict[str, int] = {}
         for start in range(0, len(tokens), _BATCH):

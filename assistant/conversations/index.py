@@ -27,7 +27,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from assistant.conversations.documents import UnitDoc, said_text, summary_doc, turn_doc
+from assistant.conversations.documents import (
+    UnitDoc,
+    said_text,
+    summary_doc,
+    turn_doc,
+    turn_unit_id,
+)
+from assistant.conversations.topic import COMMON_SHARE
 
 if TYPE_CHECKING:
     from assistant.chat.sessions import SessionStore
@@ -84,6 +91,13 @@ _SESSION_SELECT = (
     "COALESCE((SELECT MAX(t.created_at) FROM turns t WHERE t.session_id = s.id), "
     "s.updated_at) AS last_at, COALESCE(ss.title, '') FROM sessions s "
     "LEFT JOIN session_summaries ss ON ss.session_id = s.id"
+)
+
+# Each turn with the turns just before and after it in its session (None at either end).
+_NEIGHBOURS_SELECT = (
+    "SELECT t.id, (SELECT p.id FROM turns p WHERE p.session_id = t.session_id AND p.seq < t.seq "
+    "ORDER BY p.seq DESC LIMIT 1), (SELECT n.id FROM turns n WHERE n.session_id = t.session_id "
+    "AND n.seq > t.seq ORDER BY n.seq LIMIT 1) FROM turns t"
 )
 
 
@@ -395,6 +409,28 @@ class ConversationIndex:
     def keyword(self, text: str, k: int, ids: Sequence[str] | None) -> list[tuple[str, float]]:
         with self.store.lock:
             return self.keywords.search(text, k, ids=ids)
+
+    def neighbours(self, unit_ids: Sequence[str]) -> dict[str, list[str]]:
+        """For each turn unit, the units of the turns just before and after it in its session
+        (the neighbours whose words its keyword text holds); summaries have none."""
+        turn_ids = [int(u[2:]) for u in unit_ids if u.startswith("t:")]
+        found: dict[str, list[str]] = {}
+        with self.store.lock:
+            for start in range(0, len(turn_ids), 500):
+                part = turn_ids[start : start + 500]
+                for turn_id, before, after in self.store.conn.execute(
+                        f"{_NEIGHBOURS_SELECT} WHERE t.id IN ({','.join('?' * len(part))})", part):
+                    found[turn_unit_id(turn_id)] = [turn_unit_id(n) for n in (before, after)
+                                                    if n is not None]
+        return found
+
+    def common_terms(self, tokens: Sequence[str]) -> set[str]:
+        """Those of the query `tokens` found in nearly every unit (`topic.COMMON_SHARE`)."""
+        with self.store.lock:
+            return self.keywords.common_terms(tokens, COMMON_SHARE)
+
+    def stored_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        return self.vectors().get_embeddings(list(ids)) if ids else {}
 
     def cosines(self, query_vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
         if not ids:

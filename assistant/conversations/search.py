@@ -3,6 +3,9 @@
 The question's time phrase (or the `--since/--until` flags) becomes a date filter and leaves the
 text; the rest is searched in the dense and keyword indexes of the conversation units, restricted
 to the units of that period, and the two rankings are fused by the knowledge retrieval's RRF.
+The dense ranking reads the question without the words found in nearly every turn (`topic`) and
+scores each turn with its neighbours' meaning (`dense_context`), as its keyword text holds their
+words (`documents.turn_doc`).
 A range read from the question that holds no conversation at all is dropped (and reported as not
 applied): "what did Caroline do two years ago" is about the events, not about when they were
 discussed, and must not come back empty. Flags are never dropped.
@@ -14,6 +17,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from assistant.conversations.dense_context import context_scores
+from assistant.conversations.topic import topic_text
 from assistant.errors import UserError
 from assistant.retrieval.fusion import rrf
 from assistant.retrieval.weights import dense_weight as language_dense_weight
@@ -26,16 +33,25 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class SearchSettings:
-    """Tuned on LoCoMo (bench/conversations.py; recall@5 / @10 over all 1,540 questions):
-    RRF k 60 with equal weights 0.653 / 0.743 (with the keyword context of `turn_doc`), k 10 with
-    the dense list at 0.5 0.727 / 0.805 (k 5: 0.726, k 20: 0.690-0.727; dense 0.3 / 0.7: 0.726 /
-    0.725). MiniLM alone finds conversational evidence poorly there (0.47), BM25 alone 0.66."""
+    """Tuned on LoCoMo (bench/conversations.py; recall@5 / @10 over its 1,536 questions; "A / B"
+    = conversations 1-5 / 6-10, the 2-fold check against tuning to the set).
+    Before the dense query's topic (`topic`): RRF k 60 with equal weights 0.653 / 0.743 (with the
+    keyword context of `turn_doc`), k 10 with the dense list at 0.5 0.727 / 0.800; MiniLM alone
+    0.47 / 0.58 there, BM25 alone 0.71 / 0.78. With the topic and the neighbours' meaning
+    (`dense_context`) MiniLM alone finds 0.63 / 0.72 and earns a larger share: dense 0.5 0.740 /
+    0.814, 0.6-0.8 a plateau at k 10 (0.742-0.744 / 0.820-0.823), 0.7 0.743 / 0.822 (A 0.754 /
+    0.831, B 0.732 / 0.814), 1.0 0.734 / 0.823; k 5 / 20 / 60 at 0.7: 0.742 / 0.820, 0.737 /
+    0.820, 0.734 / 0.807. Chosen on one half, reported on the other: (0.7, k 5) on A gives B
+    0.726 / 0.812, (0.7, k 10) on B gives A 0.754 / 0.831 (the former setting: 0.731 / 0.806 and
+    0.750 / 0.823)."""
 
     top_k: int = 5
     candidates: int = 50  # per retriever, before fusion (20: -0.01, 100: +0.00)
     rrf_k: int = 10
-    dense_weight: float = 0.5
+    dense_weight: float = 0.7
     keyword_weight: float = 1.0
+    # The dense ranking's share of each turn's window meaning (`dense_context`); 0 = own only.
+    context_share: float = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,14 +162,21 @@ def _rank(
         return [(u, only, None, None) for u in latest]
     embedder = index.embedder()
     query_vector = embedder.embed_query(text)
-    dense = index.dense(query_vector, pool, allowed)
+    # The dense ranking reads the question without the words of nearly every turn (`topic`).
+    topic = topic_text(text, index.common_terms)
+    topic_vector = query_vector if topic == text else embedder.embed_query(topic)
+    dense: list[tuple[str, float, float]] = [(i, c, c) for i, c in
+                                             index.dense(topic_vector, pool, allowed)]
+    if settings.context_share > 0:
+        dense = _with_context(index, topic_vector, [(i, c) for i, _, c in dense], allowed,
+                              settings.context_share)
     keyword = index.keyword(text, pool, allowed)
     # Chinese on an English-only model: the knowledge retrieval's rule (its dense ranking of
     # such a query is noise).
     dense_weight = settings.dense_weight * language_dense_weight(text, embedder.model_id)
-    fused = rrf([[i for i, _ in dense], [i for i, _ in keyword]], k=settings.rrf_k,
+    fused = rrf([[i for i, _, _ in dense[:pool]], [i for i, _ in keyword]], k=settings.rrf_k,
                 weights=[dense_weight, settings.keyword_weight])[:top_k]
-    cosine = dict(dense)
+    cosine = {i: c for i, _, c in dense} if topic == text else {}
     cosine.update(index.cosines(query_vector, [f.id for f in fused if f.id not in cosine]))
     best_bm25 = max((s for _, s in keyword), default=0.0)
     bm25 = dict(keyword)
@@ -162,6 +185,28 @@ def _rank(
          bm25[f.id] / best_bm25 if f.id in bm25 and best_bm25 > 0 else None)
         for f in fused
     ]
+
+
+def _with_context(
+    index: ConversationIndex,
+    query_vector: np.ndarray,
+    dense: list[tuple[str, float]],
+    allowed: list[str] | None,
+    share: float,
+) -> list[tuple[str, float, float]]:
+    """The nearest units re-ranked with their neighbours' meaning (`dense_context`): the
+    nearest by own cosine and their allowed neighbours are the candidates, each scored with its
+    own window. `(id, dense score, own cosine)`, best first."""
+    ids = [i for i, _ in dense]
+    near = index.neighbours(ids)
+    permitted = None if allowed is None else set(allowed)
+    added = list(dict.fromkeys(n for i in ids for n in near.get(i, ())
+                               if n not in near and (permitted is None or n in permitted)))
+    near.update(index.neighbours(added))
+    candidates = ids + added
+    wanted = set(candidates) | {n for c in candidates for n in near.get(c, ())}
+    return context_scores(query_vector, candidates, index.stored_vectors(sorted(wanted)), near,
+                          share=share)
 
 
 def _hits(

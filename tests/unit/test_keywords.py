@@ -319,3 +319,12 @@ def test_arbitrary_queries_never_raise(query: str) -> None:
     results = kw.search(query, 5)
     assert all(item_id in DOCS for item_id, _ in results)
     conn.close()
+
+
+def test_common_terms_are_those_in_a_share_of_the_items(index: KeywordIndex,
+                                                        conn: sqlite3.Connection) -> None:
+    # "git" is in 2 of 7 items, "directori" (directory, directory contents) in 3, "tar" in 1
+    assert index.common_terms(["git", "directori", "tar", "absent"], 3 / 7) == {"directori"}
+    assert index.common_terms(["git", "directori", "tar"], 2 / 7) == {"git", "directori"}
+    assert index.common_terms([], 0.1) == set()
+    assert KeywordIndex(conn, "empty").common_terms(["git"], 0.0) == set()
