@@ -78,7 +78,8 @@ def turn_doc(
     The turn's own words appear twice in the keyword text so they outweigh the neighbours'.
     Tuned on LoCoMo (the only conversation data we have; bench/conversations.py), recall@5 with
     the final fusion: own words only 0.653, + neighbours 0.710, own words doubled 0.727; two
-    neighbours a side 0.711. Only the turn's own words are embedded."""
+    neighbours a side 0.711. Only the turn's own words are embedded (the search adds its
+    neighbours' meaning from their vectors: `dense_context`)."""
     from assistant.chat.sessions import title_from
 
     said = said_text(question, answer)
