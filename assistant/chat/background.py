@@ -24,6 +24,8 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 Complete = Callable[[list[dict[str, str]], dict[str, Any]], Awaitable[str]]
+# The engine's background request: (messages, JSON schema, reply token cap) → the reply.
+BackgroundComplete = Callable[[list[dict[str, str]], dict[str, Any], int], Awaitable[str]]
 
 
 class JobCancelled(Exception):

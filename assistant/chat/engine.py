@@ -1180,7 +1180,7 @@ class ChatEngine:
 
     def pending_extraction(self) -> int:
         """How many turns `extract_pending` would read: the current session's and those of the
-        other sessions left pending (PENDING_SESSIONS at most). Blocking (SQLite)."""
+        other sessions left pending (extraction.PENDING_SESSIONS at most). Blocking (SQLite)."""
         if self.memory is None:
             return 0
         extraction = self.extraction

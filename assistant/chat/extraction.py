@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Executor
 from functools import partial
 from typing import Any, Protocol
 
-from assistant.chat.background import BackgroundJobs
+from assistant.chat.background import BackgroundComplete, BackgroundJobs
 from assistant.chat.sessions import SessionStore
 from assistant.chat.turn import Turn
 
@@ -27,8 +27,6 @@ EXTRACTION_BATCH_TOKENS = 1500  # user text per extraction request (memory/extra
 EXTRACTION_NUM_PREDICT = 1024
 PENDING_SESSIONS = 5  # sessions with unextracted turns taken up per idle extraction
 
-# (messages, JSON schema, reply token cap) → the model's reply, as a background request
-Complete = Callable[[list[dict[str, str]], dict[str, Any], int], Awaitable[str]]
 
 
 class Extracts(Protocol):
@@ -40,7 +38,7 @@ class Extracts(Protocol):
 
 class MemoryExtraction:
     def __init__(self, store: SessionStore, memory: Extracts | None, *, thread: Executor,
-                 jobs: BackgroundJobs, complete: Complete) -> None:
+                 jobs: BackgroundJobs, complete: BackgroundComplete) -> None:
         self.store = store
         self.memory = memory
         self.thread = thread  # the memory store's own thread

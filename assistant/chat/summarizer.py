@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Callable
 
+from assistant.chat.background import BackgroundComplete
 from assistant.chat.sessions import SessionNotFound, SessionStore
 
 log = logging.getLogger(__name__)
@@ -23,13 +23,11 @@ MIN_SUMMARY_TURNS = 2  # a one-turn session is its own index unit already
 SUMMARY_BACKLOG_DAYS = 7  # closed sessions still unsummarised after this are left alone
 SUMMARY_BATCH = 3  # session summaries per idle job at most (each is one model request)
 
-# (messages, JSON schema, reply token cap) → the model's reply, as a background request
-Complete = Callable[[list[dict[str, str]], dict[str, Any], int], Awaitable[str]]
 
 
 class SessionSummarizer:
-    def __init__(self, store: SessionStore, *, complete: Complete, model: Callable[[], str],
-                 written: Callable[[str], None]) -> None:
+    def __init__(self, store: SessionStore, *, complete: BackgroundComplete,
+                 model: Callable[[], str], written: Callable[[str], None]) -> None:
         self.store = store
         self._complete = complete
         self._model = model  # the session's model at the time of writing

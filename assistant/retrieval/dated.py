@@ -10,7 +10,8 @@ with nothing in it is an error. The same rule as `brain sessions search` (conver
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import re
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -22,11 +23,15 @@ if TYPE_CHECKING:
     from assistant.timerange import TimeRange
 
 
+_WORD = re.compile(r"\w")
+
+
 class FileSearcher(Protocol):
     """What a dated search needs of the retriever (HybridRetriever)."""
 
     def search(self, query: str, *, top_k: int | None = None, in_path: str | None = None,
-               modified: TimeRange | None = None) -> RetrievalResult: ...
+               modified: TimeRange | None = None, typed: str | None = None
+               ) -> RetrievalResult: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +39,7 @@ class DatedResult:
     result: RetrievalResult
     time_range: TimeRange | None  # the range asked for (flags, else the query's phrase)
     applied: bool  # False: nothing was modified then, every date was searched
+    within: str | None = None  # the --in filter the range held no file under
 
     def time_range_json(self) -> dict[str, Any] | None:
         """The `time_range` value of `brain search --json` (the shape `brain sessions search`
@@ -47,7 +53,9 @@ class DatedResult:
         if self.time_range is None:
             return ""
         if not self.applied:
-            return f"no files modified {self.time_range.describe()}: all dates searched"
+            under = f" under {self.within}" if self.within else ""
+            return (f"no files{under} modified {self.time_range.describe()}: "
+                    "all dates searched")
         return f"files modified {self.time_range.describe()}"
 
 
@@ -66,14 +74,18 @@ def search_dated(
     if explicit is not None or not phrases:
         result = retriever.search(query, top_k=top_k, in_path=in_path, modified=explicit)
         return DatedResult(result, explicit, explicit is not None)
+    query = query.strip()
     text, found = split_query(query, now)
     if found is None:
         return DatedResult(retriever.search(query, top_k=top_k, in_path=in_path), None, False)
+    if not _WORD.search(text):
+        text = query  # "yesterday?" alone: its words are searched within its dates
     try:
-        # "yesterday?" alone leaves no topic: the phrase's words are searched within its dates.
-        result = retriever.search(text or query, top_k=top_k, in_path=in_path, modified=found)
+        # The result and the retrieval log keep the query as typed (batch output is matched
+        # to its input by it); `search_query` says what was searched.
+        result = retriever.search(text, top_k=top_k, in_path=in_path, modified=found,
+                                  typed=query)
     except NothingInRange:
-        return DatedResult(retriever.search(query, top_k=top_k, in_path=in_path), found, False)
-    # `query` stays what the user typed (batch output is matched to its input by it);
-    # `search_query` says what was searched.
-    return DatedResult(replace(result, query=query), found, True)
+        return DatedResult(retriever.search(query, top_k=top_k, in_path=in_path), found, False,
+                           within=in_path)
+    return DatedResult(result, found, True)

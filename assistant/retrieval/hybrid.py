@@ -163,13 +163,16 @@ class HybridRetriever:
         candidates: int | None = None,
         log: bool = True,
         modified: TimeRange | None = None,
+        typed: str | None = None,
     ) -> RetrievalResult:
         """Retrieve the best `top_k` chunks for `query` (with `history` = earlier user turns).
 
         `modified` keeps files last modified in that range (`brain search --since/--until`).
+        `typed`: what the user typed when `query` was derived from it (a time phrase taken
+        out): the result and the retrieval log keep it as the query.
         Raises UserError for an empty query, an empty index or a filter matching nothing.
         """
-        return self._search(query, top_k, in_path, history, candidates, log, modified)
+        return self._search(query, top_k, in_path, history, candidates, log, modified, typed)
 
     def _search(
         self,
@@ -180,6 +183,7 @@ class HybridRetriever:
         candidates: int | None,
         log: bool,
         modified: TimeRange | None = None,
+        typed: str | None = None,
     ) -> RetrievalResult:
         if not query or not query.strip():
             raise UserError("the query is empty")
@@ -264,7 +268,7 @@ class HybridRetriever:
         timings["fuse"] += (time.perf_counter() - t) * 1000
         timings["total"] = (time.perf_counter() - start) * 1000
         result = RetrievalResult(
-            query=query.strip(),
+            query=(typed or query).strip(),
             hits=hits,
             low_confidence=low,
             timings={k: round(v, 3) for k, v in timings.items()},

@@ -15,7 +15,6 @@ import pytest
 from textual.widgets import DataTable, Input, TextArea
 
 from assistant.context import AppContext
-from assistant.errors import UserError
 from tests.fake_ollama import chat_turn
 from tests.fakes import HashEmbedder
 from tests.tui.conftest import BrainTestApp
@@ -428,8 +427,10 @@ async def test_ctrl_f_narrows_files_by_a_time_phrase_as_the_cli_does(core, tmp_p
     flagged = backend.knowledge.search("archive tar since:2w")
     assert "tar.md" not in [s.relpath for s in flagged.sources]
     assert "(since 2w)" in flagged.dates
-    with pytest.raises(UserError, match="besides the dates"):
-        backend.knowledge.search("since:2w")
+    dates_only = backend.knowledge.search("since:2w")  # for the conversations searched next
+    assert dates_only.sources == () and dates_only.dates.startswith("files: add words")
+    empty = backend.knowledge.search("tar since:1999 until:1999")
+    assert empty.sources == () and empty.dates.startswith("no files modified 1999-01-01")
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:
         app.chat_screen.chat_input.load_text("tar archive in 1999")
@@ -549,6 +550,50 @@ async def test_quitting_right_after_enter_keeps_the_question(core, fake_ollama, 
     finally:
         store.close()
     assert turn.question == "remember to renew the passport"
+    assert turn.status == "interrupted"
+
+
+async def test_quitting_while_the_question_goes_on_screen_keeps_it(  # type: ignore[no-untyped-def]
+    core, fake_ollama, tmp_path
+) -> None:
+    """The other half of that race: the chat took the question and is putting it on screen
+    (its worker does not exist yet) when the quit comes: the quit waits for the worker, and
+    the question is stored as an interrupted turn."""
+    import asyncio
+
+    from textual import events
+
+    from assistant.chat.sessions import SessionStore
+
+    ctx, backend = core
+    index_notes(backend, tmp_path)
+    script_long_answer(fake_ollama, 400, delay=0.02)
+    app = make(core)
+    async with app.run_test(size=SIZE) as pilot:
+        view = app.chat_screen.chat_view
+        add_exchange = view.add_exchange
+
+        async def slow_add_exchange(question: str):  # type: ignore[no-untyped-def]
+            await asyncio.sleep(0.5)  # a busy machine mounting the two messages
+            return await add_exchange(question)
+
+        view.add_exchange = slow_add_exchange  # type: ignore[method-assign]
+        chat_input = app.chat_screen.chat_input
+        chat_input.load_text("book the dentist for Tuesday")
+        await chat_input._on_key(events.Key("enter", None))
+        chat = app.chat_screen.chat
+        await wait_until(pilot, lambda: chat._starting is not None,
+                         what="the question being put on screen")
+        await app.action_quit()
+        await wait_until(pilot, lambda: app.return_code is not None, timeout=15,
+                         what="the app to exit")
+    store = SessionStore.open(ctx.paths.sessions_db)
+    try:
+        [session] = store.list()
+        [turn] = store.turns(session.id)
+    finally:
+        store.close()
+    assert turn.question == "book the dentist for Tuesday"
     assert turn.status == "interrupted"
 
 

@@ -149,6 +149,29 @@ async def test_ctrl_f_searches_conversations_as_well_as_files(
                          what="the conversation opened")
 
 
+async def test_ctrl_f_still_searches_conversations_when_files_cannot_be(
+    make_app, backend: FakeBackend, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """A file search that fails (here: no index yet) is reported, and the conversations are
+    searched all the same."""
+    from assistant.errors import UserError
+
+    def broken(query: str):  # type: ignore[no-untyped-def]
+        raise UserError("the index is empty", "press F3 to add a folder")
+
+    monkeypatch.setattr(backend.knowledge, "search", broken)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        app.chat_screen.chat_input.load_text("kayak since:7d")
+        await pilot.press("ctrl+f")
+        pane = app.query_one(SourcesPane)
+        await wait_until(pilot, lambda: pane.has_class("-recalled"), what="conversations")
+        assert backend.sessions.searches == ["kayak since:7d"]
+        assert len(recalled_rows(app)) == 1
+        assert "files could not be searched" in str(pane.query_one(".pane-caption").render())
+        assert any("index is empty" in n.message for n in app._notifications)
+
+
 # --- over the real core -----------------------------------------------------------------------
 
 async def test_what_did_we_decide_cites_the_earlier_turn(core, fake_ollama) -> None:  # type: ignore[no-untyped-def]

@@ -106,3 +106,43 @@ def test_phrases_off_searches_every_date() -> None:
     found = search_dated(retriever(build()), "tar archive last week", now=NOW, phrases=False)
     assert found.time_range is None and not found.applied
     assert "/notes/old-tar.md" in {h.chunk.source for h in found.result.hits}
+
+
+def test_a_query_that_is_only_a_phrase_searches_its_words_within_its_dates() -> None:
+    from assistant.retrieval.dated import search_dated
+
+    for query in ("last week?", "  last week  ", "上周的?"):
+        found = search_dated(retriever(build()), query, now=NOW)
+        assert found.applied, query
+        assert found.result.search_query == query.strip(), query  # not "?" alone
+        assert found.result.query == query.strip()
+        assert "/notes/old-tar.md" not in {h.chunk.source for h in found.result.hits}
+
+
+def test_the_retrieval_log_keeps_the_query_as_typed(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from assistant.config import RetrievalConfig
+    from assistant.retrieval.dated import search_dated
+    from assistant.retrieval.hybrid import HybridRetriever
+    from assistant.retrieval.log import RetrievalLog
+
+    log = RetrievalLog.open(tmp_path / "log.sqlite3")
+    kb = build()
+    logged = HybridRetriever(kb, kb.embedder, RetrievalConfig(), log=log,
+                             clock=lambda: NOW.timestamp())
+    try:
+        found = search_dated(logged, "tar archive from last week", now=NOW)
+        assert found.result.log_id is not None
+        [entry] = log.recent(1)
+        assert entry.query == "tar archive from last week"
+        assert entry.search_query == "tar archive"
+    finally:
+        log.close()
+
+
+def test_a_range_empty_under_in_says_so() -> None:
+    from assistant.retrieval.dated import search_dated
+
+    found = search_dated(retriever(build()), "tar archive last week", now=NOW,
+                         in_path="/notes/old-tar.md")
+    assert not found.applied
+    assert found.describe().startswith("no files under /notes/old-tar.md modified 2026-03-09")

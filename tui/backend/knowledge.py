@@ -119,15 +119,21 @@ class KnowledgeAdapter:
         from assistant.chat.service import item_from_hit
         from assistant.chat.turn import Source
         from assistant.retrieval.dated import search_dated
+        from assistant.retrieval.filters import NothingInRange
         from assistant.timerange import local_now, range_from_filters
 
         # Dates as in the sessions search: `since:2w` / `until:…`, else "last week" in words.
         now = local_now()
         text, explicit = range_from_filters(query, now)
-        if not text:
-            raise UserError("nothing to search for besides the dates",
-                            hint="type words to look for, e.g. 'budget since:2w'")
-        found = search_dated(self.retriever(), text, now=now, explicit=explicit)
+        # Dates alone (`since:2w`) are for the conversations searched next: no file result.
+        if explicit is not None and not text:
+            return SearchResult(query, dates=f"files: add words to search them "
+                                             f"({explicit.describe()})")
+        try:
+            found = search_dated(self.retriever(), text, now=now, explicit=explicit)
+        except NothingInRange:
+            assert explicit is not None  # a phrase's empty range falls back to every date
+            return SearchResult(query, dates=f"no files modified {explicit.describe()}")
         result = found.result
         sources = tuple(source_view(Source(h.rank, item_from_hit(h)), self.ctx)
                         for h in result.hits)

@@ -58,6 +58,9 @@ class ChatController:
         self._turn: ChatTurn | None = None
         self._worker: Worker[None] | None = None
         self._stop_requested = False
+        # Set while a question is being put on screen, before its worker exists: a quit then
+        # waits for the worker, so the turn is stored (not lost with the screen).
+        self._starting: asyncio.Event | None = None
         self.extraction = IdleExtraction(screen, activity, extract_idle_seconds,
                                          busy=lambda: self.generating is not None)
 
@@ -74,14 +77,19 @@ class ChatController:
             screen.notify("An answer is still being written: wait, or press Esc to stop it.",
                           severity="warning")
             return
-        screen.chat_input.remember(text)
-        screen.chat_input.clear()
-        answer = await screen.chat_view.add_exchange(text)
-        answer.question = text
         self.asked = True
-        self.generating = answer
         self._stop_requested = False
-        self._worker = screen.run_worker(self._answer(answer, text), group="chat")
+        starting = self._starting = asyncio.Event()
+        try:
+            screen.chat_input.remember(text)
+            screen.chat_input.clear()
+            answer = await screen.chat_view.add_exchange(text)
+            answer.question = text
+            self.generating = answer
+            self._worker = screen.run_worker(self._answer(answer, text), group="chat")
+        finally:
+            self._starting = None
+            starting.set()
 
     async def _answer(self, answer: AnswerMessage, text: str) -> None:
         turn: ChatTurn | None = None
@@ -206,6 +214,10 @@ class ChatController:
         text), then close the chat without running memory extraction (see ChatAdapter.close:
         the next idle moment, in the next run, does it)."""
         self._stop_requested = True  # a turn still starting is cancelled as soon as it exists
+        starting = self._starting
+        if starting is not None:  # the question is going on screen: its worker comes next
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(starting.wait(), STOP_TIMEOUT)
         if self._turn is not None:
             self._turn.cancel()
         worker = self._worker

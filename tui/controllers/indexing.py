@@ -197,16 +197,18 @@ class IndexingController:
     async def _search(self, text: str) -> None:
         result: SearchResult | None = await attempt(
             self.screen.app, "Search", lambda: self.api.search(text))
-        if result is None:
-            return
         screen = self.screen
         pane = screen.sources_pane
         screen.show_pane("sources")
-        caption = f"Search: {result.query[:40]}" + (f" · {result.dates}" if result.dates else "")
-        pane.show(result.sources, caption, low=result.low_confidence, log_id=result.log_id)
+        if result is None:  # reported; the conversations are still searched
+            pane.show((), f"Search: {text[:40]} · files could not be searched")
+        else:
+            caption = f"Search: {result.query[:40]}" + (
+                f" · {result.dates}" if result.dates else "")
+            pane.show(result.sources, caption, low=result.low_confidence, log_id=result.log_id)
+            screen.status.show_warnings(result.warnings)
         pane.show_conversations(())
         pane.table.focus()
-        screen.status.show_warnings(result.warnings)
         # Ctrl+F searches the conversations too: they appear under the files (Enter opens).
         found = await attempt(screen.app, "Searching conversations",
                               lambda: screen.backend.sessions.search(text))

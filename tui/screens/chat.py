@@ -101,9 +101,8 @@ class ChatScreen(Screen[None]):
         finish its writes. Nothing to wait for when nothing was said while models load."""
         self.quitting = True
         self.indexing.stop()
-        pending = self.chat_input.pending
+        pending = self.chat_input.take_pending()
         if pending is not None:  # Enter came just before the quit: the question is kept
-            self.chat_input.pending = None
             await self.chat.submit(pending)
         if self.status.warming.is_set() and not self.chat.asked:
             return
@@ -269,10 +268,10 @@ class ChatScreen(Screen[None]):
 
     @on(ChatInput.Submitted)
     async def _submitted(self, event: ChatInput.Submitted) -> None:
-        if self.chat_input.pending is None:
-            return  # already taken: by a quit that came first, or an earlier Enter's message
-        self.chat_input.pending = None
-        await self.chat.submit(event.text)
+        text = self.chat_input.take_pending(event.text)
+        if text is None:
+            return  # already taken by a quit that came first
+        await self.chat.submit(text)
 
     def action_cancel(self) -> None:
         if self.drawer is not None:  # Esc first closes the drawer the user is looking at

@@ -34,12 +34,22 @@ class ChatInput(TextArea):
         self._draft = ""  # what was typed before browsing started
         # Sent with Enter and not yet taken by the chat: a quit handled before the chat saw
         # the message stores it (ChatScreen.shutdown) rather than losing it.
-        self.pending: str | None = None
+        self._pending: list[str] = []
 
     def on_resize(self, event: events.Resize) -> None:
         room = self.content_size.width - 1  # the cursor cell at the end
         self.placeholder = next((p for p in PLACEHOLDERS if cell_len(p) <= room),
                                 PLACEHOLDERS[-1])
+
+    def take_pending(self, text: str | None = None) -> str | None:
+        """A question Enter sent that nobody took yet — `text` if given (its own message),
+        else the oldest (a quit) — and from now on taken; None if there is none."""
+        if text is None:
+            return self._pending.pop(0) if self._pending else None
+        if text not in self._pending:
+            return None
+        self._pending.remove(text)
+        return text
 
     def remember(self, text: str) -> None:
         if text and (not self.sent or self.sent[-1] != text):
@@ -54,7 +64,7 @@ class ChatInput(TextArea):
             event.prevent_default()
             text = self.text.strip()
             if text:
-                self.pending = text
+                self._pending.append(text)
                 self.post_message(self.Submitted(self, text))
             return
         if key in ("shift+enter", "ctrl+j"):
