@@ -35,23 +35,28 @@ def context_scores(
     """`(unit id, dense score, own cosine)` of each candidate that has a vector, best score
     first: `(1 - share) * own cosine + share * window cosine`. A unit with no neighbour (a
     session summary, a lone turn) has a window of itself, so its score is its cosine."""
+    present = list(dict.fromkeys(c for c in candidates if c in vectors))
+    if not present:
+        return []
+    keys = list(dict.fromkeys([*present, *(n for c in present for n in neighbours.get(c, ())
+                                           if n in vectors)]))
+    row = {k: n for n, k in enumerate(keys)}
+    matrix = np.stack([np.asarray(vectors[k], dtype=np.float32) for k in keys])
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    matrix /= np.where(norms > 0, norms, 1.0)
     q = _unit(np.asarray(query, dtype=np.float32))
-    scored: list[tuple[str, float, float]] = []
-    for unit_id in candidates:
-        own = vectors.get(unit_id)
-        if own is None:
-            continue
-        own = _unit(np.asarray(own, dtype=np.float32))
-        window = own.copy()
+    own = matrix[: len(present)]  # the candidates come first in `keys`
+    window = own.copy()
+    for n, unit_id in enumerate(present):
         for near in neighbours.get(unit_id, ()):
-            vector = vectors.get(near)
-            if vector is not None:
-                window += _unit(np.asarray(vector, dtype=np.float32))
-        cosine = float(own @ q)
-        around = float(_unit(window) @ q)
-        scored.append((unit_id, (1.0 - share) * cosine + share * around, cosine))
-    scored.sort(key=lambda t: -t[1])
-    return scored
+            if near in row:
+                window[n] += matrix[row[near]]
+    cosine = own @ q
+    sizes = np.linalg.norm(window, axis=1)
+    around = (window @ q) / np.where(sizes > 0, sizes, 1.0)
+    score = (1.0 - share) * cosine + share * around
+    order = np.argsort(-score, kind="stable")
+    return [(present[n], float(score[n]), float(cosine[n])) for n in order]
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:

@@ -167,16 +167,19 @@ def _rank(
     topic_vector = query_vector if topic == text else embedder.embed_query(topic)
     dense: list[tuple[str, float, float]] = [(i, c, c) for i, c in
                                              index.dense(topic_vector, pool, allowed)]
+    fetched: dict[str, np.ndarray] = {}
     if settings.context_share > 0:
-        dense = _with_context(index, topic_vector, [(i, c) for i, _, c in dense], allowed,
-                              settings.context_share)
+        dense, fetched = _with_context(index, topic_vector, [(i, c) for i, _, c in dense],
+                                       allowed, settings.context_share)
     keyword = index.keyword(text, pool, allowed)
     # Chinese on an English-only model: the knowledge retrieval's rule (its dense ranking of
     # such a query is noise).
     dense_weight = settings.dense_weight * language_dense_weight(text, embedder.model_id)
     fused = rrf([[i for i, _, _ in dense[:pool]], [i for i, _ in keyword]], k=settings.rrf_k,
                 weights=[dense_weight, settings.keyword_weight])[:top_k]
-    cosine = {i: c for i, _, c in dense} if topic == text else {}
+    # The cosine shown (and gated on) is the question's as asked.
+    cosine = ({i: c for i, _, c in dense} if topic == text else
+              {f.id: float(fetched[f.id] @ query_vector) for f in fused if f.id in fetched})
     cosine.update(index.cosines(query_vector, [f.id for f in fused if f.id not in cosine]))
     best_bm25 = max((s for _, s in keyword), default=0.0)
     bm25 = dict(keyword)
@@ -193,10 +196,10 @@ def _with_context(
     dense: list[tuple[str, float]],
     allowed: list[str] | None,
     share: float,
-) -> list[tuple[str, float, float]]:
+) -> tuple[list[tuple[str, float, float]], dict[str, np.ndarray]]:
     """The nearest units re-ranked with their neighbours' meaning (`dense_context`): the
     nearest by own cosine and their allowed neighbours are the candidates, each scored with its
-    own window. `(id, dense score, own cosine)`, best first."""
+    own window. `(id, dense score, own cosine)`, best first, and the vectors read."""
     ids = [i for i, _ in dense]
     near = index.neighbours(ids)
     permitted = None if allowed is None else set(allowed)
@@ -205,8 +208,8 @@ def _with_context(
     near.update(index.neighbours(added))
     candidates = ids + added
     wanted = set(candidates) | {n for c in candidates for n in near.get(c, ())}
-    return context_scores(query_vector, candidates, index.stored_vectors(sorted(wanted)), near,
-                          share=share)
+    vectors = index.stored_vectors(sorted(wanted))
+    return context_scores(query_vector, candidates, vectors, near, share=share), vectors
 
 
 def _hits(
