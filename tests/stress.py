@@ -46,3 +46,14 @@ def cpu_load(request: pytest.FixtureRequest) -> Iterator[int]:
             process.kill()
         for process in busy:
             process.wait()
+
+
+def fair_share(seconds: float) -> float:
+    """`seconds`, the bound a user-facing time has on an idle machine, stretched by how many
+    runnable processes share each core right now (the 1-minute load average per core; at
+    least 1): with load 6 on 2 cores the program gets a third of a core, and every step of it
+    takes three times as long. Timing bounds that stand for a product promise ("quit within a
+    second") use it so they hold the promise on an idle machine and still mean something on a
+    loaded one, without a margin that would hide a real regression when the machine is idle."""
+    per_core = os.getloadavg()[0] / cores()
+    return seconds * max(1.0, per_core)

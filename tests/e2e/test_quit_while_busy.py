@@ -26,6 +26,7 @@ import pytest
 from tests.e2e.conftest import BRAIN, brain_env, run_brain, write_config
 from tests.e2e.terminal import Terminal, tmux_available
 from tests.fake_ollama import FakeOllama, chat_turn
+from tests.stress import fair_share
 
 pytestmark = [
     pytest.mark.skipif(not tmux_available(), reason="tmux is not installed (apt-get install tmux)"),
@@ -34,7 +35,7 @@ pytestmark = [
 
 EMBEDDING = "ollama:nomic-embed-text"  # the fake's embeddings: no model load in this test
 STUCK_SECONDS = 60.0
-QUIT_WITHIN = 1.0  # seconds from Ctrl+Q to the shell (issue 15)
+QUIT_WITHIN = 1.0  # seconds from Ctrl+Q to the shell on an idle machine (issue 15)
 QUESTION = "what did I write about backups?"
 FACT = "I keep my backups on a NAS called vaultbox."
 
@@ -52,12 +53,16 @@ def _start(home: Path) -> Terminal:
     return Terminal([str(BRAIN), "--home", str(home)], env=brain_env())
 
 
-def _quit_seconds(term: Terminal) -> float:
-    """Ctrl+Q, then the seconds until the program has exited (status 0)."""
+def _quits_promptly(term: Terminal) -> None:
+    """Ctrl+Q, then the program has exited (status 0) within QUIT_WITHIN on an idle machine,
+    stretched by the load it runs under (tests/stress.fair_share: one run measured 1.07 s at
+    load 5 on 2 cores, ~0.3 s idle)."""
+    bound = fair_share(QUIT_WITHIN)
     started = time.monotonic()
     term.send("C-q")
     assert term.wait_exit(timeout=STUCK_SECONDS, poll=0.01) == 0
-    return time.monotonic() - started
+    seconds = time.monotonic() - started
+    assert seconds < bound, f"quit took {seconds:.2f} s, bound {bound:.2f} s at this load"
 
 
 def _turns(home: Path) -> list[dict[str, Any]]:
@@ -105,7 +110,7 @@ def test_quit_does_not_wait_for_a_stuck_call(tmp_path: Path, fake_ollama: FakeOl
                       what="the question to be sent")
         # The turn's own call for the model's facts hangs on an engine worker thread.
         fake_ollama.wait_for_requests("/api/show", count=shows + 1, timeout=60)
-        assert _quit_seconds(term) < QUIT_WITHIN
+        _quits_promptly(term)
     assert [(t["question"], t["status"]) for t in _turns(home)] == [(QUESTION, "interrupted")]
 
 
@@ -121,7 +126,7 @@ def test_quit_before_the_first_token_stores_the_question(
         term.type_line(QUESTION)
         _wait_for(lambda: any(chat_turn(b) for b in fake_ollama.chat_requests),
                   "the answer's request")  # on its way (not the preload at start)
-        assert _quit_seconds(term) < QUIT_WITHIN
+        _quits_promptly(term)
     assert [(t["question"], t["status"], t["answer"]) for t in _turns(home)] == [
         (QUESTION, "interrupted", "")]
 
@@ -138,7 +143,7 @@ def test_quit_mid_answer_stores_the_partial_answer(
         term.wait_for("ollama up", timeout=60, what="the status bar to find Ollama")
         term.type_line(QUESTION)
         term.wait_for("word5", timeout=60, what="the answer to be streaming")
-        assert _quit_seconds(term) < QUIT_WITHIN
+        _quits_promptly(term)
     (turn,) = _turns(home)
     assert turn["question"] == QUESTION and turn["status"] == "interrupted"
     answer = turn["answer"].split()
@@ -165,7 +170,7 @@ def test_quit_during_memory_extraction_leaves_it_for_the_next_run(
         term.type_line(FACT)
         term.wait_for("Noted: vaultbox.", timeout=60, what="the answer")
         _wait_for_extraction(fake_ollama)
-        assert _quit_seconds(term) < QUIT_WITHIN
+        _quits_promptly(term)
     (turn,) = _turns(home)
     assert turn["status"] == "complete"
     assert FACT not in run_brain(home, "memory", "list").ok().out
@@ -174,5 +179,5 @@ def test_quit_during_memory_extraction_leaves_it_for_the_next_run(
     with _start(home) as term:
         term.wait_for("ollama up", timeout=60, what="the status bar to find Ollama")
         term.wait_for("memories 1", timeout=60, what="the status bar to count the new memory")
-        assert _quit_seconds(term) < QUIT_WITHIN
+        _quits_promptly(term)
     assert FACT in run_brain(home, "memory", "list").ok().out

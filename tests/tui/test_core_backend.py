@@ -17,6 +17,7 @@ from textual.widgets import DataTable, Input, TextArea
 from assistant.context import AppContext
 from tests.fake_ollama import chat_turn
 from tests.fakes import HashEmbedder
+from tests.stress import fair_share
 from tests.tui.conftest import BrainTestApp
 from tests.tui.helpers import answer_finished, ask, wait_until
 from tui.backend import CoreBackend
@@ -502,7 +503,9 @@ async def test_esc_stops_a_back_to_back_stream_at_once(core, fake_ollama, tmp_pa
         # generating when its request context is cancelled (server/routes.go ChatHandler).
         assert await asyncio.to_thread(gone.wait, 5), "the server kept streaming"
         stopped_server = gone_at[0] - started
-        assert stopped_server < 1.0 and stopped_ui < 1.5, (stopped_server, stopped_ui)
+        # Idle-machine promises, stretched by the load (tests/stress.fair_share).
+        assert stopped_server < fair_share(1.0) and stopped_ui < fair_share(1.5), (
+            stopped_server, stopped_ui)
         [gone] = streaming_disconnects(fake_ollama)
         assert 0 < gone.chunk < FAST_TOKENS / 2
         assert "interrupted" in str(answer.query_one(".answer-status").render())
