@@ -315,7 +315,11 @@ async def test_quitting_does_not_wait_for_the_preloads_reading(chat_rig: ChatRig
     chat_rig.fake.timing = FakeTiming(prompt_tokens_per_second=5)
     engine = chat_rig.make()
     await engine.preload()
-    await wait_until(lambda: bool(chat_rig.fake.busy()))  # the warm-up holds Ollama's slot
+    # The warm-up (the opening, one token) holds Ollama's slot. Not just any busy slot: the
+    # preload's empty request, which loads the model, comes first and holds it for a moment
+    # (a wait for that one let the warm-up be cancelled before it was sent: no disconnect).
+    await wait_until(lambda: any(b.get("messages") for b in chat_rig.fake.chat_requests)
+                     and bool(chat_rig.fake.busy()))
     started = time.monotonic()
     assert await engine.finish(timeout=30)
     assert time.monotonic() - started < 5
