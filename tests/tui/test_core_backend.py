@@ -528,12 +528,23 @@ async def test_esc_stops_a_back_to_back_stream_at_once(core, fake_ollama, tmp_pa
         assert app.query(AnswerMessage).last().text == "Short answer."
 
 
+def only_turn(ctx: AppContext) -> Any:
+    """The one turn of the one session stored in `ctx`'s home."""
+    from assistant.chat.sessions import SessionStore
+
+    store = SessionStore.open(ctx.paths.sessions_db)
+    try:
+        [session] = store.list()
+        [turn] = store.turns(session.id)
+    finally:
+        store.close()
+    return turn
+
+
 async def test_quitting_right_after_enter_keeps_the_question(core, fake_ollama, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Ctrl+Q handled before the chat took the question Enter had just sent (both were in the
     queue): the question is stored, as an interrupted turn, not lost with the screen."""
     from textual import events
-
-    from assistant.chat.sessions import SessionStore
 
     ctx, backend = core
     index_notes(backend, tmp_path)
@@ -548,12 +559,7 @@ async def test_quitting_right_after_enter_keeps_the_question(core, fake_ollama, 
         await app.action_quit()
         await wait_until(pilot, lambda: app.return_code is not None, timeout=15,
                          what="the app to exit")
-    store = SessionStore.open(ctx.paths.sessions_db)
-    try:
-        [session] = store.list()
-        [turn] = store.turns(session.id)
-    finally:
-        store.close()
+    turn = only_turn(ctx)
     assert turn.question == "remember to renew the passport"
     assert turn.status == "interrupted"
 
@@ -567,8 +573,6 @@ async def test_quitting_while_the_question_goes_on_screen_keeps_it(  # type: ign
     import asyncio
 
     from textual import events
-
-    from assistant.chat.sessions import SessionStore
 
     ctx, backend = core
     index_notes(backend, tmp_path)
@@ -592,12 +596,7 @@ async def test_quitting_while_the_question_goes_on_screen_keeps_it(  # type: ign
         await app.action_quit()
         await wait_until(pilot, lambda: app.return_code is not None, timeout=15,
                          what="the app to exit")
-    store = SessionStore.open(ctx.paths.sessions_db)
-    try:
-        [session] = store.list()
-        [turn] = store.turns(session.id)
-    finally:
-        store.close()
+    turn = only_turn(ctx)
     assert turn.question == "book the dentist for Tuesday"
     assert turn.status == "interrupted"
 
