@@ -108,9 +108,11 @@ def run_checks(ctx: AppContext, *, on_check: OnCheck | None = None) -> list[Chec
         (lambda slot: [_vector_store_check(ctx), _consistency_check(ctx)],
          _Slot([_unfinished("vector store", limit),
                 _unfinished("index consistency", limit, essential=False)])),
-        (lambda slot: [_data_dir_check(ctx.paths), _disk_check(ctx.paths)],
+        (lambda slot: [_data_dir_check(ctx.paths), _disk_check(ctx.paths),
+                       _log_check(ctx.paths)],
          _Slot([_unfinished("data dir", limit),
-                _unfinished("disk space", limit, essential=False)])),
+                _unfinished("disk space", limit, essential=False),
+                _unfinished("log", limit, essential=False)])),
         (lambda slot: [_guarded("databases", lambda: _databases_check(ctx.paths))],
          _Slot([_unfinished("databases", limit)])),
     ]
@@ -477,6 +479,24 @@ def _databases_check(paths: AppPaths) -> Check:
     present = [s.label for s in store_files(paths) if s.path.exists()]
     return Check("databases", True,
                  f"{len(present)} intact ({', '.join(present)})" if present else "none yet")
+
+
+def _log_check(paths: AppPaths, *, now: float | None = None) -> Check:
+    """Where the log file is, and whether something failed lately (assistant/logfile.py)."""
+    from assistant.logfile import log_file, recent_errors
+
+    path = log_file(paths)
+    if not path.exists():
+        return Check("log", True, f"{path} (nothing logged yet)", essential=False)
+    errors = recent_errors(path, now=now)
+    size = f"{path.stat().st_size / 1024:.0f} KB"
+    if errors:
+        newest = errors[-1]
+        return Check("log", False, f"{path} ({size}): {len(errors)} error"
+                     f"{'s' * (len(errors) != 1)} in the last 24 h, newest: {newest}",
+                     f"read the tracebacks in {path} (or F12 in the app); report a bug "
+                     "with that file", essential=False)
+    return Check("log", True, f"{path} ({size}; no error in the last 24 h)", essential=False)
 
 
 def _disk_check(paths: AppPaths) -> Check:

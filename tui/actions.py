@@ -53,6 +53,8 @@ ACTIONS: tuple[AppAction, ...] = (
               priority=True),
     AppAction("next_theme", "f8", "Next theme", "Switch to the next theme (remembered)",
               priority=True),
+    AppAction("log", "f12", "Log", "Show the log file (errors with their tracebacks)",
+              priority=True),
     AppAction("new_session", "ctrl+n", "New session", "Start a new conversation", True),
     AppAction("cancel", "escape", "Stop answer", "Stop the answer being generated"),
     # Priority: text fields bind Ctrl+F themselves (Input: delete a word), which swallowed it

@@ -22,6 +22,7 @@ from textual.css.errors import StylesheetError
 
 from assistant.context import AppContext
 from assistant.daemon_pool import DaemonThreadPool
+from assistant.logfile import install_log
 from tui.actions import app_bindings, validate_keymap
 from tui.commands import ActionsProvider
 from tui.controllers.extraction import Activity
@@ -187,6 +188,7 @@ def run_app(home: str | None = None) -> NoReturn:
     from tui.backend import CoreBackend
 
     ctx = AppContext.load(home)
+    install_log(ctx.paths, "tui")
     backend = CoreBackend(ctx)
     app = BrainApp(ctx, backend)
     result = app.run()

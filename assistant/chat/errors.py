@@ -12,6 +12,7 @@ import logging
 from typing import Literal
 
 from assistant.errors import HintedError, UserError
+from assistant.logfile import log_hint
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +136,7 @@ def map_error(
         return ChatError(
             "server",
             f"unexpected error while talking to Ollama: {type(exc).__name__}: {exc}",
-            "retry; if it persists, please report it with the log",
+            f"retry; if it persists: {log_hint()}",
         )
     kind: ErrorKind
     retryable = True

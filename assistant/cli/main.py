@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import gc
 import importlib
+import logging
 import os
 import sqlite3
 import sys
@@ -19,6 +20,8 @@ from collections.abc import Callable, Sequence
 from assistant import __version__
 from assistant.errors import HintedError, UserError
 from assistant.paths import apply_private_umask
+
+log = logging.getLogger("assistant.cli")
 
 # Command modules, in `--help` order. Each defines `register(subparsers) -> None`.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -73,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Handler | None = getattr(args, "func", None)
+    _install_log(args)
     try:
         if handler is None:
             if args.command is not None:  # a group without its subcommand
@@ -98,6 +102,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         # SQLite says "unable to open database file" for a read-only or vanished data dir.
         print(f"brain: error: {_database_problem(exc, args)}", file=sys.stderr)
         return 1
+    except Exception as exc:
+        # A bug: its traceback goes to the log file, the user gets one line saying where.
+        from assistant.logfile import log_hint
+
+        log.exception("brain %s failed", args.command or "(tui)")
+        print(f"brain: internal error: {type(exc).__name__}: {exc}\n  hint: {log_hint()}",
+              file=sys.stderr)
+        return 1
+
+
+def _install_log(args: argparse.Namespace) -> None:
+    """The shared log file (assistant/logfile.py), named after this command."""
+    from assistant.logfile import install_log
+    from assistant.paths import resolve_paths
+
+    sub = next((value for name, value in vars(args).items()
+                if (name == "action" or name.endswith("_action")) and isinstance(value, str)),
+               None)
+    command = " ".join(part for part in (args.command, sub) if part)
+    with contextlib.suppress(OSError):  # no usable home: the command itself will say so
+        install_log(resolve_paths(getattr(args, "home", None)),
+                    f"cli {command}" if command else "tui")
 
 
 def _named_damage(exc: BaseException, args: argparse.Namespace) -> str | None:

@@ -264,6 +264,13 @@ class ChatScreen(Screen[None]):
             self.app.push_screen(
                 SettingsScreen(self.ctx.config, str(self.ctx.paths.config_file)))
 
+    def action_log(self) -> None:
+        from assistant.logfile import log_file
+        from tui.screens.log_view import LogScreen
+
+        if not self._modal_open():
+            self.app.push_screen(LogScreen(log_file(self.ctx.paths)))
+
     # --- chat -----------------------------------------------------------------------------------
 
     @on(ChatInput.Submitted)
