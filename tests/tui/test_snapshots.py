@@ -8,9 +8,11 @@ clock on screen. Update after an intended visual change with `pytest --snapshot-
 from __future__ import annotations
 
 import pytest
+from textual.widgets import TextArea
 
 from tests.tui.fake_backend import STAMP
 from tests.tui.helpers import answer_finished, screen_ready, wait_until
+from tui.screens.memory_editor import MemoryEditor
 from tui.themes import load_themes
 from tui.views import FolderView
 from tui.widgets.chat_input import ChatInput
@@ -54,11 +56,20 @@ def test_memory_editor(snap_compare, make_app) -> None:  # type: ignore[no-untyp
         await screen_ready(pilot)
         await pilot.press("ctrl+r")
         pane = pilot.app.query_one(MemoryPane)
-        await wait_until(pilot, lambda: len(pane.items) == 3, what="all memories")
+        # The listing applied whole: its last step puts the cursor on the first row, which
+        # under load landed after the test had moved it.
+        await wait_until(pilot, lambda: len(pane.items) == 3 and not pane.updating,
+                         what="all memories")
         pane.list_view.focus()
         pane.list_view.index = 1
+        await wait_until(pilot, lambda: (chosen := pane.selected()) is not None
+                         and chosen.id == "m2", what="m2 selected")
         await pilot.press("e")
-        await pilot.pause(0.1)
+        # The editor open with its text focused (a fixed pause raced it under load).
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, MemoryEditor)
+                         and pilot.app.screen.query_one(TextArea).has_focus,
+                         what="memory editor focused")
+        await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 

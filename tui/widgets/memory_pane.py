@@ -141,6 +141,11 @@ class MemoryPane(Vertical):
     def items(self) -> list[MemoryItem]:
         return list(self.query(MemoryItem))
 
+    @property
+    def updating(self) -> bool:
+        """True while a listing is being applied (rows and then the cursor)."""
+        return self._updating.locked()
+
     def selected(self) -> MemoryView | None:
         item = self.list_view.highlighted_child
         return item.memory if isinstance(item, MemoryItem) else None
