@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from indexing.languages import format_for_path
+from indexing.open_inside import NotRegularFile, OutsideFolder, open_inside
 from indexing.sources import SkipReason
 
 SNIFF_BYTES = 8192
@@ -40,14 +41,18 @@ class SkipFile(Exception):
         self.detail = detail
 
 
-def read_file(path: Path, *, max_bytes: int) -> DecodedFile:
-    """Read and decode one file; raises `SkipFile` for anything that is not indexable text."""
+def read_file(path: Path, *, max_bytes: int, inside: Path | None = None) -> DecodedFile:
+    """Read and decode one file; raises `SkipFile` for anything that is not indexable text.
+
+    With `inside` (the registered folder), what the open reaches must be a regular file in it:
+    a file swapped for a link to elsewhere after the walk is skipped, never read.
+    """
     fmt = format_for_path(path)
     if fmt == "binary":
         raise SkipFile(SkipReason.binary, f"{path.suffix.lower() or 'file'} is a binary format")
     if fmt == "unsupported":
         raise SkipFile(SkipReason.unsupported, f"{path.suffix.lower()} documents are not supported")
-    data = _read_bytes(path, max_bytes)
+    data = _read_bytes(path, max_bytes, inside)
     if not data:
         raise SkipFile(SkipReason.empty, "0 bytes")
     if fmt == "pdf":
@@ -72,15 +77,19 @@ def read_file(path: Path, *, max_bytes: int) -> DecodedFile:
     return DecodedFile(text=text, encoding=encoding, format=fmt, pages=None)
 
 
-def _read_bytes(path: Path, max_bytes: int) -> bytes:
+def _read_bytes(path: Path, max_bytes: int, inside: Path | None = None) -> bytes:
     try:
         # stat first: opening a FIFO for reading would block until someone writes to it.
         if not stat.S_ISREG(os.stat(path).st_mode):
             raise SkipFile(SkipReason.not_a_file, "not a regular file")
-        with open(path, "rb") as f:
+        with open(path, "rb") if inside is None else open_inside(path, inside) as f:
             data = f.read(max_bytes + 1)
     except SkipFile:
         raise
+    except OutsideFolder as exc:
+        raise SkipFile(SkipReason.symlink_outside, str(exc)) from exc
+    except NotRegularFile as exc:
+        raise SkipFile(SkipReason.not_a_file, "not a regular file") from exc
     except FileNotFoundError as exc:
         raise SkipFile(SkipReason.vanished, "deleted before it could be read") from exc
     except IsADirectoryError as exc:

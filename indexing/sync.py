@@ -342,7 +342,9 @@ class Syncer:
     def _read(self, source: SourceFile, record: FileRecord | None) -> _Update | None:
         path = str(source.path)
         try:
-            decoded = read_file(source.path, max_bytes=self.settings.sources.max_file_bytes)
+            decoded = read_file(
+                source.path, max_bytes=self.settings.sources.max_file_bytes, inside=source.root
+            )
             digest = content_hash(decoded.text)
             if not self.rechunk and record is not None and digest == record.content_hash:
                 # Touched but not changed: no chunking, no vectors; just the new stat.
