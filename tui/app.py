@@ -23,6 +23,7 @@ from textual.css.errors import StylesheetError
 from assistant.context import AppContext
 from assistant.daemon_pool import DaemonThreadPool
 from assistant.logfile import install_log
+from assistant.plain_text import plain
 from tui.actions import app_bindings, validate_keymap
 from tui.commands import ActionsProvider
 from tui.controllers.extraction import Activity
@@ -117,7 +118,9 @@ class BrainApp(App[int]):
         timeout: float | None = None, markup: bool = True,
     ) -> None:
         # Messages quote paths, config keys ("[ollama] host") and errors: never Rich markup.
-        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
+        # Plain text too: they quote memories, titles and model errors.
+        super().notify(plain(message), title=plain(title), severity=severity, timeout=timeout,
+                       markup=False)
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key | events.Paste | events.MouseDown):

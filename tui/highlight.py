@@ -6,6 +6,8 @@ import re
 
 from rich.text import Text
 
+from assistant.plain_text import plain
+
 _WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*[A-Za-z0-9_]|[A-Za-z0-9]")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 _STOP_WORDS = (
@@ -26,7 +28,7 @@ def query_terms(query: str) -> list[str]:
 
 
 def highlight(text: str, query: str, style: str = "bold reverse") -> Text:
-    rich_text = Text(text)
+    rich_text = Text(plain(text))  # stored text: shown, never obeyed
     terms = query_terms(query)
     if terms:
         pattern = "|".join(re.escape(t) for t in terms)

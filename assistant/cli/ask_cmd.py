@@ -14,7 +14,9 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from assistant.cli.common import context, print_json
+from assistant.cli.plain_output import terminal
 from assistant.errors import UserError
+from assistant.plain_text import plain
 
 if TYPE_CHECKING:
     from assistant.chat.engine import ChatEngine
@@ -264,21 +266,23 @@ class _Status:
 
     def show(self, text: str) -> None:
         if self.enabled:
-            sys.stderr.write(f"\r\033[2m{text}\033[0m\033[K")
-            sys.stderr.flush()
+            err = terminal(sys.stderr)  # our own controls around plain text
+            err.write(f"\r\033[2m{plain(text)}\033[0m\033[K")
+            err.flush()
             self._shown = True
 
     def clear(self) -> None:
         if self._shown:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
+            terminal(sys.stderr).write("\r\033[K")
+            terminal(sys.stderr).flush()
             self._shown = False
 
 
 def _eprint_dim(text: str) -> None:
-    if sys.stderr.isatty():
-        text = f"\033[2m{text}\033[0m"
-    sys.stderr.write(text)
+    if sys.stderr.isatty():  # dim the model's thinking; its text itself stays plain
+        terminal(sys.stderr).write(f"\033[2m{plain(text)}\033[0m")
+    else:
+        sys.stderr.write(text)
     sys.stderr.flush()
 
 

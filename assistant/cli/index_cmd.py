@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from assistant.cli.common import context, plural, print_json
 from assistant.cli.common import rate as rate_text
+from assistant.cli.plain_output import terminal
 from assistant.errors import UserError
 from assistant.knowledge_service import open_knowledge, sync_settings
 
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
             )
         settings = sync_settings(ctx.config)
         sync_all = args.sync or args.rebuild or (args.watch and not targets)
-        reporter = _Progress(out) if not args.json else None
+        reporter = _Progress(terminal(out)) if not args.json else None  # rich draws the bar
         try:
             report = kb.sync(
                 settings,

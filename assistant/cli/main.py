@@ -74,14 +74,22 @@ def _accept_home_everywhere(sub: argparse._SubParsersAction[argparse.ArgumentPar
 def main(argv: Sequence[str] | None = None) -> int:
     apply_private_umask()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    from assistant.cli.plain_output import plain_output
+
+    with plain_output():  # argparse echoes what was typed (a pasted escape sequence, too)
+        args = parser.parse_args(argv)
     handler: Handler | None = getattr(args, "func", None)
     _install_log(args)
+    if handler is None:
+        if args.command is not None:  # a group without its subcommand
+            parser.parse_args([*(argv or sys.argv[1:]), "--help"])
+        return _run(_run_tui, args)  # Textual draws the screen itself, from plain text (tui/)
+    with plain_output():  # stored text is printed as plain text, never obeyed
+        return _run(handler, args)
+
+
+def _run(handler: Handler, args: argparse.Namespace) -> int:
     try:
-        if handler is None:
-            if args.command is not None:  # a group without its subcommand
-                parser.parse_args([*(argv or sys.argv[1:]), "--help"])
-            return _run_tui(args)
         return handler(args)
     except HintedError as exc:  # every error meant for the user: message and hint
         print(f"brain: error: {_named_damage(exc, args) or exc}", file=sys.stderr)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from assistant.cli.common import context, print_json
 from assistant.cli.common import rate as rate_text
+from assistant.cli.plain_output import terminal
 from assistant.errors import UserError
 
 if TYPE_CHECKING:
@@ -354,9 +355,10 @@ class Progress:
         width = 30
         filled = int(width * done / total) if total else width
         speed = (done - self.base) / max(1e-6, time.perf_counter() - self.start)
-        sys.stderr.write(f"\rimporting [{'#' * filled}{'.' * (width - filled)}] "
-                         f"{done}/{total} ({rate_text(speed, 'lines')})")
-        sys.stderr.flush()
+        err = terminal(sys.stderr)  # \r rewrites the line in place: our own control
+        err.write(f"\rimporting [{'#' * filled}{'.' * (width - filled)}] "
+                  f"{done}/{total} ({rate_text(speed, 'lines')})")
+        err.flush()
         self.shown = True
 
     def finish(self) -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from assistant.cli.common import context, plural, positive_int, print_json
 from assistant.errors import UserError
+from assistant.plain_text import plain
 
 if TYPE_CHECKING:
     from assistant.chat.sessions import SessionStore
@@ -214,7 +215,8 @@ def _export(args: argparse.Namespace) -> int:
         raise UserError(f"{path} is a folder", hint="give a file name, e.g. chat.md")
     tmp = path.with_name(path.name + ".tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
+        # A Markdown file is read in terminals too: plain text, like the CLI's own output.
+        tmp.write_text(plain(text), encoding="utf-8")
         tmp.replace(path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)

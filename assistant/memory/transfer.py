@@ -22,6 +22,7 @@ from assistant.memory.document import episode_context
 from assistant.memory.model import MemoryType, NewMemory, parse_type
 from assistant.memory.secrets import find_secret_in
 from assistant.memory.store import AlreadyImported, ImportReport, ImportRun, MemoryStore
+from assistant.plain_text import json_text
 
 _ACCEPTED = {"text", "type", "key", "created_at", "source", "importance", "confidence",
              "pinned", "session"}
@@ -187,7 +188,7 @@ def import_memories(
 def export_memories(store: MemoryStore, out: TextIO, *, include_inactive: bool = False) -> int:
     count = 0
     for row in store.export_rows(include_inactive=include_inactive):
-        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        out.write(json_text(row) + "\n")  # exact JSON, nothing a terminal would obey
         count += 1
     return count
 

@@ -10,6 +10,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from assistant.plain_text import plain
+
 
 class ConfirmScreen(ModalScreen[bool]):
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -25,7 +27,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Static(self.question, classes="dialog-text", markup=False)
+            yield Static(plain(self.question), classes="dialog-text", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button(
                     self.yes_label, id="yes", variant="error" if self.danger else "primary"

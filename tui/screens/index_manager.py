@@ -16,6 +16,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, ProgressBar, Static
 
+from assistant.plain_text import plain
+from tui.plain import plain_text
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.path_picker import PathPicker
 from tui.views import FolderView, SyncProgress, SyncSummary
@@ -78,8 +80,8 @@ class IndexManager(ModalScreen[None]):
         table = self.query_one("#folders", DataTable)
         table.clear()
         for f in folders:
-            table.add_row(f.path, f"{f.files:,}", f"{f.chunks:,}", f.last_sync or "never",
-                          key=f.path)
+            table.add_row(plain_text(f.path), f"{f.files:,}", f"{f.chunks:,}",
+                          f.last_sync or "never", key=f.path)
         if not folders:
             self.query_one("#sync-summary", Static).update(
                 "No folders yet: press a to add one."
@@ -90,7 +92,7 @@ class IndexManager(ModalScreen[None]):
         bar = self.query_one("#sync-progress", ProgressBar)
         bar.display = True
         bar.update(total=None, progress=0)
-        self.query_one("#sync-label", Static).update(label)
+        self.query_one("#sync-label", Static).update(plain(label))
         self.query_one("#sync-summary", Static).update("")
 
     def sync_advanced(self, progress: SyncProgress) -> None:
@@ -102,7 +104,7 @@ class IndexManager(ModalScreen[None]):
         text = format_rate(progress.done, progress.total, time.monotonic() - self._started)
         if progress.current:
             text += f" · {Path(progress.current).name}"
-        self.query_one("#sync-label", Static).update(f"{progress.phase}: {text}")
+        self.query_one("#sync-label", Static).update(plain(f"{progress.phase}: {text}"))
 
     def sync_finished(self, summary: SyncSummary | None, error: str) -> None:
         self._started = 0.0
@@ -110,7 +112,7 @@ class IndexManager(ModalScreen[None]):
         self.query_one("#sync-label", Static).update("")
         out = self.query_one("#sync-summary", Static)
         if summary is None:
-            out.update(f"Sync failed: {error}")
+            out.update(plain(f"Sync failed: {error}"))
             return
         out.update(
             f"Done in {summary.seconds:.1f} s: {summary.added} added, {summary.updated} updated, "
@@ -120,7 +122,7 @@ class IndexManager(ModalScreen[None]):
         skipped = self.query_one("#skipped", DataTable)
         skipped.clear()
         for path, reason in summary.skipped[:SKIPPED_SHOWN]:
-            skipped.add_row(path, reason)
+            skipped.add_row(plain_text(path), plain_text(reason))
         if len(summary.skipped) > SKIPPED_SHOWN:
             skipped.add_row(f"… and {len(summary.skipped) - SKIPPED_SHOWN} more", "")
         skipped.display = bool(summary.skipped)

@@ -11,6 +11,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Select, Static, TextArea
 
+from assistant.plain_text import plain
 from tui.views import MemoryView
 from tui.widgets.memory_pane import MEMORY_TYPES
 
@@ -39,7 +40,7 @@ class MemoryEditor(ModalScreen[MemoryDraft | None]):
             title = f"Edit memory {m.id}" if m else "New memory"
             if m and m.key:
                 title += f" (key: {m.key})"
-            yield Static(title, classes="dialog-title", markup=False)
+            yield Static(plain(title), classes="dialog-title", markup=False)
             yield Select(
                 [(t, t) for t in MEMORY_TYPES], value=m.type if m else "fact",
                 allow_blank=False, id="memory-editor-type", disabled=m is not None,
@@ -70,7 +71,7 @@ class MemoryEditor(ModalScreen[MemoryDraft | None]):
         elif len(text) > MAX_MEMORY_CHARS:
             error = f"Too long: {len(text)} characters (at most {MAX_MEMORY_CHARS})."
         if error:
-            self.query_one("#memory-editor-error", Static).update(error)
+            self.query_one("#memory-editor-error", Static).update(plain(error))
             return
         type_ = self.query_one(Select).value
         self.dismiss(MemoryDraft(text, type_ if isinstance(type_, str) else "fact"))

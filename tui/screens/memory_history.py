@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
+from assistant.plain_text import plain
+from tui.plain import plain_text
 from tui.views import MemoryEvent, MemoryView
 
 
@@ -23,12 +26,13 @@ class MemoryHistory(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide"):
-            yield Static(f"History of memory {self.memory.id}: {self.memory.text}",
+            yield Static(plain(f"History of memory {self.memory.id}: {self.memory.text}"),
                          classes="dialog-title", markup=False)
-            table: DataTable[str] = DataTable(cursor_type="row")
+            table: DataTable[str | Text] = DataTable(cursor_type="row")
             table.add_columns("when", "event", "by", "before", "after")
             for e in self.events:
-                table.add_row(e.at, e.event, e.actor, e.old_text or "", e.new_text or "")
+                table.add_row(e.at, e.event, e.actor, plain_text(e.old_text or ""),
+                              plain_text(e.new_text or ""))
             yield table
             if not self.events:
                 yield Static("No recorded changes.", markup=False)

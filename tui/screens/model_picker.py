@@ -12,6 +12,8 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from assistant.daemon_pool import in_thread
+from assistant.plain_text import plain
+from tui.plain import plain_text
 from tui.protocols import OllamaApi
 from tui.views import ModelView
 from tui.workers import describe
@@ -51,7 +53,7 @@ class ModelPicker(ModalScreen[str | None]):
         self._show(models)
 
     def _failed(self, message: str) -> None:
-        self.query_one("#model-status", Static).update(f"Cannot list models: {message}")
+        self.query_one("#model-status", Static).update(plain(f"Cannot list models: {message}"))
 
     def _show(self, models: list[ModelView]) -> None:
         status = self.query_one("#model-status", Static)
@@ -62,7 +64,8 @@ class ModelPicker(ModalScreen[str | None]):
         options = self.query_one(OptionList)
         for m in models:
             mark = "● " if m.name == self.current else "  "
-            options.add_option(Option(f"{mark}{m.name}  {_size(m.size_bytes)}", id=m.name))
+            options.add_option(Option(plain_text(f"{mark}{m.name}  {_size(m.size_bytes)}"),
+                                      id=m.name))
         names = [m.name for m in models]
         options.highlighted = names.index(self.current) if self.current in names else 0
         options.focus()

@@ -13,6 +13,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static
 
+from tui.plain import plain_text
 from tui.protocols import SessionsApi
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.text_prompt import TextPrompt
@@ -81,7 +82,7 @@ class SessionsScreen(ModalScreen[str | ConversationView | None]):
         table = self.query_one("#session-list", DataTable)
         table.clear()
         for s in sessions:
-            table.add_row("●" if s.id == self.current else "", s.title or "(untitled)",
+            table.add_row("●" if s.id == self.current else "", plain_text(s.title or "(untitled)"),
                           str(s.turns), s.updated_at, key=s.id)
         self.query_one("#sessions-status", Static).update(
             plural(len(sessions), "session") if sessions else "No saved sessions yet."

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -11,6 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from assistant.config import Config, settings_table
+from tui.plain import plain_text
 
 
 def _show(value: object) -> str:
@@ -30,10 +32,10 @@ class SettingsScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide", id="settings"):
             yield Static("Settings", classes="dialog-title", markup=False)
-            table: DataTable[str] = DataTable(cursor_type="row", zebra_stripes=True)
+            table: DataTable[str | Text] = DataTable(cursor_type="row", zebra_stripes=True)
             table.add_columns("setting", "value", "meaning")
             for section, key, value, help_text in settings_table(self.config):
-                table.add_row(f"{section}.{key}", _show(value), help_text)
+                table.add_row(f"{section}.{key}", plain_text(_show(value)), help_text)
             yield table
             yield Static(
                 f"Edit {self.config_path} to change them, then restart "

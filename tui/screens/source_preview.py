@@ -13,6 +13,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
+from assistant.plain_text import plain
 from tui.highlight import highlight
 from tui.views import SourceView
 from tui.widgets.sources_pane import format_keyword, format_vector
@@ -45,7 +46,7 @@ class SourcePreview(ModalScreen[None]):
         s = self.source
         with Vertical(id="preview-box"):
             yield Static(
-                f"[{s.number}] {s.source}:{s.start_line}-{s.end_line}", id="preview-path",
+                plain(f"[{s.number}] {s.source}:{s.start_line}-{s.end_line}"), id="preview-path",
                 markup=False,
             )
             facts = [
@@ -56,7 +57,8 @@ class SourcePreview(ModalScreen[None]):
                 "recently modified" if s.recent else "",
                 "cited in the answer" if s.cited else "not cited",
             ]
-            yield Static(" · ".join(f for f in facts if f), id="preview-facts", markup=False)
+            yield Static(plain(" · ".join(f for f in facts if f)), id="preview-facts",
+                         markup=False)
             with VerticalScroll(id="preview-scroll"):
                 yield Static(highlight(s.text, self.query_text), id="preview-text")
             yield Footer()

@@ -11,6 +11,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from assistant.plain_text import plain
+
 
 class TextPrompt(ModalScreen[str | None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Cancel")]
@@ -25,7 +27,7 @@ class TextPrompt(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Static(self.title_text, classes="dialog-text", markup=False)
+            yield Static(plain(self.title_text), classes="dialog-text", markup=False)
             yield Input(self.value, id="prompt-input")
             yield Static("", id="prompt-error", classes="error-text", markup=False)
 
@@ -36,6 +38,6 @@ class TextPrompt(ModalScreen[str | None]):
         if problem is None and self.check is not None:
             problem = self.check(value)
         if problem:
-            self.query_one("#prompt-error", Static).update(problem)
+            self.query_one("#prompt-error", Static).update(plain(problem))
             return
         self.dismiss(value)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
+from assistant.plain_text import plain
 from tui.views import OllamaStatus
 
 
@@ -24,5 +25,5 @@ class Banner(Static):
             lines.append(f"  Then make sure the model is there: ollama pull {model}")
         lines.append("  Indexing, search (Ctrl+F) and memory editing still work; "
                      "chat reconnects by itself.")
-        self.update("\n".join(lines))
+        self.update(plain("\n".join(lines)))
         self.display = True

@@ -9,6 +9,8 @@ from textual.message import Message
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
+from assistant.plain_text import plain
+from tui.plain import plain_text
 from tui.views import ConversationView
 
 COLUMNS = (("#", 3), ("when", 10), ("conversation", None), ("", 1))
@@ -18,12 +20,12 @@ SNIPPET = 200
 def conversation_label(view: ConversationView) -> Text:
     """The session's title, then what was said (the question; for a session, its summary)."""
     if view.deleted:
-        return Text(view.title or "conversation deleted", style="dim italic")
-    label = Text(view.title or "(untitled)", overflow="ellipsis", no_wrap=True)
+        return plain_text(view.title or "conversation deleted", style="dim italic")
+    label = plain_text(view.title or "(untitled)", overflow="ellipsis", no_wrap=True)
     said = view.question if view.seq is not None else view.answer
     said = " ".join(said.split())[:SNIPPET]
     where = f"turn {view.seq}: " if view.seq is not None else "summary: "
-    label.append("\n" + where + (said or "—"), style="dim")
+    label.append("\n" + where + plain(said or "—"), style="dim")
     return label
 
 

@@ -16,6 +16,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Input, ListItem, ListView, Select, Static
 
+from assistant.plain_text import plain
 from tui.views import MemoryView
 
 MEMORY_TYPES = ("fact", "preference", "episode", "procedure")
@@ -33,7 +34,7 @@ def is_memory_verb(text: str) -> TypeGuard[MemoryVerb]:
 def memory_label(memory: MemoryView) -> str:
     pin = "📌 " if memory.pinned else ""
     key = f" {memory.key}:" if memory.key else ""
-    return f"{pin}[{memory.type}]{key} {memory.text}"
+    return plain(f"{pin}[{memory.type}]{key} {memory.text}")
 
 
 class MemoryItem(ListItem):

@@ -12,6 +12,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Static
 
+from assistant.plain_text import plain
 from tui.views import ConversationView, Finished, MemoryView, SourceView
 from tui.widgets.thinking import ThinkingBlock
 from tui.wording import plural
@@ -59,7 +60,7 @@ class QuestionMessage(Static, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("y", "copy", "Copy", show=False)]
 
     def __init__(self, text: str) -> None:
-        super().__init__(text, markup=False, classes="question")
+        super().__init__(plain(text), markup=False, classes="question")
         self.text = text
 
     def action_copy(self) -> None:
@@ -139,7 +140,7 @@ class AnswerMessage(Vertical, can_focus=True):
     def set_status(self, text: str, *, warn: bool = False) -> None:
         self._status_text = text
         status = self.query_one(".answer-status", Static)
-        status.update(text)
+        status.update(plain(text))
         status.set_class(warn, "-warn")
 
     @property
@@ -178,7 +179,7 @@ class AnswerMessage(Vertical, can_focus=True):
             self.set_status("answering…")
         self.text += fragment
         self._streamed += fragment
-        await self._stream.write(fragment)
+        await self._stream.write(plain(fragment))  # model output: shown, never obeyed
 
     async def replace(self, text: str, thinking: str = "") -> None:
         """Show `text` as the answer and `thinking` as the reasoning instead of what was
@@ -197,7 +198,7 @@ class AnswerMessage(Vertical, can_focus=True):
             await block.remove()
             self.refresh_bindings()
         self.text = self._streamed = text
-        await self.body.update(text)
+        await self.body.update(plain(text))
         if text:
             self.set_status("answering…")
 
@@ -219,7 +220,7 @@ class AnswerMessage(Vertical, can_focus=True):
         )
         shown = linkify_citations(self.text) if self.text else ""
         if shown != self._streamed:  # citations to link, or text the stream did not show
-            await self.body.update(shown)
+            await self.body.update(plain(shown))
         parts: list[str] = []
         if done is not None:
             parts += [done.model, plural(done.tokens, "token"), f"{done.seconds:.1f} s"]

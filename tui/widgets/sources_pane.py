@@ -13,6 +13,8 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 from textual.widgets.data_table import ColumnKey
 
+from assistant.plain_text import plain
+from tui.plain import plain_text
 from tui.views import ConversationView, SourceView
 from tui.widgets.conversations_table import ConversationsTable
 
@@ -35,8 +37,8 @@ def format_keyword(value: float | None) -> str:
 
 def source_label(source: SourceView) -> Text:
     """The path, then the heading path and how many more chunks of the file matched."""
-    label = Text(source.relpath, overflow="ellipsis", no_wrap=True)
-    label.append("\n" + (source.heading or "—"), style="dim")
+    label = plain_text(source.relpath, overflow="ellipsis", no_wrap=True)
+    label.append("\n" + plain(source.heading or "—"), style="dim")
     if source.more_from_file:
         label.append(f"  +{source.more_from_file} more from this file", style="dim italic")
     return label

@@ -12,6 +12,7 @@ from textual import events
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from assistant.plain_text import plain
 from tui.fit import fit_parts
 from tui.wording import plural
 
@@ -46,7 +47,8 @@ class StatusBar(Static):
             (self.activity, 4),
             (self.hint, 1),
         ]
-        return fit_parts([(t, p) for t, p in parts if t], self.content_size.width, SEPARATORS)
+        shown = [(plain(t), p) for t, p in parts if t]  # model names and errors come from outside
+        return fit_parts(shown, self.content_size.width, SEPARATORS)
 
     def on_resize(self, event: events.Resize) -> None:
         self.refresh()

@@ -14,6 +14,8 @@ import time
 from textual.timer import Timer
 from textual.widgets import Collapsible, Static
 
+from assistant.plain_text import plain
+
 TICK_SECONDS = 1.0  # the title's clock while the model reasons
 
 
@@ -45,7 +47,7 @@ class ThinkingBlock(Collapsible):
 
     def set_text(self, text: str) -> None:
         self.text = text
-        self._text_view.update(text.strip())
+        self._text_view.update(plain(text.strip()))
 
     def end(self, *, stopped: bool = False) -> None:
         """The reasoning is over: the answer started, the reply ended, or it was stopped."""
