@@ -207,7 +207,10 @@ def validate(
         key = _KEY.sub("_", raw_key.strip().lower()).strip("_") if isinstance(raw_key, str) else ""
         confidence = _number(item.get("confidence"), 0.7)
         importance = _number(item.get("importance"), 0.5)
-        secret = find_secret_in(text, key=key or None)
+        # The key as the model wrote it (case is part of a token's shape), and the user's turns:
+        # a value they gave as a password is refused whatever words the memory wraps it in.
+        given_key = raw_key.strip() if isinstance(raw_key, str) and raw_key.strip() else None
+        secret = find_secret_in(text, key=given_key, said=user_turns)
         if secret:
             rejected.append(("[redacted]", secret.kind))
             continue

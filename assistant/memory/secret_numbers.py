@@ -2,8 +2,9 @@
 
 Bare numbers only count in a realistic format with their checksum where the format has one
 (Luhn for cards, ISO 7064 for Chinese resident ids, mod 97 for IBANs and French NIRs, mod 23 for
-Spanish DNI/NIE), so ordinary numbers in notes are not refused. A number *named* as an id
-("my SSN is 536221234", "passport number X1234567") counts whatever its format.
+Spanish DNI/NIE, Luhn for Canadian SINs, Verhoeff for Indian Aadhaar numbers), so ordinary
+numbers in notes are not refused. A number *named* as an id ("my SSN is 536221234", "passport
+number X1234567") counts whatever its format.
 """
 
 from __future__ import annotations
@@ -27,20 +28,27 @@ _FR_NIR = re.compile(
 )
 _ES_DNI = re.compile(r"\b([XYZ]?)-?(\d{7,8})-?([A-Z])\b")
 _IT_CF = re.compile(r"\b[A-Z]{6}\d{2}[A-EHLMPRST]\d{2}[A-Z]\d{3}[A-Z]\b")
+# Canadian SIN as printed on the card (3-3-3, Luhn; 0 and 8 are not issued first digits) and
+# Indian Aadhaar (4-4-4, Verhoeff, never starting with 0 or 1): bare, only in these formats.
+_CA_SIN = re.compile(r"(?<![\d-])[1-79]\d{2}([ -])\d{3}\1\d{3}(?![\d-])")
+_IN_AADHAAR = re.compile(r"(?<![\d-])[2-9]\d{3}([ -]?)\d{4}\1\d{4}(?![\d-])")
 
 # An id number named as such, in the languages the phrases module covers.
 _NAMED_ID = re.compile(
-    r"(?<!\w)(?:social\s+security(?:\s+(?:number|no\.?|#))?|ssn|sin\s+(?:number|no\.?|#)|"
+    r"(?:(?<!\w)(?:social\s+(?:security|insurance)(?:\s+(?:number|no\.?|#))?|ssn|"
+    r"sin\s+(?:number|no\.?|#)|(?-i:SIN)|aadhaa?r(?:\s+(?:number|no\.?|#|id))?|uidai|"
     r"national\s+(?:id|identity|insurance)(?:\s+(?:number|no\.?|#|card\s+number))?|"
     r"ni\s+number|passport\s+(?:number|no\.?|#)|id\s+(?:card\s+)?(?:number|no\.?|#)|"
     r"tax\s+(?:id|identification)(?:\s+(?:number|no\.?|#))?|driver['’]?s?\s+licen[cs]e"
     r"(?:\s+(?:number|no\.?|#))?|(?:bank\s+)?account\s+(?:number|no\.?|#)|routing\s+number|"
-    r"sort\s+code|身份证(?:号码?)?|护照号码?|社保号码?|银行卡号|"
+    r"sort\s+code|"
     r"numéro\s+de\s+(?:sécurité\s+sociale|sécu|passeport|carte\s+d['’]identité|compte)|"
     r"n°\s*de\s+sécu|numéro\s+fiscal|sozialversicherungsnummer|steuer-?id|"
     r"steuer(?:identifikations)?nummer|personalausweisnummer|ausweisnummer|reisepassnummer|"
     r"kontonummer|n[uú]mero\s+de\s+(?:la\s+seguridad\s+social|pasaporte|cuenta|dni)|"
-    r"dni|nif|nss|curp)"
+    r"dni|nif|nss|curp)|"
+    # Chinese names follow other characters without a space (我的身份证号).
+    r"身份证(?:号码?)?|护照(?:号码?)?|社保(?:号码?)?|银行卡号)"
     r"(?:\s+(?:is|was|est|ist|lautet|es|for|de|du)\b)?\s*(?:[:=：是为]|\s)\s*"
     r"(?P<v>[A-Za-z0-9][A-Za-z0-9 .\-/]{4,24}[A-Za-z0-9])",
     re.IGNORECASE,
@@ -57,6 +65,30 @@ def luhn_ok(digits: str) -> bool:
                 d -= 9
         total += d
     return total % 10 == 0
+
+
+_VERHOEFF_D = (
+    (0, 1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 2, 3, 4, 0, 6, 7, 8, 9, 5), (2, 3, 4, 0, 1, 7, 8, 9, 5, 6),
+    (3, 4, 0, 1, 2, 8, 9, 5, 6, 7), (4, 0, 1, 2, 3, 9, 5, 6, 7, 8), (5, 9, 8, 7, 6, 0, 4, 3, 2, 1),
+    (6, 5, 9, 8, 7, 1, 0, 4, 3, 2), (7, 6, 5, 9, 8, 2, 1, 0, 4, 3), (8, 7, 6, 5, 9, 3, 2, 1, 0, 4),
+    (9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+)
+_VERHOEFF_P = (
+    (0, 1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 5, 7, 6, 2, 8, 3, 0, 9, 4), (5, 8, 0, 3, 7, 9, 6, 1, 4, 2),
+    (8, 9, 1, 6, 0, 4, 3, 5, 2, 7), (9, 4, 5, 3, 1, 2, 6, 8, 7, 0), (4, 2, 8, 6, 5, 7, 3, 9, 0, 1),
+    (2, 7, 9, 3, 8, 0, 6, 4, 1, 5), (7, 0, 4, 6, 9, 1, 3, 2, 5, 8),
+)
+
+
+def verhoeff_ok(digits: str) -> bool:
+    check = 0
+    for i, ch in enumerate(reversed(digits)):
+        check = _VERHOEFF_D[check][_VERHOEFF_P[i % 8][int(ch)]]
+    return check == 0
+
+
+def _digits(match: re.Match[str]) -> str:
+    return re.sub(r"\D", "", match.group())
 
 
 def _cn_id_ok(number: str) -> bool:
@@ -125,6 +157,8 @@ def find(text: str) -> str | None:
         or _checked(_FR_NIR, _fr_nir_ok, text)
         or _checked(_ES_DNI, _es_dni_ok, text)
         or _IT_CF.search(text)
+        or _checked(_CA_SIN, lambda m: luhn_ok(_digits(m)), text)
+        or _checked(_IN_AADHAAR, lambda m: verhoeff_ok(_digits(m)), text)
         or _named_id(text)
     ):
         return "national ID or account number"

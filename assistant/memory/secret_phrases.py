@@ -16,6 +16,7 @@ words need four digits or more. The reverse order is caught too ("hunter2 is my 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from assistant.memory.secret_tokens import is_placeholder, looks_like_value
@@ -57,18 +58,22 @@ def _compile(pattern: str) -> re.Pattern[str]:
 
 _EN_CREDENTIAL = (
     r"(?:(?P<strong>pass\s?words?|passwd|pwd|pw|p/w|pword|pass\s?phrases?|pass\s?codes?|"
-    r"secret\s+(?:code|word|key)|master\s+key|wi-?fi\s+key)|"
-    r"(?P<pin>pin(?:\s*(?:code|number|no\.?|#))?|"
+    r"secret\s+(?:code|word|key)|master\s+key|wi-?fi\s+key|"
+    r"(?:unlock|access|vault|login|log-?in|sign-?in|logon|admin|root)\s+"
+    r"(?:secrets?|pass\s?phrases?|keys?|words?)|security\s+(?:question\s+)?answers?|"
+    r"recovery\s+keys?|api\s+keys?|access\s+tokens?)|"
+    r"(?P<pin>pin(?:\s*(?:code|number|no\.?|#))?|(?:unlock|phone|screen|sim)\s+(?:code|pin)|"
     r"(?:door|alarm|gate|garage|safe|lock|keypad|entry|access|building|locker)\s+"
     r"(?:code|combination|combo)|combination)|"
     r"(?P<cvv>cvv2?|cvc2?|csc|card\s+security\s+code)|"
-    r"(?P<weak>pass|creds?|credentials))"
+    r"(?P<weak>pass|creds?|credentials|keys?))"
 )
 _EN_QUALIFIER = (
     r"\s+(?:for|to|of|on|at|in|into|with|from)\s+(?:(?:my|the|our|his|her|your|their|a|an|"
     r"this|that|its)\s+)?[\w.@'’-]+(?:\s+(?:account|app|site|website|server|router|laptop|"
     r"computer|pc|phone|box|vault|network|wifi|wi-fi|database|db|card|door|portal|email|"
-    r"mail|bank|machine))?"
+    r"mail|bank|machine|lock|padlock|safe|locker|suitcase|gate|service|system|tool|platform|"
+    r"api|drive|storage|wallet|exchange))?"
 )
 _EN_DESCRIPTIVE = _words(
     "a an the my your his her our their its this that these those too very so quite really "
@@ -91,6 +96,7 @@ ENGLISH = Phrasing(
     credential=_compile(rf"\b{_EN_CREDENTIAL}\b"),
     qualifier=_compile(_EN_QUALIFIER),
     filler=_compile(
+        r",?\s*(?:in\s+case\s+i\s+forget|just\s+in\s+case|for\s+the\s+record|for\s+reference)|"
         r"\s+(?:now|currently|still|today|these\s+days|i\s+use|we\s+use|i\s+used|everywhere|"
         r"always|usually|again|actually|really|then|also|too|here|there|that\s+i\s+use)"
     ),
@@ -105,7 +111,9 @@ ENGLISH = Phrasing(
         r"\s*-?\s*(?:managers?|policy|policies|hints?|resets?|fields?|prompts?|strength|"
         r"requirements?|rules?|generators?|vaults?|less|protected|changes?|recovery|expiry)\b"
     ),
-    login=_compile(r"\b(?:login|log-in|user\s?(?:name|id)?|account|e-?mail|id)\b"),
+    # Named first, these make a weak word a password: "login: bob pass: …", "Wi-Fi …, key …".
+    login=_compile(r"\b(?:login|log-in|user\s?(?:name|id)?|account|e-?mail|id|wi-?fi|"
+                   r"network|ssid|router|hotspot)\b"),
     reverse=_compile(
         rf"(?:^|\s)[\"'“‘]?(?P<v>[^\s\"'”’]+?)[\"'”’]?\s+(?:is|was)\s+(?:(?:my|the|our|his|her|"
         rf"your|their)\s+)?(?:[\w'’-]+\s+){{0,2}}?{_EN_CREDENTIAL}(?:{_EN_QUALIFIER})?"
@@ -269,6 +277,28 @@ OTHERS = tuple(
 
 LANGUAGES: tuple[Phrasing, ...] = (ENGLISH, FRENCH, GERMAN, SPANISH, CHINESE, *OTHERS)
 
+# A password given by what it opens, without the word: "I use Tr1cky-Pass to log into my work
+# laptop", "I log into the NAS with Falcon!77", "to get into my laptop I type M00nlight".
+_INTO = (r"(?:log(?:s|ged|ging)?\s*(?:in(?:to)?|on(?:to)?)|sign(?:s|ed)?\s+in(?:to)?|"
+         r"get\s+into|unlock)")
+_LOGIN_VALUE = tuple(re.compile(p, re.IGNORECASE) for p in (
+    rf"\b(?:use|type|enter)\s+[\"'“‘]?(?P<v>[^\s\"'”’]+)[\"'”’]?\s+to\s+{_INTO}\b",
+    rf"\b{_INTO}\s+(?:[\w'’-]+\s+){{0,4}}?(?:with|using)\s+[\"'“‘]?(?P<v>[^\s\"'”’]+)",
+    rf"\bto\s+{_INTO}\s+(?:[\w'’-]+\s+){{0,4}}?(?:i|we)\s+(?:type|use|enter)\s+"
+    r"[\"'“‘]?(?P<v>[^\s\"'”’]+)",
+    # "use opensesame99 as the password for the router"
+    r"\b(?:use|set|chose|picked)\s+[\"'“‘]?(?P<v>[^\s\"'”’]+)[\"'”’]?\s+as\s+(?:the|my|our|a)\s+"
+    r"(?:[\w'’-]+\s+)?(?:password|passphrase|passcode|pin|code)\b",
+))
+
+
+def _login_values(text: str) -> Iterator[tuple[str, str]]:
+    for pattern in _LOGIN_VALUE:
+        for match in pattern.finditer(text):
+            value = match.group("v").strip(_TRAILING)
+            if looks_like_value(value) and not is_placeholder(value):
+                yield "password", value
+
 _TRAILING = ".,;:!?)]}\"'”’»」。，；！？"
 
 
@@ -308,7 +338,8 @@ def _gives_value(
     return looks_like_value(value) and lowered not in lang.descriptive
 
 
-def _phrase(lang: Phrasing, text: str) -> str | None:
+def _phrases(lang: Phrasing, text: str) -> Iterator[tuple[str, str]]:
+    """(kind, value) for every credential given in `text` in this language."""
     for match in lang.credential.finditer(text):
         kind = match.lastgroup or "strong"
         if lang.not_before and lang.not_before.search(text[max(0, match.start() - 40):
@@ -332,22 +363,29 @@ def _phrase(lang: Phrasing, text: str) -> str | None:
         value = found.group("v")
         if _gives_value(lang, kind, value, connected=connector is not None,
                         after=_next_word(text, found.end())):
-            return _KIND[kind]
+            yield _KIND[kind], value.strip(_TRAILING)
     if lang.reverse is not None:
         for match in lang.reverse.finditer(text):
             kind = next((g for g in ("strong", "pin", "cvv", "weak") if match.group(g)), "strong")
             value = match.group("v")
             if kind in ("pin", "cvv"):
                 if _gives_value(lang, kind, value, connected=True, after=""):
-                    return _KIND[kind]
+                    yield _KIND[kind], value.strip(_TRAILING)
             elif looks_like_value(value):
-                return _KIND[kind]
-    return None
+                yield _KIND[kind], value.strip(_TRAILING)
 
 
 def find(text: str) -> str | None:
     for lang in LANGUAGES:
-        kind = _phrase(lang, text)
-        if kind is not None:
+        for kind, _ in _phrases(lang, text):
             return kind
+    for kind, _ in _login_values(text):
+        return kind
     return None
+
+
+def given_values(text: str) -> list[tuple[str, str]]:
+    """(kind, value) of every credential `text` gives: what a user's own turn presented as a
+    password, PIN or code, for the grounding check (secrets.find_grounded_secret)."""
+    return [*(found for lang in LANGUAGES for found in _phrases(lang, text)),
+            *_login_values(text)]

@@ -140,6 +140,25 @@ def _assignment(text: str) -> str | None:
     return None
 
 
+# user / password, user:password after a login word: "admin / P@ssw0rd123", "jdoe / Winter2024!".
+_PAIR = re.compile(
+    r"(?<![\w/.@-])(?P<user>[A-Za-z][\w.+-]{1,40}(?:@[\w-]+(?:\.[\w-]+)+)?)"
+    r"(?P<sep>\s+/\s+|\s*/\s*(?=\S*[^\w\s]))(?P<v>\S{6,64}?)[.,;)]?(?=\s|$)"
+)
+
+
+def _password_shape(value: str) -> bool:
+    """A password as people make them: letters and digits, and a symbol or capital too."""
+    letters = any(c.isalpha() for c in value)
+    digits = any(c.isdigit() for c in value)
+    extra = any(not c.isalnum() for c in value) or any(c.isupper() for c in value)
+    return letters and digits and extra and "/" not in value and not value.isdigit()
+
+
+def _user_password_pair(text: str) -> bool:
+    return any(_password_shape(m.group("v").strip(".,;)")) for m in _PAIR.finditer(text))
+
+
 def _random_token(text: str) -> bool:
     for match in _LONG_TOKEN.finditer(text):
         value = match.group().rstrip("=")
@@ -161,4 +180,6 @@ def find(text: str) -> str | None:
         return assigned
     if _random_token(text):
         return "secret token"
+    if _user_password_pair(text):
+        return "user name and password"
     return None

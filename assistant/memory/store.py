@@ -607,7 +607,9 @@ class MemoryStore:
         if not text:
             raise UserError("a memory needs some text")
         key = new.key.strip().lower().replace(" ", "_") if new.key else None
-        finding = find_secret_in(text, key=key or current_key)
+        # The key as given, not lower-cased: a token's case is part of its shape (AKIA…, ghp_…).
+        given_key = new.key.strip().replace(" ", "_") if new.key else None
+        finding = find_secret_in(text, key=given_key or current_key, said=new.evidence)
         if finding:
             raise SecretRejected(f"not stored: {finding.message()}")
         if actor is Actor.ASSISTANT:

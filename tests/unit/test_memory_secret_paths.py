@@ -11,7 +11,7 @@ import pytest
 from assistant.cli.main import main
 from assistant.context import AppContext
 from assistant.memory.extraction import validate
-from assistant.memory.model import NewMemory
+from assistant.memory.model import Actor, NewMemory
 from assistant.memory.service import MemoryService
 from assistant.memory.store import MemoryStore, SecretRejected
 from assistant.memory.transfer import import_memories
@@ -86,3 +86,73 @@ def test_cli_add_refuses_a_secret_key(home, monkeypatch, capsys) -> None:  # typ
     assert "PIN" in err and "never stored" in err and "4821" not in err
     assert main(["memory", "list", "--all", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["memories"] == []
+
+
+# --- issue 22, finding 7: secrets in other words, judged by grounding -------------------------
+
+PARAPHRASES = ("The bank login of the user is hunter2", "User's bank credential: hunter2",
+               "The user signs in to the bank with hunter2", "Bank access for the user: hunter2",
+               "The user's online banking uses \"hunter2\"")
+
+
+@pytest.mark.parametrize("text", PARAPHRASES)
+def test_a_paraphrase_of_a_password_the_user_typed_is_refused(
+    memory_store: MemoryStore, text: str
+) -> None:
+    said = ("my bank password is hunter2",)
+    with pytest.raises(SecretRejected, match="never stored"):
+        memory_store.add(NewMemory(text, evidence=said), actor=Actor.ASSISTANT)
+    kept, rejected = validate([{"type": "fact", "text": text, "confidence": 0.9,
+                                "importance": 0.5}], said)
+    assert kept == [] and rejected == [("[redacted]", "password")]
+    assert memory_store.count(None) == 0
+
+
+def test_grounding_refuses_in_chinese_and_keeps_the_harmless_rest(
+    memory_store: MemoryStore,
+) -> None:
+    with pytest.raises(SecretRejected):
+        memory_store.add(NewMemory("用户的银行卡是839201", evidence=("我的银行卡密码是 839201",)),
+                         actor=Actor.ASSISTANT)
+    said = ("my bank password is hunter2 and I like hunting",)
+    kept = memory_store.add(NewMemory("The user likes hunting", evidence=said),
+                            actor=Actor.ASSISTANT)
+    assert kept.text == "The user likes hunting"
+
+
+def test_a_token_given_as_the_key_is_refused_in_its_own_case(memory_store: MemoryStore) -> None:
+    # Lower-cased first ("akia…"), the AWS key lost the shape the detector knows.
+    with pytest.raises(SecretRejected):
+        memory_store.add(NewMemory("The user's work account", key="AKIAZ7Q2MX4KJ9PL3TRV"))
+    kept, rejected = validate([{"type": "fact", "key": "AKIAZ7Q2MX4KJ9PL3TRV",
+                                "text": "the user's cloud account", "confidence": 0.9}],
+                              ["my cloud account key is AKIAZ7Q2MX4KJ9PL3TRV"])
+    assert kept == [] and rejected[0][0] == "[redacted]"
+
+
+@pytest.mark.parametrize("text", [
+    "my recovery phrase is keep drift runway verify canoe allow usual luggage jewel giraffe "
+    "valid view",
+    "我的钱包助记词：lottery tent olive stumble sheriff recipe spawn ivory property attitude "
+    "monkey fatal",
+    "admin / P@ssw0rd123", "2FA backup codes: 1234-5678, 8765-4321, 1122-3344",
+    "the vault unlock secret is swordfish", "my Canadian SIN is 046 454 286",
+    "SIN 130 692 544", "Aadhaar 2345 6789 0124", "I use Tr1cky-Pass to log into my work laptop",
+])
+def test_the_issues_phrasings_are_refused_by_memory_add(
+    memory_store: MemoryStore, text: str
+) -> None:
+    with pytest.raises(SecretRejected):
+        memory_store.add(NewMemory(text))
+
+
+def test_the_bip39_list_is_the_published_one() -> None:
+    import hashlib
+    from importlib import resources
+
+    from assistant.memory.secret_recovery import wordlist
+
+    data = resources.files("assistant.memory").joinpath("data/bip39_english.txt").read_bytes()
+    assert hashlib.sha256(data).hexdigest() == (
+        "2f5eed53a4727b4bf8880d8f3f199efc90e58503646d9ff8eff3a2ed3b24dbda")
+    assert len(wordlist()) == 2048 and {"abandon", "zoo"} <= wordlist()
