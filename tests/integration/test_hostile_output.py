@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -126,3 +127,33 @@ def test_json_stays_exact(brain: Run, stored: dict[str, str]) -> None:  # noqa: 
     code, out, _ = brain("memory", "export")
     assert_plain(out)
     assert HOSTILE in json.loads(out.splitlines()[0])["text"]
+
+
+def test_any_command_handler_writes_through_the_sanitiser(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The sanitiser sits on the streams around every handler (eval, doctor and commands added
+    later included), and on argparse's own echo of what was typed."""
+    import sys
+
+    import assistant.cli.main as cli_main
+
+    real_build = cli_main.build_parser
+
+    def build() -> Any:
+        parser = real_build()
+        for action in parser._subparsers._group_actions:  # type: ignore[union-attr]
+            for command in action.choices.values():
+                command.set_defaults(func=lambda args: print(HOSTILE) or
+                                     print(HOSTILE, file=sys.stderr) or 0)
+        return parser
+
+    monkeypatch.setattr(cli_main, "build_parser", build)
+    for argv in (["eval", "cases.jsonl"], ["doctor"], ["folders"], ["log"]):
+        assert cli_main.main(argv) == 0
+        captured = capsys.readouterr()
+        assert_plain(captured.out, captured.err)
+        assert "␛]0;pwned-title␇" in captured.out and "␛]0;pwned-title␇" in captured.err
+    with pytest.raises(SystemExit):
+        cli_main.main(["search", "--top-k", HOSTILE])
+    assert_plain(capsys.readouterr().err)
