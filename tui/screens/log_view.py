@@ -16,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Log, Static
 
 from assistant.logfile import tail
+from assistant.plain_text import plain
 from tui.workers import attempt
 
 MAX_LINES = 2000
@@ -49,7 +50,7 @@ class LogScreen(ModalScreen[None]):
             return
         view = self.query_one("#log-lines", Log)
         view.clear()
-        view.write_lines(lines[-MAX_LINES:])
+        view.write_lines([plain(line) for line in lines[-MAX_LINES:]])  # logs quote stored text
         caption = self.query_one("#log-caption", Static)
         if lines:
             caption.update(f"{self.log_path} · newest at the bottom · r reload · Esc close")
