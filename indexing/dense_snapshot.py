@@ -16,14 +16,19 @@ store of record: syncs, repairs, memories and server mode use it as before.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import tempfile
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from threadpoolctl import ThreadpoolController
 
 META_KEY = "dense_snapshot"
 
@@ -54,7 +59,8 @@ class DenseSnapshot:
         norm = float(np.linalg.norm(vector))
         if norm == 0 or vector.shape[0] != self.matrix.shape[1]:
             return []
-        scores = self.matrix @ (vector / norm)
+        with _one_blas_thread():
+            scores = self.matrix @ (vector / norm)
         if allowed is not None:
             rows = self.row_of()
             keep = np.fromiter((rows[i] for i in allowed if i in rows), dtype=np.int64)
@@ -65,6 +71,24 @@ class DenseSnapshot:
         else:
             order = _top(scores, k)
         return [(self.ids[row], float(scores[row])) for row in order]
+
+
+@functools.cache
+def _blas_controller() -> ThreadpoolController:
+    # Inspecting the loaded libraries costs ~2 ms: once per process, not per search.
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """OpenBLAS's second thread for this one product: it spins after a matrix-vector product
+    and takes the other core from the model and the keyword search running beside it (issue 25:
+    16 ms with the default threads vs 0.3-1.3 ms with one). Limited here, not process-wide:
+    session and memory search are 1.3-1.5x slower with one thread."""
+    with _blas_controller().limit(limits=1, user_api="blas"):
+        yield
 
 
 def _top(scores: np.ndarray, k: int) -> np.ndarray:
