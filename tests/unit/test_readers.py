@@ -316,3 +316,29 @@ def test_decode_bytes_never_raises_other_errors() -> None:
 )
 def test_detect_language(text: str, language: str) -> None:
     assert detect_language(text) == language
+
+
+def test_a_small_file_is_read_without_a_limit_sized_buffer(tmp_path: Path) -> None:
+    # issue 25: `read(max_bytes + 1)` allocated the whole limit (5 MB by default) for every file.
+    import tracemalloc
+
+    path = tmp_path / "note.md"
+    path.write_text("# a note\n\n" + "words " * 2000, encoding="utf-8")
+    tracemalloc.start()
+    try:
+        decoded = read_file(path, max_bytes=64 * MAX)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert decoded.text.startswith("# a note")
+    assert peak < 2 * MAX
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
+def test_a_file_longer_than_its_stat_size_is_read_to_the_end() -> None:
+    # /proc files report size 0 (as does a file that grows after `fstat`): read on to the limit.
+    decoded = read_file(Path("/proc/self/status"), max_bytes=MAX)
+    assert "Name:" in decoded.text and "VmRSS" in decoded.text
+    with pytest.raises(SkipFile) as info:
+        read_file(Path("/proc/self/status"), max_bytes=16)
+    assert info.value.reason is SkipReason.too_large
