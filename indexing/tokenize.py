@@ -106,16 +106,24 @@ def _identifier_parts(word: str) -> list[str]:
 
 
 def _latin(segment: str, out: list[str]) -> None:
-    for match in _WORD.finditer(segment):
-        word = match.group()
-        parts = _identifier_parts(word)
-        if len(parts) > 1:
-            # Kept whole (unstemmed: an identifier is a name, not an English word) plus parts.
-            out.append(word.lower().strip("_"))
-            for part in parts:
-                _simple_word(part, out)
-        elif parts:
-            _simple_word(parts[0], out)
+    for word in _WORD.findall(segment):
+        out.extend(_latin_word(word))
+
+
+@lru_cache(maxsize=200_000)
+def _latin_word(word: str) -> tuple[str, ...]:
+    # Per distinct word, not per occurrence: words repeat, and splitting, lower-casing and
+    # stemming each occurrence again was a third of a `--rebuild` (issue 25).
+    parts = _identifier_parts(word)
+    out: list[str] = []
+    if len(parts) > 1:
+        # Kept whole (unstemmed: an identifier is a name, not an English word) plus parts.
+        out.append(word.lower().strip("_"))
+        for part in parts:
+            _simple_word(part, out)
+    elif parts:
+        _simple_word(parts[0], out)
+    return tuple(out)
 
 
 def _cjk(run: str, out: list[str], *, search_mode: bool) -> None:

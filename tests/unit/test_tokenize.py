@@ -126,3 +126,17 @@ def test_tokens_survive_as_single_fts_tokens(text: str) -> None:
     for token in tokenize(text):
         assert all(not ch.isascii() or ch.isalnum() or ch in "-_." for ch in token), token
         assert not any(ch.isspace() for ch in token), token
+
+
+def test_each_distinct_word_is_analysed_once(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # issue 25: splitting and stemming every occurrence again was a third of a `--rebuild`.
+    import indexing.tokenize as tok
+
+    calls: list[str] = []
+    real = tok._identifier_parts
+    monkeypatch.setattr(tok, "_identifier_parts", lambda word: calls.append(word) or real(word))
+    text = "zorblax-quux glimmerwing " * 50
+    first = tokenize(text)
+    assert first == ["zorblax-quux", "zorblax", "quux", "glimmerw"] * 50
+    assert tokenize(text) == first
+    assert sorted(calls) == ["glimmerwing", "zorblax-quux"]
