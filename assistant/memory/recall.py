@@ -58,7 +58,7 @@ def search(
     pool = max(settings.candidates, top_k * 3)
     query_vector = store.embedder().embed_query(query)
     try:
-        store.sync_vectors()
+        # dense_candidates catches the vectors up first (two index probes when nothing is due).
         dense: dict[str, float] = dict(store.dense_candidates(query_vector, pool))
         vectors_usable = True
     except VectorStoreDamaged as exc:  # recall goes on with keywords; the damage is said

@@ -1028,11 +1028,14 @@ class MemoryStore:
 
     def sync_vectors(self, batch_size: int = 256) -> int:
         """Write pending vectors and remove stale ones; returns how many rows were fixed."""
+        # `vec_state != 'ok'` repeats the partial index's condition so SQLite may use it: without
+        # it both reads scanned the table on every search (9 ms at 10k memories; issue 25).
         with self._lock:
             stale = [r[0] for r in self.conn.execute(
-                "SELECT id FROM memories WHERE vec_state='stale'")]
+                "SELECT id FROM memories WHERE vec_state='stale' AND vec_state != 'ok'")]
             pending = self.conn.execute(
-                "SELECT id, context FROM memories WHERE vec_state='pending' AND status=?",
+                "SELECT id, context FROM memories WHERE vec_state='pending' "
+                "AND vec_state != 'ok' AND status=?",
                 (MemoryStatus.ACTIVE.value,),
             ).fetchall()
         if not stale and not pending:

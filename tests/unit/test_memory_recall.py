@@ -176,3 +176,22 @@ def test_profile_refresh_writes_the_models_profile(memory_store: MemoryStore) ->
     refreshed = service.refresh_profile()
     assert refreshed.error is None and refreshed.profile.text == "A person who likes carbonara."
     assert len(calls) == 1 and "carbonara" in calls[0][0]["content"]
+
+
+def test_a_search_reads_the_memory_table_only_through_indexes(memory_store: MemoryStore) -> None:
+    # issue 25: the vector catch-up on each search scanned the whole table (9 ms at 10k).
+    for i in range(30):
+        memory_store.add(NewMemory(text=f"user likes walking dog number {i}"))
+    memory_store.archive([m.id for m in memory_store.list()][:5])
+    statements: list[str] = []
+    memory_store.conn.set_trace_callback(statements.append)
+    try:
+        assert search(memory_store, "walking dog", top_k=5)
+    finally:
+        memory_store.conn.set_trace_callback(None)
+    reads = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
+    assert any("vec_state" in s for s in reads)  # the catch-up ran
+    for sql in reads:
+        plan = " ".join(str(row[-1]) for row in memory_store.conn.execute(
+            "EXPLAIN QUERY PLAN " + sql))
+        assert "SCAN memories" not in plan, (sql, plan)
