@@ -384,6 +384,10 @@ def _import(args: argparse.Namespace) -> int:
         report, errors = import_memories(service.store, lines, dedup=args.dedup,
                                          again=args.again, name=name, progress=progress,
                                          on_resume=resuming)
+        # memory.capacity holds for imports too (issue 25: 10,000 stayed active past 2,000);
+        # their vectors leave now, not at the next search.
+        archived = service.maintain()
+        service.store.sync_vectors()
     finally:
         progress.finish()
         service.close()
@@ -393,6 +397,7 @@ def _import(args: argparse.Namespace) -> int:
         print(f"the previous import of {name} stored all {report.already_stored} lines but was "
               f"stopped while writing their vectors; repaired {report.repaired} missing "
               f"vector{'s' if report.repaired != 1 else ''} (nothing imported twice)")
+        _say_archived(archived, service.capacity)
         return 1 if errors else 0
     summary = f"imported {report.added} memories"
     if report.skipped_duplicates:
@@ -400,11 +405,19 @@ def _import(args: argparse.Namespace) -> int:
     if errors:
         summary += f"; {len(errors)} bad line(s) not imported"
     print(summary)
+    _say_archived(archived, service.capacity)
     if errors and report.added + report.already_stored:
         # The fixed file is new content: imported whole it would store the good lines again.
         print("fix the bad lines and import only them; importing the whole file again would "
               "store its good lines a second time", file=sys.stderr)
     return 1 if errors else 0
+
+
+def _say_archived(archived: list[str], capacity: int) -> None:
+    if archived:
+        print(f"archived the {len(archived)} lowest-scoring memories to stay within "
+              f"memory.capacity = {capacity} active (`brain memory list --all` shows them; "
+              "raise memory.capacity to keep more)")
 
 
 def _forget_all(args: argparse.Namespace) -> int:

@@ -172,7 +172,35 @@ def _export_stdout(cli, capsys) -> str:  # type: ignore[no-untyped-def]
     return capsys.readouterr().out
 
 
-def test_import_thousands_of_lines_in_seconds(cli, capsys, tmp_path: Path) -> None:
+def _set_capacity(home: Path, capacity: int) -> None:
+    config = home / "config" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f"[memory]\ncapacity = {capacity}\n", encoding="utf-8")
+
+
+def test_an_import_past_memory_capacity_archives_the_excess_and_says_so(
+        cli, capsys, tmp_path: Path, home: Path) -> None:
+    # issue 25: an import left 10,000 memories active past memory.capacity = 2000.
+    _set_capacity(home, 10)
+    _add(cli, capsys, "Pinned: my name is Ada")
+    assert cli("pin", _json(cli, capsys, "list", "--json")["memories"][0]["id"]) == 0
+    source = tmp_path / "many.jsonl"
+    source.write_text("".join(json.dumps({"text": f"Imported fact number {i}"}) + "\n"
+                              for i in range(25)), encoding="utf-8")
+    capsys.readouterr()
+    assert cli("import", str(source)) == 0
+    out = capsys.readouterr().out
+    assert "imported 25 memories" in out
+    assert "archived the 16 lowest-scoring memories to stay within memory.capacity = 10" in out
+    active = _json(cli, capsys, "list", "--json")["memories"]
+    assert len(active) == 10 and any(m["text"] == "Pinned: my name is Ada" for m in active)
+    assert cli.vectors.count() == 10  # the archived ones' vectors are gone too
+    everything = _json(cli, capsys, "list", "--all", "--json")["memories"]
+    assert sum(m["status"] == "archived" for m in everything) == 16
+
+
+def test_import_thousands_of_lines_in_seconds(cli, capsys, tmp_path: Path, home: Path) -> None:
+    _set_capacity(home, 5000)
     source = tmp_path / "many.jsonl"
     source.write_text("".join(
         json.dumps({"text": f"Note {i}: the user logged {i} kilometres on trail {i % 37}",
