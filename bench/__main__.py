@@ -20,6 +20,7 @@ BENCHMARKS: dict[str, str] = {
     "tui": "bench.tui",
     "startup": "bench.startup",
     "chunking": "bench.chunking_stats",
+    "scale": "bench.scale",
 }
 
 # `make bench QUICK=1` passes --quick; the variable also works with plain `python -m bench`.
@@ -36,8 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("names", nargs="*", metavar="NAME", help=", ".join(BENCHMARKS))
     parser.add_argument("--in-process", action="store_true",
                         help="run every benchmark in this process (default: one process each)")
+    parser.add_argument("--scale-max", action="store_true",
+                        help="the scale benchmark also runs 100k chunks (stand-in encoder)")
     args = parser.parse_args(argv)
     args.quick = args.quick or _quick_from_env()
+    if args.scale_max:
+        os.environ["SCALE_MAX"] = "1"  # read by bench/scale.py, also in its own child process
     unknown = [n for n in args.names if n not in BENCHMARKS]
     if unknown:
         parser.error(f"unknown benchmark(s): {', '.join(unknown)}")
