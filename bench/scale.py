@@ -55,6 +55,7 @@ def run(quick: bool) -> Report:
             chunks, knowledge_p95, memory_p95 = _one_size(
                 report, workdir / f"n{size}", size, real=real, help_seconds=help_seconds)
             p95s.append((chunks, knowledge_p95, memory_p95))
+            report.write()  # each size as it finishes: the largest take tens of minutes
         for name, column in (("knowledge", 1), ("memory", 2)):
             exponent = _growth_exponent([(p[0], p[column]) for p in p95s])
             if exponent is not None:
@@ -97,7 +98,7 @@ def _one_size(report: Report, root: Path, size: int, *, real: bool,
     memory_file = root / "memories.jsonl"
     _write_memories(memory_file, memories)
     _brain(home, ["memory", "import", str(memory_file)], standin=standin)
-    probe = _probe(home, root / "queries.json", standin=standin)
+    probe = _probe(home, root / "queries.json", paths, standin=standin)
     k_target = "<= 40 ms" if size >= 32000 else None
     report.add(f"{label}_knowledge_search_p50_ms", probe["knowledge"][0], unit="ms",
                baseline=probe["chroma"][0], baseline_name="bare Chroma query")
@@ -184,19 +185,19 @@ def _write_memories(path: Path, count: int) -> None:
             out.write(json.dumps({"text": f"The user {text} (m{i})"}) + "\n")
 
 
-def _queries(rng: random.Random) -> dict[str, list[str]]:
-    from bench.scale_corpus import _EN, _ZH
+def _queries(paths: list[Path]) -> dict[str, list[str]]:
+    from bench.scale_corpus import queries
 
     words = _vocabulary(random.Random(0))
     weights = [1 / (rank + 1) for rank in range(len(words))]
-    knowledge = [("".join(rng.choices(_ZH, k=2)) if rng.random() < 0.15
-                  else " ".join(rng.choices(_EN, k=rng.randint(2, 5)))) for _ in range(QUERIES)]
+    rng = random.Random(25)
     memory = [" ".join(rng.choices(words, weights, k=3)) for _ in range(QUERIES)]
-    return {"knowledge": knowledge, "memory": memory}
+    return {"knowledge": queries(paths, QUERIES), "memory": memory}
 
 
-def _probe(home: Path, queries_file: Path, *, standin: bool) -> dict[str, Any]:
-    queries_file.write_text(json.dumps(_queries(random.Random(25))), encoding="utf-8")
+def _probe(home: Path, queries_file: Path, paths: list[Path], *, standin: bool
+           ) -> dict[str, Any]:
+    queries_file.write_text(json.dumps(_queries(paths)), encoding="utf-8")
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         env = os.environ | {"PYTHONPATH": str(ROOT)}
