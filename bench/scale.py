@@ -35,6 +35,7 @@ QUICK_SIZES = (500, 2000)
 MAX_SIZE = 100_000
 MAX_ENV = "SCALE_MAX"  # `python -m bench --scale-max scale` sets it
 REAL_MODEL_UP_TO = 4000
+REAL_ENV = "SCALE_REAL_UP_TO"  # e.g. 0: the stand-in at every size (a loaded machine, no time)
 MEMORIES_UP_TO = 10_000  # memories imported per size: a third of the chunks, at most this
 QUERIES = 100
 
@@ -51,7 +52,7 @@ def run(quick: bool) -> Report:
         report.add("brain_help_seconds", help_seconds, unit="s")
         p95s: list[tuple[int, float, float]] = []
         for size in sizes:
-            real = size <= REAL_MODEL_UP_TO and not quick
+            real = size <= int(os.environ.get(REAL_ENV, REAL_MODEL_UP_TO)) and not quick
             chunks, knowledge_p95, memory_p95 = _one_size(
                 report, workdir / f"n{size}", size, real=real, help_seconds=help_seconds)
             p95s.append((chunks, knowledge_p95, memory_p95))
