@@ -166,6 +166,9 @@ class MemoryConfig:
 class ChatConfig:
     history_turns: int = _opt(8, "Recent turns kept verbatim before folding into a summary.")
     answer_reserve: int = _opt(1024, "Tokens kept free for the answer.")
+    max_answer_tokens: int = _opt(
+        0, "Longest answer, in tokens (sent as num_predict; an answer cut there is marked "
+        "truncated and can be continued). 0 = the answer reserve.")
     recall_top_k: int = _opt(
         3, "Earlier conversations (turns of past sessions) recalled into a question's prompt, "
         "cited as [c1] (0 = off; also off with memory).")
@@ -282,6 +285,9 @@ def _check_value(value: Any, tp: Any, where: str) -> Any:
 
 
 FUSIONS = ("convex", "rrf")  # retrieval.fusion (assistant/retrieval/hybrid.py)
+# The shortest answer cap allowed (chat.max_answer_tokens): fewer tokens than a sentence would
+# cut every answer, and 1 is what the cache warm-up sends (tests/fake_ollama.py chat_turn).
+MIN_ANSWER_TOKENS = 16
 
 # Settings that existed but never did anything (no code read them) and were removed: a config
 # file that still sets them loads, the value ignored, instead of failing on an "unknown key".
@@ -324,6 +330,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "memory.capacity": (10, 10_000_000),
     "chat.history_turns": (0, 1000),
     "chat.answer_reserve": (0, 1_000_000),
+    "chat.max_answer_tokens": (0, 1_000_000),
     "chat.recall_top_k": (0, 20),
     "chat.recall_share": (0, 0.9),
     "chat.summarize_idle_seconds": (0, 86_400),
@@ -406,6 +413,18 @@ def config_from_dict(data: dict[str, Any]) -> Config:
         raise ConfigError(
             "memory.weight_similarity, weight_importance, weight_freshness: expected at least "
             "one above 0 (recall ranks memories by them), got all 0"
+        )
+    chat = config.chat
+    if 0 < chat.max_answer_tokens < MIN_ANSWER_TOKENS:
+        raise ConfigError(
+            f"chat.max_answer_tokens: expected 0 (the answer reserve) or at least "
+            f"{MIN_ANSWER_TOKENS}, got {chat.max_answer_tokens}"
+        )
+    if chat.max_answer_tokens > chat.answer_reserve:
+        raise ConfigError(
+            f"chat.max_answer_tokens: expected at most chat.answer_reserve "
+            f"({chat.answer_reserve}: the room the prompt leaves for the answer), "
+            f"got {chat.max_answer_tokens}"
         )
     if config.ollama.think not in ("auto", "on", "off"):
         raise ConfigError(

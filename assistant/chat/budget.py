@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from assistant.config import MIN_ANSWER_TOKENS
+
 T = TypeVar("T")
 
 
@@ -74,6 +76,15 @@ def plan(
     knowledge = max(0, min(int(window * knowledge_share), free - memory))
     conversations = max(0, min(int(window * conversation_share), free - memory - knowledge))
     return Budget(window, reserve, fixed, memory, knowledge, conversations)
+
+
+def answer_cap(max_answer_tokens: int, budget: Budget) -> int:
+    """The answer's `num_predict`: the configured cap (0: the answer reserve), never more than
+    the reserve this prompt actually left (a small window gets a smaller one, see `plan`) —
+    past it the answer would push the prompt's start out of the context — and never fewer
+    than MIN_ANSWER_TOKENS (a reserve of 0 must not mean an empty answer)."""
+    cap = min(max_answer_tokens or budget.answer_reserve, budget.answer_reserve)
+    return max(cap, MIN_ANSWER_TOKENS)
 
 
 def select_by_score(

@@ -49,14 +49,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from assistant.chat import errors
 from assistant.chat.background import BackgroundJobs
-from assistant.chat.budget import ContextOverflow
+from assistant.chat.budget import ContextOverflow, answer_cap
 from assistant.chat.citations import mark_cited, mark_recalled
 from assistant.chat.conversation_indexer import ConversationIndexer
 from assistant.chat.errors import ChatError
 from assistant.chat.events import ChatEvent, Done, Failed, Retrieved, Token, ToolCalled
 from assistant.chat.extraction import MemoryExtraction
+from assistant.chat.message_kind import classify, material_for
 from assistant.chat.models import ModelCatalog, ModelFacts, effective_window
-from assistant.chat.prompt import HistoryTurn, Prompt, PromptInputs, PromptMessage, assemble
+from assistant.chat.prompt import Prompt, PromptInputs, PromptMessage, assemble
+from assistant.chat.recital import history_turn, without_recital
 from assistant.chat.reply import ReplyReader, WaitInfo
 from assistant.chat.sessions import SessionNotFound, SessionStore
 from assistant.chat.summarizer import SessionSummarizer
@@ -95,6 +97,9 @@ log = logging.getLogger(__name__)
 
 RETRIEVAL_HISTORY_TURNS = 3  # earlier user messages given to the retriever for follow-ups
 PROFILE_MEMORY_ID = "profile"  # assistant.memory.store.PROFILE_ID
+# What "continue" sends after an answer cut off at the cap: the history shows that answer with
+# prompt.TRUNCATED_MARK, and retrieval reads it as a continuation (retrieval/query.py).
+CONTINUE_MESSAGE = "continue"
 REMEMBERED = "Remembered: {text}"
 NOT_REMEMBERED = "Not remembered: {reason}"
 
@@ -179,6 +184,7 @@ class EngineSettings:
     history_turns: int = 8
     fold_batch: int = 4  # fold old turns into the summary this many at a time (summary.py)
     answer_reserve: int = 1024
+    max_answer_tokens: int = 0  # num_predict of every answer; 0 = the answer reserve
     memory_share: float = 0.25
     knowledge_share: float = 0.45
     memory_top_k: int = 5
@@ -206,6 +212,7 @@ class EngineSettings:
             tools=o.tools,
             history_turns=config.chat.history_turns,
             answer_reserve=config.chat.answer_reserve,
+            max_answer_tokens=config.chat.max_answer_tokens,
             memory_share=config.memory.budget_share,
             memory_top_k=config.memory.top_k,
             extract_every_turns=config.memory.extract_every_turns,
@@ -557,12 +564,15 @@ class ChatEngine:
 
     def retry(self, **kwargs: bool) -> TurnStream:
         """Send the last message again if its turn failed or was interrupted; the new turn
-        replaces it."""
+        replaces it. An answer cut off at the cap (`truncated`) is continued instead: a new
+        turn asks the model to go on from where it stopped (the cut answer stays)."""
         self._check_idle()
         turns = self.turns()
+        if turns and turns[-1].status == "complete" and turns[-1].truncated:
+            return self.send(CONTINUE_MESSAGE, **kwargs)
         if not turns or turns[-1].status == "complete":
-            raise ChatError("protocol", "there is no failed or interrupted turn to retry",
-                            retryable=False)
+            raise ChatError("protocol", "there is no failed, interrupted or cut-off turn to "
+                            "retry", retryable=False)
         last = turns[-1]
         self.store.delete_turn(last.id)
         return self.send(last.question, **kwargs)
@@ -615,9 +625,12 @@ class ChatEngine:
         async def nothing() -> None:
             return None
 
+        kind = classify(state.message)
+        # Small talk needs nothing from the files: not even the search (message_kind.py).
+        searching = knowledge_on and kind != "small_talk"
         results = await asyncio.gather(
             loop.run_in_executor(self._knowledge_pool, self._search, state.message, user_history)
-            if knowledge_on else nothing(),
+            if searching else nothing(),
             loop.run_in_executor(self._memory_pool, self._recall, state.message, session.id)
             if memory_on else nothing(),
             loop.run_in_executor(self._conversation_pool, self._recall_conversations,
@@ -641,6 +654,9 @@ class ChatEngine:
         if searched is not None:
             retrieval, state.timings["retrieval_ms"] = searched
             state.log_id = retrieval.log_id
+            retrieval = material_for(kind, retrieval)
+        elif knowledge_on:
+            retrieval = Retrieval(state.message, (), low_confidence=False)
         refused: tuple[str, ...] = ()
         profile_items: tuple[MemoryItem, ...] = ()
         if recalled_t is not None:
@@ -667,12 +683,11 @@ class ChatEngine:
                 memories=recalled,
                 retrieval=retrieval,
                 summary=session.summary,
-                history=[
-                    HistoryTurn(t.question, t.answer, t.status == "interrupted") for t in history
-                ],
+                history=[history_turn(t) for t in history],
                 tools=self._tool_specs() if tools_on else (),
                 profile=profile,
                 conversations=recollection.items if recollection is not None else (),
+                asks=kind == "question",
             ),
             window=window,
             answer_reserve=settings.answer_reserve,
@@ -707,7 +722,9 @@ class ChatEngine:
 
         llm = self.transport.llm(model=settings.model, window=window, think=think,
                                  temperature=settings.temperature,
-                                 keep_alive=settings.keep_alive)
+                                 keep_alive=settings.keep_alive,
+                                 num_predict=answer_cap(settings.max_answer_tokens,
+                                                        prompt.budget))
         messages = [_chat_message(m) for m in prompt.messages]
         search = self._tool_search if knowledge_on else None
         remember = (
@@ -937,7 +954,9 @@ class ChatEngine:
 
     def _store(self, state: _TurnState, status: str, error: str = "") -> Turn:
         session = self._ensure_session()
-        sources, invented = mark_cited(state.sources, state.answer)
+        # Only the answer's own words cite: a recited `[2] path:lines` header does not.
+        sources, invented = mark_cited(state.sources,
+                                       without_recital(state.answer, state.sources))
         if invented:
             log.info("answer cites sources that do not exist: %s", invented)
         recalled, invented = mark_recalled(state.conversations, state.answer)
@@ -1118,8 +1137,7 @@ class ChatEngine:
             PromptInputs(
                 persona=settings.persona, message="", memories=None, retrieval=None,
                 summary=session.summary if session is not None else "",
-                history=[HistoryTurn(t.question, t.answer, t.status == "interrupted")
-                         for t in history],
+                history=[history_turn(t) for t in history],
                 tools=self._tool_specs() if tools_on else (), profile=self._profile,
             ),
             window=window, answer_reserve=settings.answer_reserve,
@@ -1177,6 +1195,23 @@ class ChatEngine:
                                     self.extraction.unextracted(self._session.id)),
             timeout,
         )
+
+    async def keep_cached(self, timeout: float | None = None) -> bool:
+        """At the end of `brain ask`, after its extraction and session summary: those
+        requests replaced the conversation in the server's prompt cache, so have it read the
+        conversation's opening again now (one generated token) — the next `brain ask -c` then
+        reads only the last answer and its new message instead of the whole history. Bounded
+        by `timeout` (then cancelled); True when the opening was read."""
+        await self.drain(timeout)
+        if not self._cache_dirty or self.session is None:
+            return False
+        if not self.jobs.start(self._warm_cache):
+            return False
+        await self.jobs.wait(timeout)
+        if self.jobs.running:
+            self.jobs.yield_now()
+            return False
+        return not self._cache_dirty
 
     def pending_extraction(self) -> int:
         """How many turns `extract_pending` would read: the current session's and those of the

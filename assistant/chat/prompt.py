@@ -21,6 +21,7 @@ layout, a new turn re-reads only the previous answer, the new message and its ma
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +52,8 @@ the user" (what you remember about them from earlier conversations), sometimes "
 conversations" (dated turns of the user's past chats with you, numbered [c1], [c2], and so \
 on) and "Retrieved knowledge" (excerpts from the user's own files, numbered [1], [2], and so \
 on). Earlier messages appear without their material.
+- Each excerpt is fenced as <excerpt n="1" file="…">…</excerpt>: reference material to read, \
+not an answer. Never copy excerpts or their tags out: answer in your own words.
 - When an excerpt is relevant, answer from it and cite it by number right after the claim, \
 like [1] or [2][3]. Cite only numbers that appear in the latest "Retrieved knowledge".
 - When the answer comes from an earlier conversation, say when it was and cite it like [c1]. \
@@ -72,12 +75,17 @@ LOW_CONFIDENCE_NOTE = (
     "the answer does not come from their files."
 )
 NO_HITS = "(no excerpts matched this question)"
+NOT_A_QUESTION = (
+    "(none: the message asks nothing to look up; reply to it directly and cite nothing)"
+)
 KNOWLEDGE_OFF = (
     "(knowledge search is off for this question: answer from general knowledge, cite nothing)"
 )
 NO_MEMORIES = "(nothing relevant remembered)"
 MEMORY_OFF = "(memory is off for this question)"
 INTERRUPTED_MARK = "\n[answer interrupted by the user]"
+TRUNCATED_MARK = "\n[answer cut off at the length limit]"
+EXCERPT_END = re.compile(r"</excerpt", re.IGNORECASE)
 # What of a recalled question or answer the model reads (a long answer, e.g. with code, would
 # otherwise take the whole section).
 RECALLED_CHARS = 700
@@ -94,6 +102,7 @@ class HistoryTurn:
     question: str
     answer: str
     interrupted: bool = False
+    truncated: bool = False  # stopped at the answer cap: a "continue" goes on from here
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +116,7 @@ class PromptInputs:
     tools: Sequence[Mapping[str, Any]] = ()  # tool specs sent with the request (counted)
     profile: str = ""  # the user's profile (memory), part of the stable system message
     conversations: Sequence[ConversationItem] = ()  # earlier turns recalled, best first
+    asks: bool = True  # False: a statement or small talk (message_kind.py), nothing to look up
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,11 +146,17 @@ def memory_line(memory: MemoryItem) -> str:
     return f"- ({memory.kind}) {memory.text.strip()}" if memory.kind else f"- {memory.text.strip()}"
 
 
+def _attribute(value: str) -> str:
+    return " ".join(value.replace('"', "'").split())
+
+
 def source_block(n: int, item: KnowledgeItem) -> str:
-    head = f"[{n}] {item.location}"
-    if item.heading:
-        head += f" — {item.heading}"
-    return f"{head}\n{item.text.strip()}"
+    """An excerpt as the model reads it: fenced in a tag that no answer looks like (a bare
+    `[1] path:lines — heading` header followed by the text read, to a small model, like an
+    answer to copy out), its text unable to close the tag early."""
+    heading = f' heading="{_attribute(item.heading)}"' if item.heading else ""
+    text = EXCERPT_END.sub(r"<\\/excerpt", item.text.strip())
+    return f'<excerpt n="{n}" file="{_attribute(item.location)}"{heading}>\n{text}\n</excerpt>'
 
 
 def _clip(text: str, limit: int = RECALLED_CHARS) -> str:
@@ -182,6 +198,7 @@ def tool_specs_tokens(specs: Sequence[Mapping[str, Any]],
 
 def _turn_messages(turn: HistoryTurn) -> tuple[PromptMessage, PromptMessage]:
     answer = strip_citations(turn.answer) + (INTERRUPTED_MARK if turn.interrupted else "")
+    answer += TRUNCATED_MARK if turn.truncated and not turn.interrupted else ""
     return PromptMessage("user", turn.question), PromptMessage("assistant", answer)
 
 
@@ -245,7 +262,7 @@ def assemble(
     elif low:
         knowledge_body = LOW_CONFIDENCE_NOTE + ("\n\n" + blocks if blocks else "")
     else:
-        knowledge_body = blocks or NO_HITS
+        knowledge_body = blocks or (NO_HITS if inputs.asks else NOT_A_QUESTION)
 
     recalled_items = list(inputs.conversations)
     # The section's label and the line break before it are part of its cost.

@@ -56,11 +56,12 @@ class OllamaTransport:
         return client
 
     def llm(self, *, model: str, window: int, think: bool | None, temperature: float,
-            keep_alive: str) -> Any:
+            keep_alive: str, num_predict: int | None = None) -> Any:
         """llama-index's Ollama LLM for one (model, options), cached per loop: building it
-        costs ~20 ms. `context_window` is given so it never asks /api/show itself."""
+        costs ~20 ms. `context_window` is given so it never asks /api/show itself;
+        `num_predict` caps the answer (Ollama then ends it with done_reason "length")."""
         loop_id = id(asyncio.get_running_loop())
-        key = (model, window, think, temperature, keep_alive, loop_id)
+        key = (model, window, think, temperature, keep_alive, num_predict, loop_id)
         llm = self._llms.get(key)
         if llm is None:
             from llama_index.llms.ollama import Ollama
@@ -74,6 +75,8 @@ class OllamaTransport:
                 keep_alive=keep_alive,
                 thinking=think,
                 async_client=self.client(),
+                # Merged into the request's options (llama_index Ollama._model_kwargs).
+                additional_kwargs={"num_predict": num_predict} if num_predict else {},
             )
             self._llms = {k: v for k, v in self._llms.items() if k[-1] == loop_id}
             self._llms[key] = llm

@@ -46,7 +46,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        help="continue the most recent session")
     which.add_argument("--new", action="store_true", help="start a new session (the default)")
     p.add_argument("--retry", action="store_true",
-                   help="send the session's last failed or interrupted question again")
+                   help="send the session's last failed or interrupted question again, or "
+                   "continue its last answer if that was cut off at chat.max_answer_tokens")
     p.add_argument("--model", metavar="NAME",
                    help="use this Ollama model (kept for the session; checked first, so a "
                    "mistyped name changes nothing)")
@@ -208,6 +209,7 @@ async def _ask(
             code = _report(final, False, retrieved)
             await _end_session(engine, final, args)  # the answer is out before the user waits
         await _summarize_session(engine, final)
+        await _keep_cached(engine, final)
         return code
     finally:
         await service.aclose()
@@ -256,6 +258,21 @@ async def _summarize_session(engine: ChatEngine, final: Done | Failed) -> None:
         log.info("session summary at the end of ask failed", exc_info=True)
 
 
+async def _keep_cached(engine: ChatEngine, final: Done | Failed) -> None:
+    """Extraction and the summary replaced the conversation in the server's prompt cache:
+    have it read the conversation again, so a following `brain ask -c` starts answering after
+    reading only what is new (bounded by the request timeout; a failure only costs that)."""
+    from assistant.chat.events import Done
+
+    if not isinstance(final, Done) or final.turn is None:
+        return
+    try:
+        await asyncio.wait_for(engine.keep_cached(timeout=engine.settings.timeout),
+                               engine.settings.timeout + 5)
+    except Exception:  # never fails the command
+        log.info("re-reading the conversation at the end of ask failed", exc_info=True)
+
+
 class _Status:
     """One line on a terminal's stderr, rewritten in place: what Ollama is doing before the
     answer starts ("loading qwen3:4b… 12 s", "thinking… 8 s"). Nothing when not a terminal."""
@@ -291,6 +308,7 @@ def _error_json(error: Any) -> dict[str, Any]:
         "answer": "", "sources": [], "citations": [], "memories": [], "conversations": [],
         "conversation_citations": [], "time_range": None, "low_confidence": False,
         "timings": {}, "session_id": None, "model": "", "status": "failed", "truncated": False,
+        "notes": [],
         "error": {"kind": error.kind, "message": error.message, "hint": error.hint or "",
                   "retryable": error.retryable},
     }
@@ -343,6 +361,7 @@ def conversation_line(recalled: Recalled) -> str:
 
 
 def _report(final: Done | Failed, as_json: bool, retrieved: Retrieved | None = None) -> int:
+    from assistant.chat.answer_notes import NONE_CITED, OWN_KNOWLEDGE, answer_notes
     from assistant.chat.events import Failed
     from assistant.chat.turn import TRUNCATED_NOTE
 
@@ -362,17 +381,21 @@ def _report(final: Done | Failed, as_json: bool, retrieved: Retrieved | None = N
     out = sys.stdout
     out.write("\n")
     cited = turn.citations
+    notes = answer_notes(turn)
     if cited:
         out.write("\nSources:\n" + "\n".join(source_line(s) for s in cited) + "\n")
     elif turn.sources:
-        out.write("\nRetrieved (not cited):\n"
+        out.write(f"\nRetrieved ({NONE_CITED}):\n"
                   + "\n".join(source_line(s) for s in turn.sources) + "\n")
     if turn.cited_conversations:
         out.write("\nEarlier conversations:\n"
                   + "\n".join(conversation_line(c) for c in turn.cited_conversations) + "\n")
     out.flush()
+    if OWN_KNOWLEDGE in notes:
+        _eprint(f"note: {OWN_KNOWLEDGE}")
     if turn.truncated:
-        _eprint(f"note: {TRUNCATED_NOTE}")
+        _eprint(f"note: {TRUNCATED_NOTE}; continue with: brain ask --session "
+                f"{turn.session_id} --retry")
     if turn.status == "interrupted":
         _eprint(f"(interrupted; saved in session {turn.session_id})")
     else:
@@ -391,6 +414,7 @@ def _partial(final: Done | Failed) -> str:
 
 
 def _json(final: Done | Failed, retrieved: Retrieved | None = None) -> dict[str, Any]:
+    from assistant.chat.answer_notes import answer_notes
     from assistant.chat.events import Failed
 
     turn = final.turn
@@ -418,6 +442,8 @@ def _json(final: Done | Failed, retrieved: Retrieved | None = None) -> dict[str,
         "status": turn.status if turn is not None else "failed",
         # The model stopped at its length limit: the answer is incomplete.
         "truncated": bool(turn and turn.truncated),
+        # What the answer does not say about its grounding (assistant/chat/answer_notes.py).
+        "notes": list(answer_notes(turn)) if turn is not None else [],
     }
     if isinstance(final, Failed):
         out["error"] = {

@@ -16,7 +16,7 @@ from assistant.context import AppContext
 from assistant.retrieval.contract import SEARCH_RESULT_SCHEMA
 from assistant.retrieval.hybrid import HybridRetriever
 from assistant.retrieval.log import RetrievalLog
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllama, chat_turn
 from tests.fakes import HashEmbedder
 from tests.fixtures.memory import MemoryVectors
 from tests.fixtures.retrieval import FakeKnowledgeBase, make_chunk
@@ -36,8 +36,8 @@ NOTES = {
 
 def last_answer_request(fake: FakeOllama) -> dict:
     """The last /api/chat body that asked for an answer (memory extraction, which `ask` runs
-    after answering, asks for JSON with `format`)."""
-    answers = [body for body in fake.chat_requests if "format" not in body]
+    after answering, asks for JSON with `format`; then the cache warm-up, one token)."""
+    answers = [body for body in fake.chat_requests if chat_turn(body)]
     assert answers, "the fake Ollama received no answer request"
     return answers[-1]
 
@@ -116,7 +116,7 @@ def test_ask_json_has_the_search_and_memory_contracts(
     # What the model saw: the memory and the numbered excerpt, labelled, after the question.
     material = last_answer_request(fake_ollama)["messages"][-1]["content"]
     assert "## Memory about the user\n- (preference) I prefer short answers." in material
-    assert "[1] git/git-stash.md:1-3 — git stash" in material
+    assert '<excerpt n="1" file="git/git-stash.md:1-3" heading="git stash">' in material
 
 
 def test_ask_streams_the_answer_then_the_cited_sources(
@@ -207,7 +207,7 @@ def test_an_answer_cut_off_at_the_length_limit_is_reported(
     fake_ollama.script_chat("The answer starts but", done_reason="length")
     code, out, err = brain("ask", "explain tar", "--no-knowledge")
     assert code == 0 and "The answer starts but" in out
-    assert "answer cut off at the length limit" in err and "ollama.num_ctx" in err
+    assert "answer cut off at the length limit" in err and "--retry" in err
     fake_ollama.script_chat("Again cut", done_reason="length")
     code, out, _ = brain("ask", "explain tar", "--no-knowledge", "--json")
     obj = json.loads(out)
@@ -221,6 +221,33 @@ def test_an_answer_cut_off_at_the_length_limit_is_reported(
     assert [t["truncated"] for t in json.loads(out)["turns"]] == [True]
     code, out, _ = brain("sessions", "show", session)
     assert "assistant: Again cut (cut off at the length limit)" in out
+
+
+def test_the_footer_says_when_the_model_cited_none_of_its_sources(
+    brain: Run, indexed: Path, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.script_chat("Use tar to extract archives.")
+    code, out, err = brain("ask", "how to extract a tar archive")
+    assert code == 0, err
+    assert "\nRetrieved (the model cited none of these sources):\n[1] linux/tar.md" in out
+    assert "own knowledge" not in err
+
+
+def test_an_answer_from_the_models_own_knowledge_is_said_to_be(
+    brain: Run, fake_ollama: FakeOllama
+) -> None:
+    # Nothing indexed: the search finds nothing, and a small model does not say so itself.
+    fake_ollama.script_chat("The capital of Australia is Sydney.")
+    code, out, err = brain("ask", "what is the capital of Australia", "--json")
+    obj = json.loads(out)
+    assert obj["low_confidence"] is True
+    assert "not found in your files; this answer is the model's own knowledge" in obj["notes"]
+    fake_ollama.script_chat("The capital of Australia is Sydney.")
+    code, out, err = brain("ask", "what is the capital of Australia")
+    assert "note: not found in your files; this answer is the model's own knowledge" in err
+    fake_ollama.script_chat("I did not find it in your files; it is Canberra.")
+    code, out, err = brain("ask", "what is the capital of Australia")
+    assert code == 0 and "own knowledge" not in err
 
 
 def test_missing_model_is_a_clear_error(brain: Run, indexed: Path) -> None:

@@ -60,7 +60,7 @@ async def test_a_turn_streams_tokens_and_stores_citations(chat_rig: ChatRig) -> 
     # Per-turn material follows the question, memories before knowledge, never the system.
     material = question["content"]
     assert material.index("(fact) The user fact number 1.") < material.index(
-        "[2] notes/doc2.md:20-25 — Section 2")
+        '<excerpt n="2" file="notes/doc2.md:20-25" heading="Section 2">')
     assert "notes/doc2.md" not in system and "fact number" not in system
 
 
@@ -73,7 +73,7 @@ async def test_retrieval_and_recall_run_concurrently(chat_rig: ChatRig) -> None:
         return []
 
     chat_rig.memory.recall = recall  # type: ignore[method-assign]
-    done = await chat_rig.make().ask("hello")
+    done = await chat_rig.make().ask("how do I stash changes?")
     assert isinstance(done, Done)
 
 
@@ -273,7 +273,7 @@ async def test_malformed_server_reply(chat_rig: ChatRig) -> None:
 
 async def test_knowledge_failure_is_reported_not_swallowed(chat_rig: ChatRig) -> None:
     chat_rig.knowledge.fail = RuntimeError("index is locked")
-    failed = await chat_rig.make().ask("hi")
+    failed = await chat_rig.make().ask("how do I stash changes?")
     assert isinstance(failed, Failed) and failed.error.kind == "knowledge"
     assert "index is locked" in str(failed.error) and "--no-knowledge" in str(failed.error)
 
@@ -467,7 +467,7 @@ async def test_explicit_remember_is_stored_and_reported(chat_rig: ChatRig) -> No
 
 
 async def test_the_retrieval_log_id_is_kept_with_the_turn(chat_rig: ChatRig) -> None:
-    events = await collect(chat_rig.make().send("hi"))
+    events = await collect(chat_rig.make().send("how do I stash changes?"))
     assert isinstance(events[0], Retrieved) and events[0].log_id == 1
     done = events[-1]
     assert isinstance(done, Done) and done.turn.log_id == 1
@@ -634,7 +634,8 @@ async def test_options_and_persona_apply_to_the_next_turn(chat_rig: ChatRig) -> 
     engine.set_persona("You are a pirate.")
     await engine.ask("hi")
     request = chat_rig.fake.last_chat()
-    assert request["options"] == {"temperature": 1.0, "num_ctx": 2048}
+    # The answer cap: the reserve a 2048-token window leaves (a quarter, budget.plan).
+    assert request["options"] == {"temperature": 1.0, "num_ctx": 2048, "num_predict": 512}
     assert request["keep_alive"] == "1h"
     assert request["messages"][0]["content"].startswith("You are a pirate.\n\n## How to answer")
     with pytest.raises(ChatError, match="unknown chat option"):

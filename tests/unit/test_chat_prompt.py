@@ -85,9 +85,9 @@ def test_sections_come_in_the_fixed_order() -> None:
     assert last.startswith(full_inputs().message + "\n\n")  # the question, then its material
     positions = [last.index(label) for label in (MEMORY_LABEL, KNOWLEDGE_LABEL)]
     assert positions == sorted(positions)
-    assert last.index("[1] tldr/git-stash.md:10-15 — git stash > Push") < last.index(
-        "[2] tldr/git-worktree.md"
-    )
+    assert last.index(
+        '<excerpt n="1" file="tldr/git-stash.md:10-15" heading="git stash > Push">'
+    ) < last.index('<excerpt n="2" file="tldr/git-worktree.md')
 
 
 def test_the_system_message_is_the_same_bytes_every_turn() -> None:

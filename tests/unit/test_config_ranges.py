@@ -24,6 +24,7 @@ from assistant.config import (
 _COMPANIONS: dict[str, dict[str, typing.Any]] = {
     "indexing.chunk_overlap": {"chunk_size": 100_000},
     "indexing.chunk_size": {"chunk_overlap": 0},
+    "chat.max_answer_tokens": {"answer_reserve": 1_000_000},  # the cap fits in the reserve
 }
 
 
