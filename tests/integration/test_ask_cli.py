@@ -17,6 +17,7 @@ from assistant.retrieval.contract import SEARCH_RESULT_SCHEMA
 from assistant.retrieval.hybrid import HybridRetriever
 from assistant.retrieval.log import RetrievalLog
 from tests.fake_ollama import FakeOllama, chat_turn
+from tests.fake_ollama_runtime import count_tokens
 from tests.fakes import HashEmbedder
 from tests.fixtures.memory import MemoryVectors
 from tests.fixtures.retrieval import FakeKnowledgeBase, make_chunk
@@ -248,6 +249,29 @@ def test_an_answer_from_the_models_own_knowledge_is_said_to_be(
     fake_ollama.script_chat("I did not find it in your files; it is Canberra.")
     code, out, err = brain("ask", "what is the capital of Australia")
     assert code == 0 and "own knowledge" not in err
+
+
+def test_ask_continue_finds_its_history_in_the_servers_prompt_cache(
+    brain: Run, indexed: Path, fake_ollama: FakeOllama
+) -> None:
+    # Each `ask` ends with extraction and the session summary, whose prompts replace the
+    # conversation in the server's one-slot cache: the next `ask -c` would re-read it all.
+    answers = ["Run `git stash` to put changes away [1]. " * 12, "Use tar -xf [1]. " * 8]
+    for n, question in enumerate(["how do I stash the changes in a dirty directory?",
+                                  "and how do I extract a tar archive?"]):
+        fake_ollama.script_chat(answers[n], match=chat_turn)
+        code, _, err = brain("ask", question, *(["-c"] if n else []))
+        assert code == 0, err
+    assert any(b.get("format") for b in fake_ollama.chat_requests)  # the background work ran
+    turns = [g for g in fake_ollama.generations
+             if not g.format and g.options.get("num_predict") not in (None, 1)]
+    second = turns[-1]
+    history = second.prompt_tokens - count_tokens(last_answer_request(fake_ollama)
+                                                  ["messages"][-1]["content"])
+    # Read: the first answer and the new message only; the rest was cached.
+    assert second.cached_tokens >= 0.5 * history, (second, history)
+    assert second.evaluated_tokens <= (count_tokens(answers[0]) + count_tokens(
+        last_answer_request(fake_ollama)["messages"][-1]["content"]) + 24)
 
 
 def test_missing_model_is_a_clear_error(brain: Run, indexed: Path) -> None:
