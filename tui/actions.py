@@ -57,6 +57,8 @@ ACTIONS: tuple[AppAction, ...] = (
               priority=True),
     AppAction("new_session", "ctrl+n", "New session", "Start a new conversation", True),
     AppAction("cancel", "escape", "Stop answer", "Stop the answer being generated"),
+    AppAction("continue_answer", "f9", "Continue answer",
+              "Have the model go on with an answer cut off at the length limit", priority=True),
     # Priority: text fields bind Ctrl+F themselves (Input: delete a word), which swallowed it
     # in the memory filter.
     AppAction("search", "ctrl+f", "Search knowledge",

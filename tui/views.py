@@ -134,6 +134,8 @@ class TurnView:
     status: str = ""
     log_id: str | None = None
     conversations: tuple[ConversationView, ...] = ()
+    truncated: bool = False  # cut off at the answer cap
+    notes: tuple[str, ...] = ()  # see Finished.notes
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +210,8 @@ class Finished:
     session_id: str | None = None
     notice: str = ""  # e.g. the answer was cut off at the length limit (shown as a warning)
     text: str = ""  # the answer as stored, when known (what an interrupted turn kept)
+    truncated: bool = False  # cut off at the answer cap: "continue" goes on from there
+    notes: tuple[str, ...] = ()  # what the answer does not say of its grounding (answer_notes)
     conversations: tuple[ConversationView, ...] = ()  # as recalled, `cited` set
 
 

@@ -355,6 +355,46 @@ async def test_cut_off_answer_then_resumed_rating(core, fake_ollama, tmp_path) -
                          .get(log_id).rating == -1, what="rating of the resumed answer stored")
 
 
+async def test_f9_continues_a_cut_off_answer_and_uncited_sources_are_said(  # type: ignore[no-untyped-def]
+    core, fake_ollama, tmp_path,
+) -> None:
+    from assistant.chat.answer_notes import NONE_CITED
+    from assistant.chat.prompt import TRUNCATED_MARK
+    from tui.widgets.chat_input import ChatInput
+    from tui.widgets.message import AnswerMessage
+
+    _, backend = core
+    index_notes(backend, tmp_path)
+    fake_ollama.script_chat("Run `git stash pop` to apply", done_reason="length",
+                            match=chat_turn)
+    fake_ollama.script_chat("the stash on top of your work [1].", match=chat_turn)
+    app = make(core)
+    async with app.run_test(size=SIZE) as pilot:
+        await ask(pilot, "how do I apply a git stash?")
+        await wait_until(pilot, lambda: answer_finished(app), timeout=60, what="answer")
+        first = app.query(AnswerMessage).first()
+        status = first.query_one(".answer-status")
+        # Sources were retrieved and the answer cites none: the status line and the sources
+        # pane say so, instead of leaving the cited marks silently empty.
+        await wait_until(pilot, lambda: NONE_CITED in str(status.render()), what="none cited")
+        caption = app.chat_screen.sources_pane.query_one(".pane-caption")
+        await wait_until(pilot, lambda: NONE_CITED in str(caption.render()), what="caption")
+        chat_input = app.query_one(ChatInput)
+        chat_input.load_text("a draft I am typing")
+        await pilot.press("f9")
+        await wait_until(pilot, lambda: len(app.query(AnswerMessage)) == 2
+                         and bool(app.query(AnswerMessage).last().finished), timeout=60,
+                         what="the continuation")
+        assert chat_input.text == "a draft I am typing"  # F9 sends without taking the box
+        sent = next(b for b in reversed(fake_ollama.chat_requests) if chat_turn(b))["messages"]
+        assert sent[-2]["content"] == "Run `git stash pop` to apply" + TRUNCATED_MARK
+        assert sent[-1]["content"].startswith("continue\n\n")
+        assert app.query(AnswerMessage).last().text == "the stash on top of your work [1]."
+        await pilot.press("f9")  # nothing cut off now: a warning, no request
+        await pilot.pause()
+        assert len(app.query(AnswerMessage)) == 2
+
+
 async def test_idle_extraction_over_the_real_core(core, fake_ollama) -> None:  # type: ignore[no-untyped-def]
 
     ctx, backend = core  # extract_every_turns (default 6) is not reached: only idle extracts

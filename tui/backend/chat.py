@@ -59,6 +59,7 @@ class CoreTurn:
 
     def _view(self, event: core.ChatEvent) -> ChatEvent:
         from assistant.chat import events as core
+        from assistant.chat.answer_notes import answer_notes
         from assistant.chat.turn import TRUNCATED_NOTE
 
         if isinstance(event, core.Retrieved):
@@ -96,6 +97,7 @@ class CoreTurn:
                 interrupted=event.interrupted, session_id=turn.session_id,
                 notice=TRUNCATED_NOTE if turn.truncated else "", text=turn.answer,
                 conversations=tuple(conversation_view(c) for c in turn.conversations),
+                truncated=turn.truncated, notes=answer_notes(turn),
             )
         return Failed(event.error.message, event.error.hint or "", event.partial,
                       event.turn.session_id if event.turn is not None else None)

@@ -87,13 +87,16 @@ def hit_view(hit: ConversationHit) -> ConversationView:
 
 
 def turn_view(turn: Turn, ctx: AppContext) -> TurnView:
+    from assistant.chat.answer_notes import answer_notes
     from assistant.chat.turn import TRUNCATED_NOTE
 
+    notes = answer_notes(turn)
     status = " · ".join(p for p in (
         turn.model,
         turn.status if turn.status != "complete" else "",
         turn.error,
         f"⚠ {TRUNCATED_NOTE}" if turn.truncated else "",
+        *(f"⚠ {note}" for note in notes),
     ) if p)
     return TurnView(
         turn.question, turn.answer,
@@ -102,4 +105,5 @@ def turn_view(turn: Turn, ctx: AppContext) -> TurnView:
         status,
         str(turn.log_id) if turn.log_id is not None else None,  # 👍/👎 on resumed answers
         tuple(conversation_view(c) for c in turn.conversations),
+        truncated=turn.truncated, notes=notes,
     )

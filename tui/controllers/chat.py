@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from textual.worker import Worker
 
+from assistant.chat.answer_notes import NONE_CITED
 from assistant.daemon_pool import in_thread
 from assistant.errors import HintedError
 from tui.controllers.extraction import Activity, IdleExtraction
@@ -71,7 +72,9 @@ class ChatController:
 
     # --- a turn ---------------------------------------------------------------------------
 
-    async def submit(self, text: str) -> None:
+    async def submit(self, text: str, *, typed: bool = True) -> None:
+        """Send `text` — `typed` in the message box (which it then leaves), or sent by a key
+        (F9's "continue": whatever the box holds stays there)."""
         screen = self.screen
         if self.generating is not None:
             screen.notify("An answer is still being written: wait, or press Esc to stop it.",
@@ -81,8 +84,9 @@ class ChatController:
         self._stop_requested = False
         starting = self._starting = asyncio.Event()
         try:
-            screen.chat_input.remember(text)
-            screen.chat_input.clear()
+            if typed:
+                screen.chat_input.remember(text)
+                screen.chat_input.clear()
             answer = await screen.chat_view.add_exchange(text)
             answer.question = text
             self.generating = answer
@@ -111,6 +115,18 @@ class ChatController:
             self._turn = None
         if not answer.finished:  # the stream ended without its final event
             await self._show(answer, Finished(self.model, 0, 0.0, interrupted=True))
+
+    async def continue_answer(self) -> None:
+        """F9: the last answer was cut off at the cap — have the model go on from there (a new
+        turn, "continue", which the engine sends with the cut answer marked as such)."""
+        from assistant.chat.engine import CONTINUE_MESSAGE
+
+        answers = self.screen.chat_view.answers
+        if self.generating is not None or not answers or not answers[-1].truncated:
+            self.screen.notify("Nothing to continue: the last answer was not cut off.",
+                               severity="warning", timeout=3)
+            return
+        await self.submit(CONTINUE_MESSAGE, typed=False)
 
     def cancel(self) -> None:
         """Esc: stop the answer being written (kept as interrupted, with its text)."""
@@ -240,6 +256,8 @@ class ChatController:
         caption = f"Answer {index}: {answer.question[:40]}"
         if answer.empty_index:
             caption = "Nothing is indexed yet: press F3 to add a folder"
+        elif NONE_CITED in answer.notes:
+            caption += f" — {NONE_CITED}"
         screen.sources_pane.show(answer.sources, caption, low=answer.low_confidence,
                                  log_id=answer.log_id)
         screen.sources_pane.show_conversations(answer.conversations)

@@ -289,6 +289,9 @@ class ChatScreen(Screen[None]):
     async def action_new_session(self) -> None:
         await self.chat.new_session()
 
+    async def action_continue_answer(self) -> None:
+        await self.chat.continue_answer()
+
     def action_copy_last(self) -> None:
         self.chat.copy_last()
 

@@ -56,7 +56,9 @@ class ChatView(VerticalScroll):
             answer.conversations = turn.conversations
             answer.log_id = turn.log_id
             answer.text = turn.answer
-            await answer.finish(None)
+            answer.truncated = turn.truncated
+            answer.notes = turn.notes
+            await answer.finish(None, stored=True)
             if turn.status:
                 answer.set_status(turn.status, warn="⚠" in turn.status)
         self._show_welcome()

@@ -116,6 +116,8 @@ class AnswerMessage(Vertical, can_focus=True):
         self.conversations: tuple[ConversationView, ...] = ()  # recalled earlier turns, [c<n>]
         self.low_confidence = False
         self.empty_index = False
+        self.truncated = False  # cut off at the answer cap (F9 continues it)
+        self.notes: tuple[str, ...] = ()  # e.g. "the model cited none of these sources"
         self.log_id: str | None = None
         self.finished = False
         self.rating = 0
@@ -206,14 +208,24 @@ class AnswerMessage(Vertical, can_focus=True):
         if self._reply_started is None:
             self._reply_started = time.monotonic()
 
-    async def finish(self, done: Finished | None, *, error: str = "") -> None:
+    async def finish(self, done: Finished | None, *, error: str = "",
+                     stored: bool = False) -> None:
+        """The answer is over: `done` (None: it failed with `error`, or it is a `stored` turn
+        shown again, whose sources carry the cited marks the engine decided)."""
         if self._stream is not None:
             await self._stream.stop()
             self._stream = None
         block = self.thinking
         if block is not None:
             block.end(stopped=not self.text and (error != "" or bool(done and done.interrupted)))
-        cited = set(done.cited if done and done.cited else cited_numbers(self.text))
+        # The engine's marks when it decided (a recited `[1] path` header is no citation).
+        if done is not None:
+            cited = set(done.cited)
+            self.truncated, self.notes = done.truncated, done.notes
+        elif stored:
+            cited = {s.number for s in self.sources if s.cited}
+        else:
+            cited = set(cited_numbers(self.text))
         self.sources = tuple(
             s if s.cited == (s.number in cited) else _with_cited(s, s.number in cited)
             for s in self.sources
@@ -228,12 +240,13 @@ class AnswerMessage(Vertical, can_focus=True):
                 parts.append("interrupted")
             if done.notice:
                 parts.append(f"⚠ {done.notice}")
+            parts += [f"⚠ {note}" for note in done.notes]
         if error:
             parts.append(error)
         if self.low_confidence:
             parts.append("⚠ low confidence: your files may not contain the answer")
         self.set_status(" · ".join(parts), warn=bool(error) or self.low_confidence
-                        or bool(done and done.notice))
+                        or bool(done and (done.notice or done.notes)))
         self.finished = True  # last: whoever waits for it sees the finished text and status
 
     def on_focus(self) -> None:
