@@ -60,6 +60,7 @@ from assistant.chat.models import ModelCatalog, ModelFacts, effective_window
 from assistant.chat.prompt import Prompt, PromptInputs, PromptMessage, assemble
 from assistant.chat.recital import history_turn, without_recital
 from assistant.chat.reply import ReplyReader, WaitInfo
+from assistant.chat.retrieval_history import retrieval_history
 from assistant.chat.sessions import SessionNotFound, SessionStore
 from assistant.chat.summarizer import SessionSummarizer
 from assistant.chat.summary import (
@@ -608,7 +609,7 @@ class ChatEngine:
         settings = self.settings
         session = self._ensure_session()
         history = self._history(session)
-        user_history = [t.question for t in history[-RETRIEVAL_HISTORY_TURNS:]]
+        user_history = retrieval_history(history, RETRIEVAL_HISTORY_TURNS)
 
         loop = asyncio.get_running_loop()
         knowledge_on = use_knowledge and self.knowledge is not None

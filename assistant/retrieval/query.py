@@ -31,6 +31,13 @@ _REFERRING_WORDS = {
     "it", "its", "that", "this", "those", "these", "them", "they", "same", "above",
     "previous", "former", "latter",
 }
+# Pronouns that nearly always point outside the message, even in a longer one ("how do I
+# list its contents without extracting it?" after a tar question): "this"/"that" often point
+# inside it ("files in this folder"), so they count in short messages only.
+_POINTING_WORDS = {"it", "its", "them", "they", "their"}
+MAX_OPENER_WORDS = 16  # "and …" continues the conversation, even as a full sentence
+MAX_POINTING_WORDS = 14
+MAX_REFERRING_WORDS = 5
 _CJK_REFERRING = ("这个", "那个", "这些", "那些", "它", "上面", "刚才", "前面", "上一个", "同样")
 _CJK_FOLLOW_UP_ENDINGS = ("呢", "呢？", "呢?")
 _CJK_FOLLOW_UP_OPENERS = ("那", "还有", "另外", "而且", "如果", "为什么")
@@ -68,10 +75,12 @@ def is_follow_up(message: str) -> bool:
             return True
         if any(ref in norm for ref in _CJK_REFERRING):
             return True
-    if norm.startswith(_FOLLOW_UP_OPENERS) and len(words) <= 8:
+    if norm.startswith(_FOLLOW_UP_OPENERS) and len(words) <= MAX_OPENER_WORDS:
+        return True
+    if any(w in _POINTING_WORDS for w in words) and len(words) <= MAX_POINTING_WORDS:
         return True
     # A pronoun in a long message usually refers inside it ("files in this folder").
-    if any(w in _REFERRING_WORDS for w in words) and len(words) <= 5:
+    if any(w in _REFERRING_WORDS for w in words) and len(words) <= MAX_REFERRING_WORDS:
         return True
     # Nothing but function words ("why?", "how so") carries no topic of its own.
     content = [w for w in words if w not in _STOP]
@@ -80,7 +89,9 @@ def is_follow_up(message: str) -> bool:
 
 def build_search_query(message: str, history: Sequence[str] = ()) -> str:
     """The query to retrieve with: `message` alone, or with the last user turns when it is a
-    follow-up. `history` holds earlier *user* messages, oldest first.
+    follow-up. `history` holds earlier *user* messages, oldest first (the chat engine adds to
+    the last one the heading of the source its answer cited first: the topic in the files'
+    own words, see assistant/chat/retrieval_history.py).
     """
     current = " ".join(message.split())
     if not history or not is_follow_up(current):
