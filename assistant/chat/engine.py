@@ -79,6 +79,7 @@ from assistant.chat.tokens import count_message, count_tokens
 from assistant.chat.tools import MAX_TOOL_ROUNDS, run_tool, tool_specs
 from assistant.chat.transport import OllamaTransport
 from assistant.chat.turn import (
+    CONTINUE_MESSAGE,
     MemoryItem,
     Recalled,
     Recollection,
@@ -98,9 +99,6 @@ log = logging.getLogger(__name__)
 
 RETRIEVAL_HISTORY_TURNS = 3  # earlier user messages given to the retriever for follow-ups
 PROFILE_MEMORY_ID = "profile"  # assistant.memory.store.PROFILE_ID
-# What "continue" sends after an answer cut off at the cap: the history shows that answer with
-# prompt.TRUNCATED_MARK, and retrieval reads it as a continuation (retrieval/query.py).
-CONTINUE_MESSAGE = "continue"
 REMEMBERED = "Remembered: {text}"
 NOT_REMEMBERED = "Not remembered: {reason}"
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from assistant.chat.prompt import HistoryTurn
 from assistant.chat.turn import Source, Turn
@@ -112,5 +113,11 @@ def without_recital(answer: str, sources: Sequence[Source], mark: str = "") -> s
 def history_turn(turn: Turn) -> HistoryTurn:
     """A stored turn as the next prompts show it: the answer without what it recited (the
     excerpts are not in the history, so recited text would read as the model's own claim)."""
-    return HistoryTurn(turn.question, without_recital(turn.answer, turn.sources, RECITED),
+    return HistoryTurn(turn.question, _history_answer(turn.answer, tuple(turn.sources)),
                        interrupted=turn.status == "interrupted", truncated=turn.truncated)
+
+
+@lru_cache(maxsize=64)
+def _history_answer(answer: str, sources: tuple[Source, ...]) -> str:
+    """Every turn re-reads the history: each answer is checked once (~1-7 ms apiece)."""
+    return without_recital(answer, sources, RECITED)

@@ -13,6 +13,9 @@ if TYPE_CHECKING:
 TurnStatus = Literal["complete", "interrupted", "failed"]
 # Shown with an answer the model stopped at its length limit (Ollama's done_reason "length").
 TRUNCATED_NOTE = "answer cut off at the length limit (chat.max_answer_tokens) — ask to continue"
+# What "continue" (F9, `brain ask --retry`) sends after such an answer: the history shows it
+# with prompt.TRUNCATED_MARK, and retrieval reads it as a continuation (retrieval/query.py).
+CONTINUE_MESSAGE = "continue"
 # What a stored turn shows in place of a source whose folder was removed from the index, and of
 # a memory that was forgotten (the turn itself is kept; see assistant/erasure).
 SOURCE_REMOVED = "source removed"

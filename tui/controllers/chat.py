@@ -73,8 +73,7 @@ class ChatController:
     # --- a turn ---------------------------------------------------------------------------
 
     async def submit(self, text: str, *, typed: bool = True) -> None:
-        """Send `text` — `typed` in the message box (which it then leaves), or sent by a key
-        (F9's "continue": whatever the box holds stays there)."""
+        """Send `text`: `typed` in the message box, or by a key (F9) that leaves the box be."""
         screen = self.screen
         if self.generating is not None:
             screen.notify("An answer is still being written: wait, or press Esc to stop it.",
@@ -115,18 +114,6 @@ class ChatController:
             self._turn = None
         if not answer.finished:  # the stream ended without its final event
             await self._show(answer, Finished(self.model, 0, 0.0, interrupted=True))
-
-    async def continue_answer(self) -> None:
-        """F9: the last answer was cut off at the cap — have the model go on from there (a new
-        turn, "continue", which the engine sends with the cut answer marked as such)."""
-        from assistant.chat.engine import CONTINUE_MESSAGE
-
-        answers = self.screen.chat_view.answers
-        if self.generating is not None or not answers or not answers[-1].truncated:
-            self.screen.notify("Nothing to continue: the last answer was not cut off.",
-                               severity="warning", timeout=3)
-            return
-        await self.submit(CONTINUE_MESSAGE, typed=False)
 
     def cancel(self) -> None:
         """Esc: stop the answer being written (kept as interrupted, with its text)."""

@@ -15,6 +15,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer
 
+from assistant.chat.turn import CONTINUE_MESSAGE
 from assistant.context import AppContext
 from tui.controllers.chat import ChatController
 from tui.controllers.extraction import Activity
@@ -290,7 +291,14 @@ class ChatScreen(Screen[None]):
         await self.chat.new_session()
 
     async def action_continue_answer(self) -> None:
-        await self.chat.continue_answer()
+        """F9: the last answer was cut off at the cap — have the model go on from there (a
+        turn "continue", sent with the cut answer marked as such in the history)."""
+        answers = self.chat_view.answers
+        if self.chat.generating is not None or not answers or not answers[-1].truncated:
+            self.notify("Nothing to continue: the last answer was not cut off.",
+                        severity="warning", timeout=3)
+            return
+        await self.chat.submit(CONTINUE_MESSAGE, typed=False)
 
     def action_copy_last(self) -> None:
         self.chat.copy_last()
