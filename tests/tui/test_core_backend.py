@@ -516,6 +516,9 @@ async def test_esc_stops_a_back_to_back_stream_at_once(core, fake_ollama, tmp_pa
     from tui.widgets.message import AnswerMessage
 
     ctx, backend = core
+    # The answer cap (issue 21) must not end the stream first: 2048 tokens, a quarter of the
+    # 8192-token window, leave room for the 3,000 characters awaited below.
+    ctx.config.chat.answer_reserve = 4096
     index_notes(backend, tmp_path)
     # Word tokens in paragraphs of 40 words, as a model writes.
     fake_ollama.script_chat([f"w{i}" + ("\n\n" if i % 40 == 39 else " ")
