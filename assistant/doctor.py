@@ -109,10 +109,11 @@ def run_checks(ctx: AppContext, *, on_check: OnCheck | None = None) -> list[Chec
          _Slot([_unfinished("vector store", limit),
                 _unfinished("index consistency", limit, essential=False)])),
         (lambda slot: [_data_dir_check(ctx.paths), _disk_check(ctx.paths),
-                       _log_check(ctx.paths)],
+                       _log_check(ctx.paths), _removals_check(ctx.paths)],
          _Slot([_unfinished("data dir", limit),
                 _unfinished("disk space", limit, essential=False),
-                _unfinished("log", limit, essential=False)])),
+                _unfinished("log", limit, essential=False),
+                _unfinished("removals", limit)])),
         (lambda slot: [_guarded("databases", lambda: _databases_check(ctx.paths))],
          _Slot([_unfinished("databases", limit)])),
     ]
@@ -400,12 +401,15 @@ def _chroma_embedded_check(directory: Path) -> Check:
         return Check("vector store", False, exc.message, exc.hint or "")
     # The same Settings as indexing/vectors.py: Chroma refuses a second client for one path
     # with different settings in the same process.
+    from indexing.quiet_panics import rust_panics_silenced
+
     try:
-        client = chromadb.PersistentClient(
-            path=str(directory), settings=Settings(anonymized_telemetry=False, allow_reset=True)
-        )
-        client.heartbeat()
-        count = len(client.list_collections())
+        with rust_panics_silenced():  # Chroma's own panic report stays off the terminal
+            client = chromadb.PersistentClient(
+                path=str(directory),
+                settings=Settings(anonymized_telemetry=False, allow_reset=True))
+            client.heartbeat()
+            count = len(client.list_collections())
     except BaseException as exc:  # chromadb raises many types (and Rust panics) for a bad store
         if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
             raise
@@ -458,6 +462,19 @@ def _data_dir_check(paths: AppPaths) -> Check:
                      f"{data} is readable by other users (mode {mode:03o})",
                      f"chmod {DIR_MODE:o} {data}", essential=False)
     return Check("data dir", True, f"{data} (writable, mode {mode:03o})")
+
+
+def _removals_check(paths: AppPaths) -> Check:
+    """A removal recorded and not finished (`brain doctor` itself tries to finish it first,
+    cli/main.py): what is still to erase, and why it could not be."""
+    from assistant.erasure.intents import pending
+
+    left = pending(paths.data_dir)
+    if not left:
+        return Check("removals", True, "none pending")
+    return Check("removals", False,
+                 "not finished: " + ", ".join(intent.what for intent in left),
+                 "free disk space or make the home writable; the next command finishes them")
 
 
 def _nearest_existing(path: Path) -> Path:

@@ -15,7 +15,10 @@ lazily on the first cache miss, so a fully cached re-index never imports torch.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
+import logging
 import re
 import sqlite3
 import threading
@@ -44,6 +47,7 @@ __all__ = [
 
 _CACHE_SIZE_LIMIT = 8 * 1024**3  # evicting only costs a re-embed, but let big corpora fit
 _DIMENSION_KEY = "meta:dimension"
+log = logging.getLogger(__name__)
 _QUERY_MEMO = 512  # recent query vectors kept in memory (chat follow-ups repeat queries)
 
 
@@ -86,24 +90,86 @@ def _new_cache(directory: Path) -> Any:
     return cache
 
 
+# Errors of the place, not of the cache: a full disk, a read-only mount, no permission.
+_UNWRITABLE_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM,
+                                errno.EDQUOT})
+_UNWRITABLE_SQLITE = ("readonly database", "read-only", "disk is full", "unable to open",
+                      "disk i/o error", "permission", "locked")
+
+
+def _unwritable(exc: BaseException) -> bool:
+    if isinstance(exc, OSError):
+        return exc.errno in _UNWRITABLE_ERRNOS
+    return isinstance(exc, sqlite3.OperationalError) and any(
+        words in str(exc).lower() for words in _UNWRITABLE_SQLITE)
+
+
+def cache_damaged(directory: Path) -> bool:
+    """A verified integrity failure of the cache's database: it exists and SQLite, reading it
+    read-only, finds it malformed or not a database at all. Anything else (it cannot be
+    opened, the disk is full) is not damage."""
+    db = directory / "cache.db"
+    if not db.is_file():
+        return False
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        return str(conn.execute("PRAGMA quick_check").fetchone()[0]) != "ok"
+    except sqlite3.OperationalError:
+        return False  # locked, unreadable: the place, not the file
+    except sqlite3.DatabaseError:
+        return True  # "file is not a database", "database disk image is malformed"
+    finally:
+        conn.close()
+
+
+class MemoryCache:
+    """The cache's interface in memory: what a run uses when the disk cache cannot be
+    written (full disk, read-only home). Nothing is lost: the disk cache is left as it was,
+    and this run embeds what it does not find."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, Any] = {}
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._items.get(key, default)
+
+    def set(self, key: str, value: Any) -> bool:
+        self._items[key] = value
+        return True
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def transact(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    def close(self) -> None:
+        self._items.clear()
+
+
 def _open_cache(directory: Path) -> Any:
     try:
         return _new_cache(directory)
     except (sqlite3.DatabaseError, OSError) as first:
-        # The cache is derived data: a damaged one is moved aside (kept for inspection) and
-        # replaced, costing re-embeds but never blocking indexing.
-        if isinstance(first, OSError) and not directory.exists():
-            raise EmbeddingModelError(
-                f"Cannot create the embedding cache at {directory}: {first}",
-                hint="check the permissions of the cache directory",
-            ) from first
+        if _unwritable(first) or not cache_damaged(directory):
+            # Reading needs no write access: a search on a read-only home or a full disk
+            # goes on without persisting, and the healthy cache stays where it is.
+            log.warning("the embedding cache at %s cannot be written (%s); this run keeps "
+                        "its embeddings in memory", directory, first)
+            return MemoryCache()
+        # A verified integrity failure: the cache is derived data, so the damaged one is
+        # moved aside (kept for inspection) and replaced, costing re-embeds but never
+        # blocking indexing.
         aside = directory.with_name(f"{directory.name}.broken-{int(time.time())}")
         try:
             directory.rename(aside)
             return _new_cache(directory)
         except (sqlite3.DatabaseError, OSError) as exc:
             raise EmbeddingModelError(
-                f"The embedding cache at {directory} is unusable: {exc}",
+                f"The embedding cache at {directory} is damaged and cannot be replaced: {exc}",
                 hint="delete that directory; it only holds cached embeddings",
             ) from exc
 
@@ -120,14 +186,18 @@ class CachedEmbedder:
         self._inner = inner
         self._batch_size = max(1, int(batch_size))
         directory = Path(cache_dir) / _safe_dir_name(inner.model_id)
+        self._cache: Any
         try:
             directory.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise EmbeddingModelError(
-                f"Cannot create the embedding cache at {directory.parent}: {exc}",
-                hint="check the permissions of the cache directory",
-            ) from exc
-        self._cache = _open_cache(directory)
+            if not _unwritable(exc) or not directory.parent.parent.exists():
+                raise EmbeddingModelError(
+                    f"Cannot create the embedding cache at {directory.parent}: {exc}",
+                    hint="check the permissions of the cache directory",
+                ) from exc
+            self._cache = MemoryCache()  # a read-only home: searching still works
+        else:
+            self._cache = _open_cache(directory)
         self.cache_dir = directory
         self._model_lock = threading.Lock()
         self._count_lock = threading.Lock()
@@ -170,7 +240,11 @@ class CachedEmbedder:
         if self._dimension != dimension:
             self._dimension = dimension
             if self._cache.get(_DIMENSION_KEY) != dimension:
-                self._cache.set(_DIMENSION_KEY, dimension)
+                try:
+                    self._cache.set(_DIMENSION_KEY, dimension)
+                except (sqlite3.OperationalError, OSError) as exc:
+                    if not _unwritable(exc):
+                        raise
 
     def cached(self, text: str) -> bool:
         """Whether `text` would be served without calling the model."""
@@ -263,9 +337,16 @@ class CachedEmbedder:
         if not items:
             return
         # One transaction for many vectors: each commit costs ~5 ms.
-        with self._cache.transact():
-            for key, vector in items:
-                self._cache.set(key, vector.tobytes())
+        try:
+            with self._cache.transact():
+                for key, vector in items:
+                    self._cache.set(key, vector.tobytes())
+        except (sqlite3.OperationalError, OSError) as exc:
+            if not _unwritable(exc):
+                raise
+            # The disk filled up (or went read-only) mid-run: the vectors are in hand, and a
+            # cache entry is only a saving; the store that needs the space says so itself.
+            log.warning("embedding cache not written: %s", exc)
         self._stores += 1
 
     def embed_query(self, text: str) -> np.ndarray:

@@ -17,6 +17,7 @@ import logging
 import os
 import time
 from collections.abc import Collection, Iterable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from indexing.dense_snapshot import DenseSnapshot
     from indexing.embedder import Embedder
     from indexing.progress import ProgressCallback
-    from indexing.sync import SyncReport, SyncSettings
+    from indexing.sync import Syncer, SyncReport, SyncSettings
     from indexing.vectors import VectorStore
 
 log = logging.getLogger(__name__)
@@ -95,6 +96,16 @@ class FolderRemoved:
     # Embedding-cache keys of the removed chunks that no remaining chunk shares: the caller
     # erases them from the cache (indexing.embedder.erase_cached).
     cache_keys: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class FolderRemoval:
+    """What `remove_folder` will erase: the folder, its chunks and their content hashes."""
+
+    path: str
+    files: int
+    chunk_ids: tuple[str, ...]
+    hashes: frozenset[str]
 
 
 def collection_name(model_id: str, dimension: int) -> str:
@@ -302,6 +313,12 @@ class KnowledgeBase:
 
     def remove_folder(self, path: str | os.PathLike[str]) -> FolderRemoved:
         """Unregister a folder and delete its files' chunks from SQLite, FTS and Chroma."""
+        return self.finish_removal(self.plan_removal(path))
+
+    def plan_removal(self, path: str | os.PathLike[str]) -> FolderRemoval:
+        """What removing this registered folder erases (nothing is changed yet): recorded by
+        the caller as its intent before `finish_removal`, so a crash in between can be
+        finished later from the record."""
         given = Path(path).expanduser()
         candidates = {str(given.absolute()), os.path.realpath(given)}
         registered = [f.path for f in self.manifest.folders()]
@@ -314,19 +331,29 @@ class KnowledgeBase:
                 else ""
             )
             raise FolderError(f"{given} is not a registered folder{hint}")
+        files = self.manifest.files(match)
+        ids = self.manifest.chunk_ids_for_sources(files)
+        return FolderRemoval(match, len(files), tuple(ids),
+                             frozenset(self.manifest.content_hashes(ids)))
+
+    def finish_removal(self, plan: FolderRemoval) -> FolderRemoved:
+        """Erase what `plan` names; idempotent, so an interrupted removal is finished by
+        running it again (the folder may be unregistered already: its vectors, free pages and
+        snapshot are still cleaned)."""
         self._coverage = None
         with self.lock:
-            files = self.manifest.files(match)
-            ids = self.manifest.chunk_ids_for_sources(files)
-            hashes = self.manifest.content_hashes(ids)
+            files = self.manifest.files(plan.path)
+            ids = list(dict.fromkeys([*plan.chunk_ids,
+                                      *self.manifest.chunk_ids_for_sources(files)]))
+            hashes = set(plan.hashes) | self.manifest.content_hashes(ids)
             with self.manifest.transaction():
                 self.manifest.delete_chunks(ids)
                 self.manifest.keywords.delete(ids)
                 for file_path in files:
                     self.manifest.delete_file(file_path)
-                self.manifest.delete_folder(match)
-            # After the commit: a crash here leaves orphan vectors, which the next sync's
-            # reconcile deletes.
+                self.manifest.delete_folder(plan.path)
+            # After the commit: a crash here leaves orphan vectors, deleted when the removal's
+            # intent is finished (or by the next sync's reconcile).
             for store in self._stores_to_clean():
                 store.delete(ids)
                 if ids:
@@ -334,7 +361,7 @@ class KnowledgeBase:
             self.manifest.purge()  # the removed text must not stay readable in the file
             self._refresh_snapshot()
             unused = hashes - self.manifest.hashes_in_use(hashes)
-        return FolderRemoved(match, len(files), len(ids), frozenset(unused))
+        return FolderRemoved(plan.path, plan.files, len(plan.chunk_ids), frozenset(unused))
 
     def _stores_to_clean(self) -> list[VectorStore]:
         stores: list[VectorStore] = []
@@ -390,53 +417,81 @@ class KnowledgeBase:
             current = collection_name(embedder.model_id, embedder.dimension)
             recorded = self.manifest.get_meta(META_COLLECTION)
             reembed = recorded is not None and recorded != current
-            if rebuild:
-                with self.manifest.transaction():
+            # A rebuild is one transaction around all its batches: until its commit every
+            # reader (other processes: WAL) sees the old index, and a kill or a cancel rolls
+            # back to it whole. Vectors it upserted meanwhile are orphans the old index
+            # ignores; the old collection (another model) and vectors no new chunk kept are
+            # dropped only after the commit.
+            old = (self.manifest.get_meta(META_MODEL), self.manifest.get_meta(META_DIMENSION))
+            with self.manifest.transaction() if rebuild else nullcontext():
+                if rebuild:
                     self.manifest.clear_index()
-            chunking = _chunking_fingerprint(settings)
-            recorded_chunking = self.manifest.get_meta(META_CHUNKING)
-            rechunk = recorded_chunking is not None and recorded_chunking != chunking
-            if rechunk:
-                selected = registered  # chunks of every folder must follow the new settings
-            self._vectors = None
-            store = self._open_store(current, embedder.model_id, embedder.dimension)
-            reusable: set[str] = set()
+                syncer = self._sync_in(embedder, settings, selected, registered, current,
+                                       recorded, rebuild, progress)
             if rebuild:
-                # SQLite (manifest, chunks, FTS) is rebuilt from the files. A vector whose id
-                # is re-derived (same path, position and text hash, same model collection) is
-                # kept instead of being dropped and re-inserted, which costs Chroma more than
-                # embedding from the cache; the rest are deleted by the final repair.
-                try:
-                    reusable = set(store.ids())
-                except Exception:  # an unreadable collection: start it afresh
-                    self._drop_collection(current, embedder.model_id, embedder.dimension)
-                    store = self._open_store(current, embedder.model_id, embedder.dimension)
-            from indexing.sync import Syncer
-
-            syncer = Syncer(
-                self.manifest, store, embedder, settings, progress,
-                rechunk=rechunk, reusable=reusable,
-            )
-            if not rebuild:
+                if recorded is not None and recorded != current and None not in old:
+                    try:
+                        self._drop_collection(recorded, str(old[0]), int(str(old[1])))
+                    except Exception:  # an unreadable old collection must not fail the rebuild
+                        log.warning("could not drop the old collection %s", recorded)
                 syncer.repair()
-            if recorded != current:
-                # The new collection now holds every chunk: switch over, then forget the old.
-                if recorded is not None:
-                    self._drop_recorded()
-                with self.manifest.transaction():
-                    self.manifest.set_meta(META_MODEL, embedder.model_id)
-                    self.manifest.set_meta(META_DIMENSION, str(embedder.dimension))
-                    self.manifest.set_meta(META_COLLECTION, current)
-                    self.manifest.set_model_for_all_files(embedder.model_id)
-            self._vectors = store
-            syncer.sync_folders(selected)
-            if rebuild:
-                syncer.repair()
-            if recorded_chunking != chunking:
-                with self.manifest.transaction():
-                    self.manifest.set_meta(META_CHUNKING, chunking)
             self._refresh_snapshot()
             return syncer.report(selected, started, reembedded=reembed, rebuilt=rebuild)
+
+    def _sync_in(
+        self,
+        embedder: Embedder,
+        settings: SyncSettings,
+        selected: list[str],
+        registered: list[str],
+        current: str,
+        recorded: str | None,
+        rebuild: bool,
+        progress: ProgressCallback | None,
+    ) -> Syncer:
+        """The sync proper, under the index lock (inside a rebuild's transaction)."""
+        chunking = _chunking_fingerprint(settings)
+        recorded_chunking = self.manifest.get_meta(META_CHUNKING)
+        rechunk = recorded_chunking is not None and recorded_chunking != chunking
+        if rechunk:
+            selected = registered  # chunks of every folder must follow the new settings
+        self._vectors = None
+        store = self._open_store(current, embedder.model_id, embedder.dimension)
+        reusable: set[str] = set()
+        if rebuild:
+            # SQLite (manifest, chunks, FTS) is rebuilt from the files. A vector whose id
+            # is re-derived (same path, position and text hash, same model collection) is
+            # kept instead of being dropped and re-inserted, which costs Chroma more than
+            # embedding from the cache; the rest are deleted by the final repair.
+            try:
+                reusable = set(store.ids())
+            except Exception:  # an unreadable collection: start it afresh
+                self._drop_collection(current, embedder.model_id, embedder.dimension)
+                store = self._open_store(current, embedder.model_id, embedder.dimension)
+        from indexing.sync import Syncer
+
+        syncer = Syncer(
+            self.manifest, store, embedder, settings, progress,
+            rechunk=rechunk, reusable=reusable,
+        )
+        if not rebuild:
+            syncer.repair()
+        if recorded != current:
+            # The new collection now holds every chunk: switch over, then forget the old
+            # (a rebuild forgets it after its commit).
+            if recorded is not None and not rebuild:
+                self._drop_recorded()
+            with self.manifest.transaction():
+                self.manifest.set_meta(META_MODEL, embedder.model_id)
+                self.manifest.set_meta(META_DIMENSION, str(embedder.dimension))
+                self.manifest.set_meta(META_COLLECTION, current)
+                self.manifest.set_model_for_all_files(embedder.model_id)
+        self._vectors = store
+        syncer.sync_folders(selected)
+        if recorded_chunking != chunking:
+            with self.manifest.transaction():
+                self.manifest.set_meta(META_CHUNKING, chunking)
+        return syncer
 
     def _select(
         self, folders: Sequence[str | os.PathLike[str]], registered: list[str]

@@ -158,6 +158,7 @@ class Manifest:
         self.path = path
         self.lock = threading.RLock()
         self._keywords: KeywordIndex | None = None
+        self._depth = 0  # transactions open on this connection (see `transaction`)
 
     @classmethod
     def open(cls, path: Path) -> Manifest:
@@ -195,14 +196,33 @@ class Manifest:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One atomic write: committed on success, rolled back on any exception."""
+        """One atomic write: committed on success, rolled back on any exception. Nested in
+        another (a rebuild holds one around all its batches), it is a savepoint of the outer
+        one: nothing commits until the outer transaction does."""
         with self.lock:
+            if self._depth:
+                name = f"nested{self._depth}"
+                self.conn.execute(f"SAVEPOINT {name}")
+                self._depth += 1
+                try:
+                    yield self.conn
+                except BaseException:
+                    self.conn.execute(f"ROLLBACK TO {name}")
+                    self.conn.execute(f"RELEASE {name}")
+                    raise
+                finally:
+                    self._depth -= 1
+                self.conn.execute(f"RELEASE {name}")
+                return
             self.conn.execute("BEGIN IMMEDIATE")
+            self._depth = 1
             try:
                 yield self.conn
             except BaseException:
                 self.conn.execute("ROLLBACK")
                 raise
+            finally:
+                self._depth = 0
             self.conn.execute("COMMIT")
 
     def purge(self) -> None:

@@ -215,9 +215,12 @@ def _connect(key: tuple[str, ...], location: str | Path) -> Any:
 
     check_store_file(path)
     wipe_freed_memory()  # before Chroma's index buffers exist: see memory_hygiene
+    from indexing.quiet_panics import rust_panics_silenced
+
     try:
         path.mkdir(parents=True, exist_ok=True)
-        return chromadb.PersistentClient(path=str(path), settings=_settings())
+        with rust_panics_silenced():  # a damaged store's panic report: see quiet_panics
+            return chromadb.PersistentClient(path=str(path), settings=_settings())
     except BaseException as exc:
         if not isinstance(exc, Exception) and not _is_panic(exc):
             raise  # KeyboardInterrupt, SystemExit
@@ -670,9 +673,12 @@ def close_all() -> None:
     with _clients_lock:
         clients = list(_clients.values())
         _clients.clear()
+    from indexing.quiet_panics import rust_panics_silenced
+
     for client in clients:
         try:
-            client.close()
+            with rust_panics_silenced():
+                client.close()
         except BaseException as exc:  # a panic from a damaged store: nothing left to close
             if not isinstance(exc, Exception) and not _is_panic(exc):
                 raise

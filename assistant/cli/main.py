@@ -90,6 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(handler: Handler, args: argparse.Namespace) -> int:
     try:
+        _finish_removals(args)
         return handler(args)
     except HintedError as exc:  # every error meant for the user: message and hint
         print(f"brain: error: {_named_damage(exc, args) or exc}", file=sys.stderr)
@@ -132,6 +133,27 @@ def _install_log(args: argparse.Namespace) -> None:
     with contextlib.suppress(OSError):  # no usable home: the command itself will say so
         install_log(resolve_paths(getattr(args, "home", None)),
                     f"cli {command}" if command else "tui")
+
+
+def _finish_removals(args: argparse.Namespace) -> None:
+    """Before anything else: finish the removals an earlier run recorded but did not finish
+    (killed, disk full), so nothing removed is ever shown again. `brain doctor` goes on when
+    one cannot be finished (it reports it); any other command stops with the reason."""
+    from assistant.erasure.intents import pending
+    from assistant.paths import resolve_paths
+
+    if not pending(resolve_paths(getattr(args, "home", None)).data_dir):
+        return  # the common case: one directory listing, nothing loaded
+    from assistant.context import AppContext
+    from assistant.erasure.actions import finish_pending
+
+    try:
+        for intent in finish_pending(AppContext.load(getattr(args, "home", None))):
+            print(f"brain: finished an interrupted removal of {intent.what}", file=sys.stderr)
+    except HintedError as exc:
+        if args.command != "doctor":
+            raise
+        print(f"brain: warning: {exc}", file=sys.stderr)
 
 
 def _named_damage(exc: BaseException, args: argparse.Namespace) -> str | None:

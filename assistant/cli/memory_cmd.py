@@ -219,8 +219,8 @@ def _rm(args: argparse.Namespace) -> int:
 
         ctx = context(args)
         with _opened(args) as service:
-            memory = purge_memory(ctx, service.store, args.id)
-        print(f"{memory.id}  erased for good; nothing of it remains on disk")
+            memory_id = purge_memory(ctx, service.store, args.id)
+        print(f"{memory_id}  erased for good; nothing of it remains on disk")
         return 0
     with _opened(args) as service:
         memory = service.store.delete(args.id)

@@ -235,12 +235,27 @@ def _rename(args: argparse.Namespace) -> int:
 
 
 def _rm(args: argparse.Namespace) -> int:
-    from assistant.erasure.actions import delete_sessions
+    from assistant.chat.sessions import SessionNotFound
+    from assistant.erasure.actions import delete_sessions, finished_sessions
 
     ctx = context(args)
     with closing(_store(args)) as store:
         # Resolve all first: a typo in the third id must not leave the first two deleted.
-        sessions = list({s.id: s for s in (store.resolve(ref) for ref in args.ids)}.values())
+        found: dict[str, Session] = {}
+        for ref in args.ids:
+            try:
+                session = store.resolve(ref)
+            except SessionNotFound:
+                # A re-run of a removal that is complete (a killed run's, finished by a later
+                # command, see cli/main.py): deleted, as asked.
+                if not finished_sessions(ctx, [ref]):
+                    raise
+                print(f"deleted session {ref} (earlier; nothing of it is left)")
+                continue
+            found[session.id] = session
+        sessions = list(found.values())
+        if not sessions:
+            return 0
         # The sessions, their index units and keywords in one transaction, then their vectors
         # and every other copy (retrieval log, free pages).
         delete_sessions(ctx, store, [s.id for s in sessions])

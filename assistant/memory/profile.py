@@ -55,7 +55,8 @@ def refresh_profile(store: MemoryStore, *, chat_fn: ChatFn) -> ProfileRefresh:
     order = {MemoryType.PREFERENCE: 0, MemoryType.FACT: 1, MemoryType.PROCEDURE: 2,
              MemoryType.EPISODE: 3}
     memories.sort(key=lambda m: (not m.pinned, order[m.type], -m.importance))
-    facts = "\n".join(f"- {m.text}" for m in memories[:60])
+    used = memories[:60]
+    facts = "\n".join(f"- {m.text}" for m in used)
     if not facts:
         return ProfileRefresh(store.profile(), False, "no memories yet to build a profile from")
     messages = [{"role": "user", "content": PROMPT.format(limit=MAX_PROFILE_CHARS, facts=facts)}]
@@ -75,6 +76,6 @@ def refresh_profile(store: MemoryStore, *, chat_fn: ChatFn) -> ProfileRefresh:
         if find_secret(text):
             return ProfileRefresh(store.profile(), False, "the rewrite contained a secret")
         before = store.profile()
-        after = store.set_profile(text, actor=Actor.ASSISTANT)
+        after = store.set_profile(text, actor=Actor.ASSISTANT, sources=[m.id for m in used])
         return ProfileRefresh(after, proposed=before.edited_by_user)
     return ProfileRefresh(store.profile(), False, error)

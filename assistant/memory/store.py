@@ -183,6 +183,12 @@ _MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE imports ADD COLUMN vectors_done INTEGER NOT NULL DEFAULT 1;
     """,
+    # 4: the memories a model-written profile was built from (JSON list of ids; NULL: not
+    # known, as for profiles written before: then every memory counts as used), so the profile
+    # follows its sources when one is edited, deleted or erased
+    """
+    ALTER TABLE profile ADD COLUMN sources TEXT;
+    """,
 )
 SCHEMA = Schema("memory store", _MIGRATIONS)
 SCHEMA_VERSION = SCHEMA.version
@@ -823,6 +829,7 @@ class MemoryStore:
             event = Event.EDIT_BY_USER if actor is Actor.USER else Event.UPDATE
             updated = self._apply(conn, memory, changes, event=event, actor=actor,
                                   expected_version=expected_version)
+            self._profile_follows(conn, memory_id, erased=False)
         self._after_write()
         return updated
 
@@ -836,6 +843,7 @@ class MemoryStore:
                                 hint=f"`brain memory undo {memory_id}` restores it")
             updated = self._apply(conn, memory, {"status": MemoryStatus.DELETED.value},
                                   event=Event.DELETE, actor=actor)
+            self._profile_follows(conn, memory_id, erased=False)
         return updated
 
     def pin(self, id_or_prefix: str, pinned: bool = True) -> Memory:
@@ -1106,8 +1114,10 @@ class MemoryStore:
         return Profile(row["text"], row["updated_at"], bool(row["edited_by_user"]),
                        row["pending_text"])
 
-    def set_profile(self, text: str, *, actor: Actor) -> Profile:
-        """Write the profile. A model rewrite of a user-edited profile is only proposed."""
+    def set_profile(self, text: str, *, actor: Actor,
+                    sources: Sequence[str] | None = None) -> Profile:
+        """Write the profile. A model rewrite of a user-edited profile is only proposed.
+        `sources`: the memories a model rewrite was built from (see `_profile_follows`)."""
         text = text.strip()
         finding = find_secret(text)
         if finding:
@@ -1118,11 +1128,14 @@ class MemoryStore:
                 conn.execute("UPDATE profile SET pending_text=? WHERE id=1", (text,))
             else:
                 conn.execute(
-                    "INSERT INTO profile (id, text, updated_at, edited_by_user, pending_text) "
-                    "VALUES (1,?,?,?,NULL) ON CONFLICT(id) DO UPDATE SET text=excluded.text, "
-                    "updated_at=excluded.updated_at, edited_by_user=excluded.edited_by_user, "
-                    "pending_text=NULL",
-                    (text, self.now(), int(actor is Actor.USER)),
+                    "INSERT INTO profile (id, text, updated_at, edited_by_user, pending_text, "
+                    "sources) VALUES (1,?,?,?,NULL,?) ON CONFLICT(id) DO UPDATE SET "
+                    "text=excluded.text, updated_at=excluded.updated_at, "
+                    "edited_by_user=excluded.edited_by_user, pending_text=NULL, "
+                    "sources=excluded.sources",
+                    (text, self.now(), int(actor is Actor.USER),
+                     None if sources is None or actor is Actor.USER
+                     else json.dumps(sorted(sources))),
                 )
                 conn.execute(
                     "INSERT INTO history (memory_id, event, old_text, new_text, actor, at) "
@@ -1131,6 +1144,35 @@ class MemoryStore:
                      .value, current.text, text, actor.value, self.now()),
                 )
         return self.profile()
+
+    def _profile_follows(self, conn: sqlite3.Connection, memory_id: str, *,
+                         erased: bool) -> None:
+        """Derived text follows its source. A memory was edited, deleted (`erased=False`) or
+        erased for good: a model-written profile built from it is stale, so it is emptied
+        (the next refresh writes a new one; until then no prompt carries the old words), and a
+        proposed rewrite is dropped. A profile the user typed is the user's own text and stays.
+        An erasure also drops the profile's earlier versions (its undo history), which may
+        quote the memory; an edit or delete keeps them, as both can be undone."""
+        row = conn.execute(
+            "SELECT text, edited_by_user, pending_text, sources FROM profile WHERE id=1"
+        ).fetchone()
+        if row is None:
+            return
+        sources = json.loads(row["sources"]) if row["sources"] else None
+        used = sources is None or memory_id in sources
+        if row["pending_text"] is not None:
+            conn.execute("UPDATE profile SET pending_text=NULL WHERE id=1")
+        if used and row["text"] and not row["edited_by_user"]:
+            conn.execute("UPDATE profile SET text='', sources=NULL, updated_at=? WHERE id=1",
+                         (self.now(),))
+            if not erased:
+                conn.execute(
+                    "INSERT INTO history (memory_id, event, old_text, new_text, actor, at) "
+                    "VALUES (?,?,?,?,?,?)",
+                    (PROFILE_ID, Event.UPDATE.value, row["text"], "", Actor.ASSISTANT.value,
+                     self.now()))
+        if erased:
+            conn.execute("DELETE FROM history WHERE memory_id=?", (PROFILE_ID,))
 
     def undo_profile(self) -> Profile:
         """Put back the profile text from before its latest change."""
@@ -1219,18 +1261,26 @@ class MemoryStore:
         the files so nothing of it remains (no undo). Returns it as it was."""
         memory_id = self.resolve_id(id_or_prefix)
         with self._lock:
+            memory = self._fetch(self.conn, memory_id)
+        self.erase(memory_id)
+        return memory
+
+    def erase(self, memory_id: str) -> bool:
+        """`purge` by exact id, idempotent: what is left of the memory goes (the vector and
+        the scrub even when the row went before a crash). Returns whether the row was there."""
+        with self._lock:
             with self._write() as conn:
-                memory = self._fetch(conn, memory_id)
-                conn.execute("DELETE FROM memories WHERE id=?", (memory_id,))
+                found = conn.execute("DELETE FROM memories WHERE id=?", (memory_id,)).rowcount
                 conn.execute("DELETE FROM history WHERE memory_id=?", (memory_id,))
                 conn.execute("UPDATE memories SET superseded_by=NULL WHERE superseded_by=?",
                              (memory_id,))
                 self.keywords.delete([memory_id])
+                self._profile_follows(conn, memory_id, erased=True)
             vectors = self.vectors()
             vectors.delete([memory_id])
             vectors.compact()  # Chroma keeps a deleted vector's bytes until rewritten
             self._scrub()
-        return memory
+        return bool(found)
 
     def _scrub(self) -> None:
         from indexing.scrub import scrub_connection

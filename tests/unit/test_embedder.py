@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import errno
+import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -10,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import indexing.embedder as embedder_module
 from indexing.embedder import (
     CachedEmbedder,
     Embedder,
@@ -437,3 +440,42 @@ def test_a_kill_mid_sync_loses_at_most_the_batch_in_flight(tmp_path: Path) -> No
     assert sum(emb.cached(t) for t in texts) == 3 * 16  # the three batches before the kill
     emb.embed_documents(texts)
     assert len(model.embedded) == 200 - 3 * 16
+
+
+@pytest.mark.parametrize("failure", [
+    sqlite3.OperationalError("database or disk is full"),
+    sqlite3.OperationalError("attempt to write a readonly database"),
+    OSError(errno.ENOSPC, "No space left on device"),
+    OSError(errno.EROFS, "Read-only file system"),
+    OSError(errno.EACCES, "Permission denied"),
+])
+def test_a_cache_that_cannot_be_written_is_left_in_place(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: Exception) -> None:
+    """Issue 22: a full disk or a read-only home made a search move the healthy cache aside as
+    "broken"; only a verified integrity failure may."""
+    first = CachedEmbedder(CountingModel(), tmp_path)
+    first.embed_documents(["kept text"])
+    cache_dir = first.cache_dir
+    first.close()
+    before = (cache_dir / "cache.db").read_bytes()
+
+    def fails(directory: Path) -> None:
+        raise failure
+
+    monkeypatch.setattr(embedder_module, "_new_cache", fails)
+    model = CountingModel()
+    emb = CachedEmbedder(model, tmp_path)
+    assert emb.embed_documents(["a query's neighbour"]).shape == (1, 8)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [cache_dir.name]
+    assert (cache_dir / "cache.db").read_bytes() == before
+
+
+def test_a_cache_write_on_a_full_disk_does_not_fail_the_embedding(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    emb = CachedEmbedder(CountingModel(), tmp_path)
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(emb._cache, "set", full)
+    assert emb.embed_documents(["new text"]).shape == (1, 8)

@@ -341,12 +341,51 @@ def test_schema_1_databases_gain_the_import_table(tmp_path: Path) -> None:
     store = MemoryStore(db, embedder=lambda: HashEmbedder(dimension=128), vectors=MemoryVectors)
     kept = store.add(NewMemory("The user lives in Lisbon"), sync=False)
     store.conn.execute("DROP TABLE imports")
+    store.conn.execute("ALTER TABLE profile DROP COLUMN sources")  # added by step 4
     store.conn.execute("PRAGMA user_version=1")
     store.close()
     store = MemoryStore(db, embedder=lambda: HashEmbedder(dimension=128), vectors=MemoryVectors)
     try:
-        assert int(store.conn.execute("PRAGMA user_version").fetchone()[0]) == SCHEMA_VERSION == 3
+        assert int(store.conn.execute("PRAGMA user_version").fetchone()[0]) == SCHEMA_VERSION == 4
         assert store.get(kept.id).text == "The user lives in Lisbon"
         assert store.import_runs() == []
     finally:
         store.close()
+
+
+def _model_profile(store: MemoryStore, text: str, sources: list[str] | None) -> None:
+    store.set_profile(text, actor=Actor.ASSISTANT, sources=sources)
+
+
+def test_an_erased_memory_leaves_no_word_in_the_profile(memory_store: MemoryStore) -> None:
+    """Issue 22: `memory rm --forever` left the memory's text in the profile, which every
+    later system prompt carries; its earlier versions (profile undo) quoted it too."""
+    bike = memory_store.add(NewMemory("The user's bike is called Obsidianpelican"))
+    lamp = memory_store.add(NewMemory("The user reads by a green lamp"))
+    _model_profile(memory_store, "Rides a bike called Obsidianpelican.", [bike.id, lamp.id])
+    _model_profile(memory_store, "Rides Obsidianpelican; reads by a green lamp.",
+                   [bike.id, lamp.id])
+    memory_store.purge(bike.id)
+    assert "Obsidianpelican" not in memory_store.profile().text
+    assert _scan([memory_store.db_path.parent], b"Obsidianpelican") == []
+
+
+def test_the_profile_follows_an_edit_or_delete_of_a_memory_it_used(
+        memory_store: MemoryStore) -> None:
+    used = memory_store.add(NewMemory("The user lives in Lisbon"))
+    other = memory_store.add(NewMemory("The user likes tea"))
+    _model_profile(memory_store, "Lives in Lisbon.", [used.id])
+    memory_store.edit(other.id, "The user likes green tea")
+    assert memory_store.profile().text == "Lives in Lisbon."  # not built from that one
+    memory_store.edit(used.id, "The user lives in Porto")
+    assert memory_store.profile().text == ""  # stale: emptied until the next rewrite
+    assert memory_store.undo_profile().text == "Lives in Lisbon."  # an edit can be undone
+    memory_store.delete(used.id)
+    assert memory_store.profile().text == ""
+
+
+def test_a_profile_the_user_typed_stays(memory_store: MemoryStore) -> None:
+    used = memory_store.add(NewMemory("The user lives in Lisbon"))
+    memory_store.set_profile("I am a nurse.", actor=Actor.USER)
+    memory_store.delete(used.id)
+    assert memory_store.profile().text == "I am a nurse."
