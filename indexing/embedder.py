@@ -157,8 +157,8 @@ def _open_cache(directory: Path) -> Any:
         if _unwritable(first) or not cache_damaged(directory):
             # Reading needs no write access: a search on a read-only home or a full disk
             # goes on without persisting, and the healthy cache stays where it is.
-            log.warning("the embedding cache at %s cannot be written (%s); this run keeps "
-                        "its embeddings in memory", directory, first)
+            log.info("the embedding cache at %s cannot be written (%s); this run keeps "
+                     "its embeddings in memory", directory, first)
             return MemoryCache()
         # A verified integrity failure: the cache is derived data, so the damaged one is
         # moved aside (kept for inspection) and replaced, costing re-embeds but never
@@ -346,7 +346,7 @@ class CachedEmbedder:
                 raise
             # The disk filled up (or went read-only) mid-run: the vectors are in hand, and a
             # cache entry is only a saving; the store that needs the space says so itself.
-            log.warning("embedding cache not written: %s", exc)
+            log.info("embedding cache not written: %s", exc)
         self._stores += 1
 
     def embed_query(self, text: str) -> np.ndarray:

@@ -96,6 +96,7 @@ class FolderRemoved:
     # Embedding-cache keys of the removed chunks that no remaining chunk shares: the caller
     # erases them from the cache (indexing.embedder.erase_cached).
     cache_keys: frozenset[str] = frozenset()
+    earlier: bool = False  # removed before (a re-run of a completed removal): nothing to do
 
 
 @dataclass(frozen=True, slots=True)

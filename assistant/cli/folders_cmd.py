@@ -93,7 +93,10 @@ def remove_folder(args: argparse.Namespace) -> int:
     finally:
         kb.close()
     if args.json:
-        print_json({"removed": removed.path, "files": removed.files, "chunks": removed.chunks})
+        print_json({"removed": removed.path, "files": removed.files, "chunks": removed.chunks,
+                    "earlier": removed.earlier})
+    elif removed.earlier:
+        print(f"{removed.path} was removed from the index earlier; nothing of it is left.")
     else:
         print(
             f"Removed {removed.path} from the index: {removed.files} files, "

@@ -93,7 +93,8 @@ def _run(handler: Handler, args: argparse.Namespace) -> int:
         _finish_removals(args)
         return handler(args)
     except HintedError as exc:  # every error meant for the user: message and hint
-        print(f"brain: error: {_named_damage(exc, args) or exc}", file=sys.stderr)
+        print(f"brain: error: {_filesystem_problem(exc, args) or _named_damage(exc, args) or exc}",
+              file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("brain: interrupted", file=sys.stderr)
@@ -104,6 +105,10 @@ def _run(handler: Handler, args: argparse.Namespace) -> int:
         return 0
     except OSError as exc:
         # Permission denied, disk full, read-only home: the user can fix these; no traceback.
+        problem = _filesystem_problem(exc, args)
+        if problem:
+            print(f"brain: error: {problem}", file=sys.stderr)
+            return 1
         where = f" ({exc.filename})" if exc.filename else ""
         print(f"brain: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return 1
@@ -171,10 +176,30 @@ def _named_damage(exc: BaseException, args: argparse.Namespace) -> str | None:
     return str(found) if found is not None else None
 
 
+def _filesystem_problem(exc: BaseException, args: argparse.Namespace) -> str | None:
+    """A full disk or a read-only filesystem under the data dir, said as what it is (never as
+    damage); None for anything else."""
+    from assistant.paths import resolve_paths
+    from indexing.filesystem import full_or_read_only
+
+    if isinstance(exc, HintedError) and "the filesystem at" in exc.message:
+        return None  # it says so already (e.g. a removal left pending)
+    problem = full_or_read_only(exc, resolve_paths(getattr(args, "home", None)).data_dir)
+    if problem is None:
+        return None
+    return (f"{problem} ({_first_line(exc)}); nothing was lost\n  hint: free some space or make "
+            "it writable again, then run the command again")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = exc.message if isinstance(exc, HintedError) else str(exc)
+    return (text.strip().splitlines() or [type(exc).__name__])[0][:200]
+
+
 def _database_problem(exc: sqlite3.Error, args: argparse.Namespace) -> str:
     from assistant.paths import resolve_paths
 
-    named = _named_damage(exc, args)
+    named = _filesystem_problem(exc, args) or _named_damage(exc, args)
     if named is not None:
         return named
     data = resolve_paths(getattr(args, "home", None)).data_dir

@@ -46,7 +46,7 @@ def remove_folder(ctx: AppContext, kb: KnowledgeBase, path: str) -> FolderRemove
         given = Path(path).expanduser()
         for name in dict.fromkeys((str(given.absolute()), os.path.realpath(given))):
             if intents.done_before(ctx.paths.data_dir, "folder", name):
-                return FolderRemoved(name, 0, 0)
+                return FolderRemoved(name, 0, 0, earlier=True)
         raise
     intent = Intent("folder", f"folder {plan.path}", {
         "path": plan.path, "files": plan.files, "chunk_ids": list(plan.chunk_ids),
@@ -144,11 +144,14 @@ def _carry_out(ctx: AppContext, intent: Intent, apply: Callable[[dict[str, Any]]
     leaves the record for the next command and says so."""
     try:
         with intents.recorded(ctx.paths.data_dir, intent) as held:
-            result = _apply(held, apply)
+            result = _apply(ctx, held, apply)
             _done(ctx, held)
     except OSError as exc:  # the record itself could not be written
+        from indexing.filesystem import full_or_read_only
+
+        reason = full_or_read_only(exc, ctx.paths.data_dir) or exc.strerror or str(exc)
         raise UserError(f"nothing was removed: the removal of {intent.what} could not be "
-                        f"recorded ({exc.strerror or exc})",
+                        f"recorded ({reason})",
                         hint="free some disk space or make the data folder writable, then "
                              "run it again") from exc
     return result
@@ -160,7 +163,7 @@ def _finish(ctx: AppContext, intent: Intent, apply: Callable[[dict[str, Any]], o
     with intents.held(intent) as ours:
         if not ours:
             return False
-        _apply(intent, apply)
+        _apply(ctx, intent, apply)
         _done(ctx, intent)
     return True
 
@@ -173,11 +176,14 @@ def _done(ctx: AppContext, intent: Intent) -> None:
     intents.clear(intent)
 
 
-def _apply(intent: Intent, apply: Callable[[dict[str, Any]], T]) -> T:
+def _apply(ctx: AppContext, intent: Intent, apply: Callable[[dict[str, Any]], T]) -> T:
+    from indexing.filesystem import full_or_read_only
+
     try:
         return apply(intent.data)
     except (OSError, HintedError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        reason = full_or_read_only(exc, ctx.paths.data_dir) or (
+            exc.message if isinstance(exc, HintedError) else exc.strerror or str(exc))
         raise RemovalPending(
             f"the removal of {intent.what} is not finished ({reason}); it is recorded",
             hint="the next `brain` command finishes it (once there is disk space and the "

@@ -162,7 +162,11 @@ def test_folders_rm_deletes_chunks_and_unknown_path_fails(cli, notes, tmp_path, 
     assert cli("index", "--sync", "--json") == 0
     report = json.loads(capsys.readouterr().out)
     assert report["total_files"] == 3 and report["repaired"] == 0  # Chroma was cleaned too
-    assert cli("folders", "rm", str(other)) == 1
+    # Running the same removal again is accepted (issue 22: a killed one may have been finished
+    # by a later command); a folder that was never indexed is still an error.
+    assert cli("folders", "rm", str(other)) == 0
+    assert "removed from the index earlier" in capsys.readouterr().out
+    assert cli("folders", "rm", str(tmp_path / "never")) == 1
     assert "not a registered folder" in capsys.readouterr().err
 
 

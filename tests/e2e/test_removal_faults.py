@@ -1,0 +1,349 @@
+"""Removals and rebuilds, killed or starved at many points, leave nothing behind (issue 22).
+
+Each removal (`folders rm`, `memory rm --forever`, `sessions rm`, `sessions forget-all`,
+`memory forget-all`) runs in a copy of one filled home (index, vectors, embedding cache, saved
+sources of an answer, retrieval log, memories, profile, conversation index) and is SIGKILLed
+just before a seeded random Python call of its own run, drawn from where its intent is
+written to its end (tests/e2e/killpoints.py). Then:
+
+- the next, unrelated command finishes the interrupted erasure and says so on stderr; no
+  trace marker of the removed content survives in any byte of any file under the home (WAL
+  and free pages, Chroma's files, the cache) — unless the kill came before the removal began,
+  and then the home is exactly as before;
+- running the same removal again is accepted (rc 0) and the home equals a clean run's.
+
+`brain index --rebuild` killed at random points leaves the old index serving every search.
+The same removals on a small tmpfs that fills up midway complete or finish once space is
+back; a read-only home searches, and fails to write with one line, never a traceback.
+The fake Ollama serves the embeddings, so a run costs a fork, not a model load.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assistant.paths import resolve_paths
+from tests.e2e.conftest import BRAIN, brain_env, run_brain, write_config
+from tests.e2e.killpoints import KillWorker, Outcome
+from tests.e2e.stores import dump, knowledge_state
+from tests.e2e.traces import find_traces
+from tests.fake_ollama import FakeOllama
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+SEED = 20261201
+KILLS = max(10, int(os.environ.get("BRAIN_FAULT_KILLS", "10")))
+EMBEDDING = "ollama:nomic-embed-text"
+FOLDER_MARKER = "privfolderqwzx"  # the removed folder's name: in every path under it
+DOC_MARKER = "Zanzibarquokka"  # only in the removed folder's notes
+HEADING_MARKER = "Marmalade Vaultkeeper"
+KEPT_MARKER = "Heliotropewombat"  # the folder that stays
+MEMORY_MARKER = "Quixotelantern"  # memories forgotten by forget-all
+PURGED_MARKER = "Obsidianpelican"  # the memory erased for good
+SESSION_MARKER = "Ultramarinegecko"  # only in the doomed session's question
+ASKED_MARKER = "Cobaltmarmoset"  # only in the other session's question
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeOllama]:
+    server = FakeOllama().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory, fake: FakeOllama) -> dict[str, Any]:
+    """One home with every store filled; tests copy it."""
+    if not BRAIN.exists():
+        pytest.skip(f"`brain` is not installed at {BRAIN}")
+    base = tmp_path_factory.mktemp("filled")
+    private, kept = base / FOLDER_MARKER, base / "garden"
+    (private / "sub").mkdir(parents=True)
+    kept.mkdir()
+    for i in range(4):
+        (private / "sub" / f"passport{i}.md").write_text(
+            f"# {HEADING_MARKER} {i}\n\nMy passport copy {i} is kept in the {DOC_MARKER} "
+            "drawer of the study, behind the atlas and the old maps.\n", encoding="utf-8")
+    (kept / "tomatoes.md").write_text(
+        f"# Tomatoes\n\nWater the tomatoes every evening; the {KEPT_MARKER} hose is in the "
+        "shed.\n", encoding="utf-8")
+    home = base / "home"
+    write_config(home, fake, embedding=EMBEDDING, extra="[memory]\nextract_every_turns = 0\n")
+    run_brain(home, "index", str(private), str(kept)).ok()
+    # The user's own words (queries, questions) and the answers stay: no marker in them.
+    run_brain(home, "search", "where is the passport copy kept").ok()
+    run_brain(home, "memory", "add", f"My reading lamp is a {MEMORY_MARKER}").ok()
+    purged = run_brain(home, "memory", "add", f"My bike is an {PURGED_MARKER}").ok().out.split()[0]
+    fake.script_chat("It is in the drawer of the study [1].")
+    run_brain(home, "ask", f"{ASKED_MARKER}: where is my passport kept?").ok()
+    fake.script_chat("No idea.")
+    run_brain(home, "ask", f"What does {SESSION_MARKER} mean?", "--no-knowledge").ok()
+    sessions = json.loads(run_brain(home, "sessions", "list", "--json").ok().out)["sessions"]
+    doomed = next(s["id"] for s in sessions if SESSION_MARKER in (s.get("title") or "")
+                  or SESSION_MARKER in json.dumps(s))
+    _set_profile(home, f"Owns a bike called {PURGED_MARKER} and a lamp {MEMORY_MARKER}.")
+    for marker in (DOC_MARKER, FOLDER_MARKER, PURGED_MARKER, MEMORY_MARKER, SESSION_MARKER):
+        assert find_traces(home, [marker]), f"{marker} never stored: nothing tested"
+    return {"home": home, "private": str(private), "purged": purged, "doomed": doomed}
+
+
+def _set_profile(home: Path, text: str) -> None:
+    """A model-written profile built from every memory (as `memory profile --refresh` writes
+    it), written straight into the store."""
+    import sqlite3
+
+    conn = sqlite3.connect(resolve_paths(home).memory_db)
+    try:
+        with conn:
+            conn.execute("INSERT OR REPLACE INTO profile (id, text, updated_at, edited_by_user) "
+                         "VALUES (1, ?, '2026-12-01T00:00:00+00:00', 0)", (text,))
+    finally:
+        conn.close()
+
+
+def _removals(filled: dict[str, Any]) -> dict[str, tuple[list[str], list[str]]]:
+    return {
+        "folder": (["folders", "rm", filled["private"]],
+                   [DOC_MARKER, HEADING_MARKER, FOLDER_MARKER]),
+        "memory": (["memory", "rm", filled["purged"], "--forever"], [PURGED_MARKER]),
+        "session": (["sessions", "rm", filled["doomed"]], [SESSION_MARKER]),
+        "all-sessions": (["sessions", "forget-all", "--yes"], [SESSION_MARKER, ASKED_MARKER]),
+        "all-memories": (["memory", "forget-all", "--yes"], [MEMORY_MARKER, PURGED_MARKER]),
+    }
+
+
+def _copy(filled: dict[str, Any], to: Path) -> Path:
+    if to.exists():
+        shutil.rmtree(to)
+    shutil.copytree(filled["home"], to, symlinks=True)
+    return to
+
+
+def _counts(home: Path) -> dict[str, Any]:
+    """What every store holds, to compare a recovered home with a clean run's."""
+    import sqlite3
+
+    from tests.e2e.stores import memory_rows
+
+    paths = resolve_paths(home)
+
+    def rows(db: Path, sql: str) -> list[Any]:
+        if not db.exists():
+            return []
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            return conn.execute(sql).fetchall()
+        finally:
+            conn.close()
+
+    return {
+        "knowledge": knowledge_state(home),
+        "memories": sorted(r["id"] for r in memory_rows(home)),
+        "sessions": rows(paths.sessions_db, "SELECT id FROM sessions ORDER BY id"),
+        "turns": rows(paths.sessions_db, "SELECT count(*) FROM turns"),
+        "log": rows(paths.retrieval_log_db, "SELECT count(*) FROM entries"),
+        "pending": sorted(os.listdir(paths.data_dir / "removals"))
+        if (paths.data_dir / "removals").is_dir() else [],
+    }
+
+
+def _settled(state: dict[str, Any]) -> dict[str, Any]:
+    return {**state, "pending": [p for p in state["pending"] if p.endswith(".json")]}
+
+
+@pytest.fixture
+def worker(tmp_path: Path) -> Iterator[KillWorker]:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    kill = KillWorker(brain_env(), scratch)
+    try:
+        yield kill
+    finally:
+        kill.close()
+
+
+@pytest.mark.parametrize("kind", ["folder", "memory", "session", "all-sessions",
+                                  "all-memories"])
+def test_killed_removal_is_finished_by_the_next_command(
+        kind: str, filled: dict[str, Any], worker: KillWorker, tmp_path: Path) -> None:
+    args, markers = _removals(filled)[kind]
+    clean = _copy(filled, tmp_path / "clean")
+    before = _settled(_counts(clean))
+    ran = worker.run(clean, *args, count=True)
+    assert ran.code == 0, ran.output
+    assert find_traces(clean, markers) == {}, "even an uninterrupted removal left traces"
+    after = _settled(_counts(clean))
+    # Kill points from where the intent is written (from the start for a build without one).
+    start = (ran.first or {}).get("recorded", 1)
+    rng = random.Random(f"{SEED}-{kind}")
+    points = sorted(rng.sample(range(max(1, start - 10), ran.calls), KILLS))
+    outcomes: list[str] = []
+    for point in points:
+        home = _copy(filled, tmp_path / "killed")
+        killed = worker.run(home, *args, kill_at=point)
+        assert killed.killed or killed.code == 0, killed.output
+        nxt = worker.run(home, "folders")
+        assert nxt.code == 0, nxt.output
+        assert "Traceback" not in nxt.output
+        finished = "finished an interrupted removal" in nxt.output
+        left = find_traces(home, markers)
+        if left:  # only a kill before anything was removed may leave the home as it was
+            assert not finished and _settled(_counts(home)) == before, \
+                f"kill at call {point}: traces left\n{left}\n{dump(_counts(home))}"
+        again = worker.run(home, *args)
+        assert again.code == 0, f"kill at call {point}: the re-run was refused:\n{again.output}"
+        assert find_traces(home, markers) == {}, f"kill at call {point}: traces after re-run"
+        assert _settled(_counts(home)) == after, f"kill at call {point}:\n{dump(_counts(home))}"
+        outcomes.append("finished-next" if finished else "before" if left else
+                        "killed-after" if killed.killed else "completed")
+    print(f"{kind}: {len(points)} kills at calls {points} of {ran.calls}: {outcomes}")
+    assert "finished-next" in outcomes, f"no kill interrupted the erasure: {outcomes}"
+
+
+def test_erased_memory_never_reaches_a_prompt_again(
+        filled: dict[str, Any], fake: FakeOllama, tmp_path: Path) -> None:
+    """The profile used the memory: after `memory rm --forever` the next system prompt holds
+    no word of it (the profile is emptied until rewritten without it)."""
+    home = _copy(filled, tmp_path / "home")
+    run_brain(home, "memory", "rm", filled["purged"], "--forever").ok()
+    fake.clear_requests()
+    fake.script_chat("Fine.")
+    run_brain(home, "ask", "Tell me about my bike and what I own.", "--no-knowledge").ok()
+    prompts = [json.dumps(r, ensure_ascii=False) for r in fake.chat_requests]
+    assert prompts, "no prompt was sent"
+    assert all(PURGED_MARKER.lower() not in p.lower() for p in prompts), \
+        "the erased memory reached the prompt"
+    assert find_traces(home, [PURGED_MARKER]) == {}
+
+
+def _search_ok(home: Path, worker: KillWorker) -> Outcome:
+    return worker.run(home, "search", f"tomatoes hose {KEPT_MARKER}", "--json")
+
+
+def test_killed_rebuild_leaves_the_old_index_serving(
+        filled: dict[str, Any], worker: KillWorker, tmp_path: Path) -> None:
+    clean = _copy(filled, tmp_path / "clean")
+    before = knowledge_state(clean)
+    ran = worker.run(clean, "index", "--rebuild", count=True)
+    assert ran.code == 0, ran.output
+    assert knowledge_state(clean) == before
+    start = (ran.first or {}).get("sync_folders", 1)
+    rng = random.Random(f"{SEED}-rebuild")
+    points = sorted(rng.sample(range(start, ran.calls), KILLS))
+    for point in points:
+        home = _copy(filled, tmp_path / "killed")
+        worker.run(home, "index", "--rebuild", kill_at=point)
+        found = _search_ok(home, worker)
+        assert found.code == 0, found.output
+        hits = json.loads(found.output.splitlines()[-1] if found.output.strip().startswith("{")
+                          else found.output[found.output.index("{"):])["hits"]
+        assert any(KEPT_MARKER in json.dumps(h) for h in hits), \
+            f"kill at call {point}: the old index is not serving:\n{found.output[:800]}"
+        listed = worker.run(home, "folders", "--json")
+        assert listed.code == 0 and "\"files\": 0" not in listed.output, listed.output
+        assert worker.run(home, "index", "--sync").code == 0
+        assert knowledge_state(home) == before, f"kill at call {point}: did not converge"
+    print(f"rebuild: {len(points)} kills at calls {points} of {ran.calls}")
+
+
+# --- a full disk and a read-only home ---------------------------------------------------------
+
+
+def _mount_tmpfs(where: Path, size: str) -> None:
+    where.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+                          capture_output=True, text=True)
+    if done.returncode:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()})")
+
+
+def _umount(where: Path) -> None:
+    subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+def _fill(where: Path, leave: int) -> Path:
+    """Fill the filesystem until `leave` bytes are free."""
+    filler = where / "filler"
+    free = shutil.disk_usage(where).free
+    with open(filler, "wb") as out:
+        remaining = max(0, free - leave)
+        chunk = b"\0" * (1 << 20)
+        while remaining > 0:
+            try:
+                out.write(chunk[: min(len(chunk), remaining)])
+                out.flush()
+            except OSError:
+                break
+            remaining -= min(len(chunk), remaining)
+    return filler
+
+
+@pytest.mark.parametrize("kind", ["folder", "memory", "all-memories"])
+def test_removal_on_a_full_disk_completes_or_finishes_later(
+        kind: str, filled: dict[str, Any], worker: KillWorker, tmp_path: Path) -> None:
+    args, markers = _removals(filled)[kind]
+    mount = tmp_path / "disk"
+    size = sum(p.stat().st_size for p in Path(filled["home"]).rglob("*") if p.is_file())
+    results: list[str] = []
+    for leave in (4_096, 64_000, 256_000, 1_000_000, 3_000_000):
+        _mount_tmpfs(mount, f"{size * 3 + 8_000_000}")
+        try:
+            home = _copy(filled, mount / "home")
+            filler = _fill(mount, leave)
+            ran = worker.run(home, *args)
+            assert "Traceback" not in ran.output, ran.output
+            if ran.code:
+                assert len(ran.output.strip().splitlines()) <= 2, ran.output  # message + hint
+                results.append(f"{leave}:refused")
+            else:
+                results.append(f"{leave}:done")
+                assert find_traces(home, markers) == {}, f"free {leave}: done with traces"
+            filler.unlink()
+            nxt = worker.run(home, "folders")
+            assert nxt.code == 0, nxt.output
+            again = worker.run(home, *args)
+            assert again.code == 0, again.output
+            assert find_traces(home, markers) == {}, f"free {leave}: traces left"
+        finally:
+            _umount(mount)
+    print(f"{kind} on a full disk: {results}")
+
+
+def test_read_only_home_searches_and_refuses_writes_in_one_line(
+        filled: dict[str, Any], fake: FakeOllama, worker: KillWorker, tmp_path: Path) -> None:
+    mount = tmp_path / "ro"
+    size = sum(p.stat().st_size for p in Path(filled["home"]).rglob("*") if p.is_file())
+    _mount_tmpfs(mount, f"{size * 2 + 4_000_000}")
+    try:
+        home = _copy(filled, mount / "home")
+        cache = resolve_paths(home).embedding_cache_dir
+        cached = sorted(p.name for p in cache.iterdir())
+        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+        for command in (["search", f"tomatoes hose {KEPT_MARKER}"], ["ask", "where is the hose?"]):
+            fake.script_chat("The hose is in the shed.")
+            ran = worker.run(home, *command)
+            assert "Traceback" not in ran.output, ran.output
+            if ran.code == 0:
+                assert command[0] != "search" or KEPT_MARKER in ran.output, ran.output
+                continue
+            first, *rest = ran.output.strip().splitlines()
+            assert "read-only" in first and all(r.startswith("  hint:") for r in rest), \
+                ran.output
+            assert "damaged" not in ran.output.lower(), ran.output
+        removed = worker.run(home, *_removals(filled)["folder"][0])
+        assert removed.code == 1 and "Traceback" not in removed.output, removed.output
+        assert "damaged" not in removed.output.lower(), removed.output
+        assert sorted(p.name for p in cache.iterdir()) == cached, "the cache was moved"
+    finally:
+        _umount(mount)
