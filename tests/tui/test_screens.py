@@ -161,7 +161,7 @@ async def test_index_manager_progress_then_counts(make_app, backend, tmp_path: P
         assert not bar.display
         assert "3 added" in str(manager.query_one("#sync-summary").render())
         skipped = manager.query_one("#skipped", DataTable)
-        assert skipped.display and skipped.get_row_at(0)[1] == "unsupported file type"
+        assert skipped.display and str(skipped.get_row_at(0)[1]) == "unsupported file type"
         await wait_until(pilot, lambda: "3 files / 6 chunks" in app.chat_screen.status_bar.index)
         # Remove asks first, then the folder is gone.
         await pilot.press("d")
