@@ -30,7 +30,10 @@ Scripting, per test::
 Scripts are consumed FIFO per endpoint; a script with `match=` only answers requests it
 accepts (e.g. `match=lambda body: "format" in body` for a background extraction call).
 Without a script, /api/chat and /api/generate echo the first paragraph of the last user
-message, and `format` requests get a minimal JSON instance of the requested schema. Requests
+message; a memory extraction request (the app's schema) gets one memory restated from the
+first "I …" statement of its user turns (tests/fake_extraction.py: a real model finds one too,
+so a broken pipeline fails), other `format` requests a minimal JSON instance of the requested
+schema. Requests
 are recorded in `fake.requests`; what the server did in `fake.loads`, `fake.generations`
 (prompt tokens, cached, evaluated, truncation) and `fake.disconnects`.
 """
@@ -52,6 +55,7 @@ from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.fake_extraction import default_extraction, is_extraction
 from tests.fake_ollama_runtime import (
     DEFAULT_NUM_CTX,
     REASONING_STYLES,
@@ -61,6 +65,7 @@ from tests.fake_ollama_runtime import (
     Load,
     Runner,
     Scheduler,
+    TokenRatio,
     cap_pieces,
     common_prefix,
     count_tokens,
@@ -152,6 +157,10 @@ class FakeModel:
     capabilities: tuple[str, ...] = ("completion", "tools", "thinking")
     size: int = 2_497_293_931
     reasoning: str = "always"  # see fake_ollama_runtime.REASONING_STYLES
+    tokens: TokenRatio | None = None  # None: the default stand-in tokenizer
+
+    def tokenize(self, text: str) -> list[str]:
+        return self.tokens.tokenize(text) if self.tokens is not None else tokenize(text)
 
     @property
     def digest(self) -> str:
@@ -522,9 +531,12 @@ class FakeOllama:
         embedding_length: int = 2560,
         capabilities: Sequence[str] = ("completion", "tools", "thinking"),
         reasoning: str | None = None,
+        tokens: TokenRatio | None = None,
     ) -> FakeModel:
         """Add a model; `reasoning` (see fake_ollama_runtime) defaults to "hybrid" for a model
-        with the thinking capability (switchable, like the first Qwen3) and "none" otherwise."""
+        with the thinking capability (switchable, like the first Qwen3) and "none" otherwise;
+        `tokens` makes its tokenizer split more or less than the default one (what
+        `prompt_eval_count`, num_ctx and the prompt cache count)."""
         caps = tuple(capabilities)
         style = reasoning or ("hybrid" if "thinking" in caps else "none")
         if style not in REASONING_STYLES:
@@ -538,6 +550,7 @@ class FakeOllama:
             embedding_length=embedding_length,
             capabilities=caps,
             reasoning=style,
+            tokens=tokens,
         )
         with self._lock:
             self._models[model.name] = model
@@ -1012,6 +1025,8 @@ class FakeOllama:
         fmt = body.get("format")
         if fmt:
             value = script.format_json
+            if value is None and script.chunks is None and is_extraction(fmt):
+                value = default_extraction(list(body.get("messages") or []))
             if value is None and script.chunks is None:
                 value = instance_of_schema(fmt) if isinstance(fmt, dict) else {}
             if value is not None:
@@ -1029,7 +1044,7 @@ class FakeOllama:
         think = body.get("think")
         tools = body.get("tools") if not generate else None
         prefill = prefill_for(model.reasoning, think)
-        fitted = fit_prompt(messages, tools, prefill, runner.num_ctx)
+        fitted = fit_prompt(messages, tools, prefill, runner.num_ctx, model.tokenize)
         cached = common_prefix(runner.cache, fitted.tokens)
         cached = min(cached, max(len(fitted.tokens) - 1, 0))  # the last token is always read
         evaluated = len(fitted.tokens) - cached
@@ -1054,7 +1069,7 @@ class FakeOllama:
 
         def produced(piece: str) -> None:
             output.append(piece)
-            runner.cache.extend(tokenize(piece))
+            runner.cache.extend(model.tokenize(piece))
 
         def stats() -> dict[str, Any]:
             eval_count = script.eval_count if script.eval_count is not None else max(

@@ -35,10 +35,11 @@ HTTP side). Each rule names the ollama/ollama source it follows (snapshot in
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +69,41 @@ def tokenize(text: str) -> list[str]:
 
 def count_tokens(text: str) -> int:
     return len(tokenize(text))
+
+
+_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]")
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRatio:
+    """A model whose tokenizer splits more or less than `tokenize`: `latin` tokens per default
+    token of other text, `cjk` tokens per CJK character (SmolLM2's English-centric BPE needs
+    ~1.5 per character; Qwen's fewer than one). Deterministic and prefix-stable — the i-th
+    default token always becomes the same pieces — so the prompt cache behaves as before."""
+
+    latin: float = 1.0
+    cjk: float = 1.0
+
+    def tokenize(self, text: str) -> list[str]:
+        out: list[str] = []
+        seen = {"latin": 0, "cjk": 0}
+        for token in tokenize(text):
+            parts = [token]
+            if _CJK_CHAR.search(token):  # a run of CJK characters: one default token per char
+                parts = [c for c in token if not c.isspace()] or [token]
+            for part in parts:
+                script = "cjk" if _CJK_CHAR.search(part) else "latin"
+                ratio = self.cjk if script == "cjk" else self.latin
+                i = seen[script]
+                seen[script] = i + 1
+                pieces = math.floor((i + 1) * ratio) - math.floor(i * ratio)
+                if pieces <= 0 and out:
+                    out[-1] += part  # merged into the previous token, as BPE merges
+                elif pieces <= 1:
+                    out.append(part)
+                else:
+                    out.extend([part, *(f"{part}\x00{k}" for k in range(1, pieces))])
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,8 +333,9 @@ class FittedPrompt:
 
 
 def fit_prompt(messages: Sequence[dict[str, Any]], tools: Sequence[Any] | None, prefill: str,
-               num_ctx: int) -> FittedPrompt:
-    """server/prompt.go `chatPrompt` then the runner's cut (llm/llama_server.go)."""
+               num_ctx: int, tokenize: Callable[[str], list[str]] = tokenize) -> FittedPrompt:
+    """server/prompt.go `chatPrompt` then the runner's cut (llm/llama_server.go), counted with
+    the model's tokenizer."""
     last = len(messages) - 1
     start = 0
     tokens = tokenize(render_chat(messages, tools, prefill))

@@ -25,6 +25,7 @@ from typing import Any
 from assistant.memory.filters import chatter_reason
 from assistant.memory.grounding import grounding_reason
 from assistant.memory.model import MemoryType
+from assistant.memory.restate import in_third_person
 from assistant.memory.secrets import find_secret_in
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,10 @@ log = logging.getLogger(__name__)
 ChatFn = Callable[[list[dict[str, str]], dict[str, Any]], str]
 
 MIN_CONFIDENCE = 0.5
+# For a memory whose score is missing or out of 0–1: the model did not say how sure it is, so
+# the memory is neither dropped nor trusted more than one it rated; grounding still decides.
+DEFAULT_CONFIDENCE = 0.7
+DEFAULT_IMPORTANCE = 0.5
 MAX_MEMORIES = 20
 MAX_ITEMS = 8  # per batch; the schema's maxItems
 BATCH_TOKENS = 1500  # user turns per request, at most (the chat model's num_ctx is ≥ 2048)
@@ -61,42 +66,35 @@ MEMORY_SCHEMA: dict[str, Any] = {
     "required": ["memories"],
 }
 
+# No example statements: a small model copies an example's content into the memory it writes
+# ("works as a baker in Porto", Porto from the example, for "I work at a bakery"). The
+# instructions name kinds of things, never an instance; grounding (memory/grounding.py) rejects
+# a memory whose words are mostly not the user's or with a name or number the user never said.
 SYSTEM_PROMPT = f"""\
-You maintain a long-term memory about the user of a personal assistant.
-Read the user's numbered messages below and extract durable information worth remembering in
-future conversations. Use only what the user states about themselves: ignore questions,
-greetings, small talk, requests for help, and anything quoted from documents or other people.
-Never record passwords, API keys, tokens, card or ID numbers, or other secrets.
-
-Allowed types, each with one message to remember and one to ignore:
-- fact: lasting facts about the user (job, projects, tools, family, places).
-  Remember "I work as a nurse in Porto." → "The user works as a nurse in Porto."
-  Ignore "What does a nurse practitioner do?" (a question, nothing about the user).
-- preference: how the user likes things, likes and dislikes.
-  Remember "Keep your answers short, please." → "The user prefers short answers."
-  Ignore "This article prefers tabs over spaces." (about a document, not the user).
-- episode: a notable event in the user's life.
-  Remember "I moved to Lisbon last month." → "The user moved to Lisbon."
-  Ignore "I'm a bit tired today." (passing, not worth remembering).
-- procedure: a routine or method the user follows.
-  Remember "I always run the tests before I commit." → "The user runs the tests before
-  committing."
-  Ignore "Run the tests for me." (a request to the assistant).
+You keep a long-term memory about the user of a personal assistant.
+Read the user's numbered messages. Write down each thing the user says about themselves that
+will still matter in later conversations: who they are, their work, family, home, plans, what
+they like or dislike, how they want to be answered, routines they follow, notable events.
+Skip questions, greetings, requests for help, passing moods, and anything about documents or
+other people. Never record passwords, API keys, tokens, card or ID numbers, or other secrets.
 
 For each memory:
-- text: one short standalone sentence in the third person ("The user …"), in the language
-  the user wrote in;
-- turn: the number [n] of the message it comes from;
-- key: a short snake_case name for facts that can change (employer, home_city, reply_style);
-  reuse a key from the known memories when the new statement updates it; null for episodes;
-- confidence: how sure you are the user meant it (0-1); importance: how useful later (0-1).
-At most {MAX_ITEMS} memories. If there is nothing worth remembering, return {{"memories": []}}.
-Reply with JSON only."""
+- text: the user's own statement as one short sentence about "The user" (in Chinese "用户"),
+  in the language of the message, with the user's own words; add nothing they did not say;
+- type: fact (who the user is, what they have or do), preference (likes, dislikes, how they
+  want things), episode (a dated event in their life) or procedure (a routine they follow);
+- turn: the number in brackets of the message it comes from;
+- key: a short snake_case name when the fact can change later, reusing a key from the known
+  memories when the message updates it; null otherwise;
+- confidence: a number between 0 and 1, how sure you are the user meant it;
+- importance: a number between 0 and 1, how useful it will be later.
+At most {MAX_ITEMS} memories. If the messages say nothing lasting about the user, return
+{{"memories": []}}. Reply with JSON only."""
 
 _RETRY_PROMPT = (
-    "Your reply was not valid JSON matching the schema. Reply again with JSON only, exactly "
-    'of the form {"memories": [{"text": "The user …", "type": "fact", "turn": 1, '
-    '"key": "employer", "confidence": 0.9, "importance": 0.7}]}.'
+    "Your reply was not valid JSON matching the schema. Reply again with JSON only: an "
+    'object {"memories": [...]} whose items have text, type, turn, key, confidence and '
+    "importance."
 )
 
 _KEY = re.compile(r"[^a-z0-9_]+")
@@ -137,9 +135,14 @@ def build_messages(
 
 
 def _number(value: Any, default: float) -> float:
+    """A 0–1 score from the model, or `default` when it gave none usable. Out of range is
+    unusable, never clamped: llama.cpp's grammar (which Ollama uses for `format`) does not
+    enforce `minimum`/`maximum`, and SmolLM2 answers `confidence: 3` — a 1–5 scale, a
+    percentage or noise, nothing that says "certain"."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return default
-    return min(1.0, max(0.0, float(value)))
+    number = float(value)
+    return number if 0.0 <= number <= 1.0 else default  # NaN fails both comparisons
 
 
 def json_text(reply: str) -> str:
@@ -198,15 +201,16 @@ def validate(
         if not isinstance(text, str) or not text.strip():
             rejected.append((str(text), "no text"))
             continue
-        text = " ".join(text.split())
+        # The form every memory is stored in, whatever person the model wrote in.
+        text = in_third_person(" ".join(text.split()))
         try:
             mtype = MemoryType(str(item.get("type", "fact")).strip().lower())
         except ValueError:
             mtype = MemoryType.FACT
         raw_key = item.get("key")
         key = _KEY.sub("_", raw_key.strip().lower()).strip("_") if isinstance(raw_key, str) else ""
-        confidence = _number(item.get("confidence"), 0.7)
-        importance = _number(item.get("importance"), 0.5)
+        confidence = _number(item.get("confidence"), DEFAULT_CONFIDENCE)
+        importance = _number(item.get("importance"), DEFAULT_IMPORTANCE)
         # The key as the model wrote it (case is part of a token's shape), and the user's turns:
         # a value they gave as a password is refused whatever words the memory wraps it in.
         given_key = raw_key.strip() if isinstance(raw_key, str) and raw_key.strip() else None

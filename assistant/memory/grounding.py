@@ -8,6 +8,11 @@ most of its content words must come from them. Words that only frame a statement
 ("The user prefers …", "用户…") are not counted, so a faithful third-person rewrite passes while
 text whose substance comes from a document or from the assistant's own answer does not.
 
+The share alone lets one invented specific through ("The user works at a bakery in Porto" for
+"I work at a bakery": two words of three are the user's, Porto came from the extraction
+prompt's old example). Names and numbers are what such a memory gets wrong and what a later
+answer repeats as fact, so each of them must be the user's own (`unsaid_specifics`).
+
 `MemoryStore` applies the rule to every memory written on the assistant's behalf (tool call,
 background extraction), so no path can skip it; extraction also calls it to report its
 rejections with the others.
@@ -15,6 +20,7 @@ rejections with the others.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from functools import cache
 
@@ -37,6 +43,26 @@ def _framing_tokens() -> frozenset[str]:
     return frozenset(tokenize(_FRAMING))
 
 
+# A number, or a capitalised word that does not open a sentence (a name: Porto, Ana, Acme).
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_NAME = re.compile(r"(?<![.!?。！？:]\s)(?<!^)\b[A-Z][\w'’-]*")
+
+
+def unsaid_specifics(text: str, said: Sequence[str]) -> list[str]:
+    """The names and numbers in `text` that none of `said` contains, in order of appearance."""
+    heard: set[str] = set()
+    for message in said:
+        heard |= _tokens(message)
+    found = [m.group() for m in _NUMBER.finditer(text)]
+    found += [m.group() for m in _NAME.finditer(text.strip())]
+    unsaid: list[str] = []
+    for specific in found:
+        words = _tokens(specific) - _framing_tokens()
+        if words and not words & heard and specific not in unsaid:
+            unsaid.append(specific)
+    return unsaid
+
+
 def _tokens(text: str) -> set[str]:
     from indexing.tokenize import tokenize
 
@@ -54,9 +80,12 @@ def grounding_reason(text: str, said: Sequence[str]) -> str | None:
     heard: set[str] = set()
     for message in spoken:
         heard |= _tokens(message)
-    if len(words & heard) >= MIN_SHARE * len(words):
-        return None
-    return "it is not in the user's own words in this conversation"
+    if len(words & heard) < MIN_SHARE * len(words):
+        return "it is not in the user's own words in this conversation"
+    unsaid = unsaid_specifics(text, spoken)
+    if unsaid:
+        return f"it is not in the user's own words in this conversation ({', '.join(unsaid)})"
+    return None
 
 
 def grounded(text: str, said: Sequence[str]) -> bool:

@@ -23,6 +23,7 @@ from assistant.memory.extraction import ChatFn, extract_memories, ollama_chat_fn
 from assistant.memory.model import Actor, Memory, MemoryType, NewMemory, RecalledMemory
 from assistant.memory.profile import ProfileRefresh, refresh_profile
 from assistant.memory.recall import RecallSettings, recall, search
+from assistant.memory.restate import classify, in_third_person
 from assistant.memory.scoring import DecaySettings, ScoreWeights
 from assistant.memory.secrets import find_secret
 from assistant.memory.store import (
@@ -171,7 +172,9 @@ class MemoryService:
         finding = find_secret(utterance)
         if finding:
             raise SecretRejected(f"not remembered: {finding.message()}")
-        candidate = NewMemory(text=text, type=MemoryType.FACT, importance=0.7, source=source,
+        # Stored as extraction would store it: "The user prefers …", typed as a preference.
+        text = in_third_person(text)
+        candidate = NewMemory(text=text, type=classify(text), importance=0.7, source=source,
                               session_id=session_id, source_text=utterance)
         return self._reconcile(candidate, Actor.USER).memory
 

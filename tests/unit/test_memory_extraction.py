@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import pytest
 
@@ -198,10 +199,9 @@ def test_the_request_is_a_cheap_background_one(fake_ollama: FakeOllama) -> None:
     assert "turn" in items["items"]["required"]
     system = body["messages"][0]["content"]
     for kind in ("fact", "preference", "episode", "procedure"):
-        assert f"- {kind}:" in system
-    assert system.count("Remember \"") == 4 and system.count("Ignore \"") == 4
-    # The thinking-only default model answered with JSON only: no reasoning to strip.
-    assert fake_ollama.generations[-1].output_tokens < 40
+        assert kind in system
+    # The thinking-only default model answers with JSON only: no reasoning to strip.
+    assert json.loads(chat(body["messages"], body["format"]))["memories"]
 
 
 def test_the_models_turn_number_names_the_source() -> None:
@@ -239,3 +239,69 @@ def test_long_sessions_go_in_batches_with_their_own_numbers() -> None:
     # Each batch's [1] maps back to the batch's first turn, not the session's.
     assert sorted({m.source_turn for m in result.memories}) == sorted(
         {sum(len(b) for b in seen[:i]) for i in range(len(seen))})
+
+
+def test_an_unscripted_model_finds_the_clear_statement(fake_ollama: FakeOllama,
+                                                       memory_store: MemoryStore) -> None:
+    """The fake answers an extraction like a model would (issue 21): a broken pipeline — the
+    turns not sent, the reply not parsed, nothing stored — fails here instead of looking like
+    a quiet conversation."""
+    service = MemoryService(memory_store, chat_fn=_chat(fake_ollama))
+    outcome = service.extract(["How do I untar a file?", "I work at a bakery in Lisbon."])
+    assert [(m.text, m.type) for m in outcome.added] == [
+        ("The user works at a bakery in Lisbon.", MemoryType.FACT)]
+    assert [m.text for m in memory_store.list()] == ["The user works at a bakery in Lisbon."]
+
+
+def test_the_prompt_gives_the_model_no_example_to_copy() -> None:
+    """A small model copied the old few-shot example into a memory ("works as a baker in
+    Porto"): the prompt describes kinds of memories, it quotes no statement."""
+    from assistant.memory.extraction import SYSTEM_PROMPT
+
+    assert "→" not in SYSTEM_PROMPT
+    assert not re.search(r"\bI\b|\bI'm\b|\bmy\b", SYSTEM_PROMPT)
+    # No name or place: the capitalised words open sentences or name formats.
+    assert set(re.findall(r"\b[A-Z]\w*", SYSTEM_PROMPT)) <= {
+        "You", "Read", "Write", "Skip", "Never", "For", "The", "Chinese", "API", "ID", "JSON",
+        "At", "If", "Reply"}
+
+
+def test_a_name_the_user_never_said_is_rejected() -> None:
+    """Two of three words are the user's, the city is not: rejected, whatever it came from."""
+    reply = {"memories": [
+        {"text": "The user works at a bakery in Porto", "type": "fact", "turn": 1,
+         "key": "employer", "confidence": 0.9, "importance": 0.6},
+        {"text": "The user's daughter Ana is 8", "type": "fact", "turn": 2, "key": None,
+         "confidence": 0.9, "importance": 0.6},
+        {"text": "The user's daughter Ana is 7", "type": "fact", "turn": 2, "key": None,
+         "confidence": 0.9, "importance": 0.6},
+    ]}
+    turns = ["I moved to Lisbon last month and work at a bakery", "my daughter Ana is 7"]
+    result = extract_memories(turns, chat_fn=lambda m, s: json.dumps(reply))
+    assert [m.text for m in result.memories] == ["The user's daughter Ana is 7"]
+    assert [reason for _, reason in result.rejected] == [
+        "it is not in the user's own words in this conversation (Porto)",
+        "it is not in the user's own words in this conversation (8)"]
+
+
+@pytest.mark.parametrize("value", [3, 90, -0.5, 1.01, float("nan")])
+def test_out_of_range_scores_are_unusable_not_clamped(value: float) -> None:
+    """llama.cpp's grammar does not enforce `maximum`: SmolLM2 answered `confidence: 3`. That
+    says nothing on a 0–1 scale, so the field takes its default instead of becoming 1.0."""
+    from assistant.memory.extraction import DEFAULT_CONFIDENCE, DEFAULT_IMPORTANCE
+
+    reply = {"memories": [{"text": "The user is vegetarian", "type": "fact", "turn": 1,
+                           "key": "diet", "confidence": value, "importance": value}]}
+    result = extract_memories(["I'm vegetarian."], chat_fn=lambda m, s: json.dumps(reply))
+    (memory,) = result.memories
+    assert (memory.confidence, memory.importance) == (DEFAULT_CONFIDENCE, DEFAULT_IMPORTANCE)
+
+
+def test_a_memory_written_in_the_first_person_is_stored_as_about_the_user() -> None:
+    reply = {"memories": [{"text": "I moved to Lisbon.", "type": "episode", "turn": 1,
+                           "key": None, "confidence": 0.9, "importance": 0.6},
+                          {"text": "我是素食者。", "type": "fact", "turn": 2,
+                           "key": None, "confidence": 0.9, "importance": 0.6}]}
+    result = extract_memories(["I moved to Lisbon last month.", "我是素食者"],
+                              chat_fn=lambda m, s: json.dumps(reply))
+    assert [m.text for m in result.memories] == ["The user moved to Lisbon.", "用户是素食者。"]
