@@ -63,6 +63,11 @@ class AppPaths:
         return self.data_dir / "ui_state.json"
 
     @property
+    def token_calibration_file(self) -> Path:
+        """Per-model factors matching our token estimate to each chat model's tokenizer."""
+        return self.data_dir / "token_calibration.json"
+
+    @property
     def log_dir(self) -> Path:
         return self.data_dir / "logs"
 

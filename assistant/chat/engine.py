@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from assistant.chat import errors
 from assistant.chat.background import BackgroundJobs
 from assistant.chat.budget import ContextOverflow, answer_cap
+from assistant.chat.calibration import TokenCalibration, prompt_split
 from assistant.chat.citations import mark_cited, mark_recalled
 from assistant.chat.conversation_indexer import ConversationIndexer
 from assistant.chat.errors import ChatError
@@ -75,7 +76,7 @@ from assistant.chat.summary import (
     turns_to_fold,
 )
 from assistant.chat.thinking import think_value
-from assistant.chat.tokens import count_message, count_tokens
+from assistant.chat.tokens import MESSAGE_OVERHEAD, count_tokens
 from assistant.chat.tools import MAX_TOOL_ROUNDS, run_tool, tool_specs
 from assistant.chat.transport import OllamaTransport
 from assistant.chat.turn import (
@@ -341,8 +342,11 @@ class ChatEngine:
         catalog: ModelCatalog,
         session_id: str | None = None,
         conversations: ConversationSource | None = None,
+        calibration: TokenCalibration | None = None,
     ) -> None:
         self.settings = settings
+        # Our token estimate scaled to each model's tokenizer, learnt from its replies.
+        self.calibration = calibration if calibration is not None else TokenCalibration()
         self.store = store
         self.knowledge = knowledge
         self.memory = memory
@@ -693,6 +697,7 @@ class ChatEngine:
             memory_share=settings.memory_share,
             knowledge_share=settings.knowledge_share,
             conversation_share=settings.conversation_share,
+            counter=self.calibration.counter(settings.model),
         )
         state.ms("assembly_ms", t_assembly)
         state.prompt = prompt
@@ -756,6 +761,9 @@ class ChatEngine:
             if "overhead_ms" not in state.timings:
                 state.ms("overhead_ms")  # enter → the request leaves for Ollama
             end = await reader.read(await llm.astream_chat(messages, **kwargs))
+            if not messages[len(prompt.messages):]:  # the first round: the prompt as assembled
+                self._calibrate(settings.model, prompt, kwargs.get("tools", ()), end.raw,
+                                window)
             self._note_stats(state, end.raw)
             # The last round decides: a tool round cut short is followed by a full answer.
             state.truncated = end.truncated
@@ -825,7 +833,19 @@ class ChatEngine:
                 if sent != (message.role, message.content):
                     break
                 start += 1
-        return sum(count_message(m.content) for m in messages[start:])
+        count = self.calibration.counter(self.settings.model)
+        return sum(count(m.content) + MESSAGE_OVERHEAD for m in messages[start:])
+
+    def _calibrate(self, model: str, prompt: Prompt, tools: Sequence[Any],
+                   raw: dict[str, Any], window: int) -> None:
+        """One sample for the model's token factors: what the server counted for the prompt
+        as we assembled it. A prompt the server had to cut (it reports at most the window)
+        says nothing about the tokenizer."""
+        real = raw.get("prompt_eval_count")
+        if not isinstance(real, int) or isinstance(real, bool) or real >= window - 1:
+            return
+        split = prompt_split((m.content for m in prompt.messages), tools)
+        self.calibration.observe(model, split, real)
 
     @staticmethod
     def _note_stats(state: _TurnState, raw: dict[str, Any]) -> None:
@@ -842,11 +862,12 @@ class ChatEngine:
             if value is not None:
                 state.timings[out] = state.timings.get(out, 0.0) + value
 
-    @staticmethod
-    def _room_left(prompt: Prompt, messages: list[Any]) -> int:
+    def _room_left(self, prompt: Prompt, messages: list[Any]) -> int:
         """Tokens still free for tool results, after the prompt and earlier tool rounds."""
+        count = self.calibration.counter(self.settings.model)
         extra = sum(
-            count_message(m.content or "") for m in messages[len(prompt.messages):]
+            count(m.content or "") + MESSAGE_OVERHEAD
+            for m in messages[len(prompt.messages):]
         )
         budget = prompt.budget
         return max(0, budget.window - budget.answer_reserve - prompt.total_tokens - extra)
@@ -1141,6 +1162,7 @@ class ChatEngine:
             ),
             window=window, answer_reserve=settings.answer_reserve,
             memory_share=settings.memory_share, knowledge_share=settings.knowledge_share,
+            counter=self.calibration.counter(settings.model),
         )
         opening = list(prompt.messages[:-1])  # without the (empty) new message
         if opening and opening[-1].role == "assistant":

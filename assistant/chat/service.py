@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
+from assistant.chat.calibration import TokenCalibration
 from assistant.chat.engine import ChatEngine, ChatFn, EngineSettings
 from assistant.chat.models import OllamaCatalog
 from assistant.chat.sessions import SessionStore
@@ -345,5 +346,6 @@ def open_chat(
         catalog=OllamaCatalog(settings.host, settings.timeout),
         session_id=resolved,
         conversations=conversation_source,
+        calibration=TokenCalibration(ctx.paths.token_calibration_file),
     )
     return ChatService(engine, store, knowledge_source, memory_source, conversation_source)
