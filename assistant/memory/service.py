@@ -290,8 +290,34 @@ class MemoryService:
         return thread
 
     def maintain(self) -> list[str]:
-        """Enforce the capacity limit; returns the ids archived."""
+        """Enforce the capacity limit; returns the ids archived. Also restates what earlier
+        versions stored for "remember that I …" in the first person (`restate_explicit`)."""
+        self.restate_explicit()
         return enforce_capacity(self.store, self.capacity, self.settings)
+
+    def restate_explicit(self) -> int:
+        """Rewrite explicit memories stored by earlier versions as the user said them ("I
+        prefer short answers.") into the form they get now ("The user prefers short
+        answers."): only a memory whose text is still exactly what the old rule made of its
+        `source_text` (one the user edited since says something else). A recorded, undoable
+        update (history shows it). Runs after extraction, off the chat's path: the rewrite is
+        re-embedded."""
+        rewritten = 0
+        for memory in self.store.list():
+            said = memory.source_text
+            if not said or explicit_memory(said) != memory.text:  # edited since: the user's
+                continue
+            text = in_third_person(memory.text)
+            if text == memory.text:
+                continue
+            try:
+                self.store.edit(memory.id, text, actor=Actor.ASSISTANT,
+                                expected_version=memory.version, evidence=(said,))
+            except UserError as exc:  # changed meanwhile, or refused: keep it as it is
+                log.info("explicit memory %s not restated: %s", memory.id, exc)
+                continue
+            rewritten += 1
+        return rewritten
 
     def refresh_profile(self, *, chat_fn: ChatFn | None = None) -> ProfileRefresh:
         chat = chat_fn or self.chat_fn

@@ -35,7 +35,7 @@ ANSWER = "Your laptop is backed up nightly at 02:00 with restic to the NAS [1]."
 SIDEBAR = 104  # the sources and memory panes start at this column
 # The fake Ollama's embeddings keep this test fast; test_offline.py runs the bundled model.
 EMBEDDING = "ollama:nomic-embed-text"
-MEMORY_ROW = re.compile(r"│ \[fact\] My NAS is called vaultbox\.")
+MEMORY_ROW = re.compile(r"│ \[fact\] The user's NAS is called")
 
 
 def _sidebar(screen: str) -> str:
@@ -81,7 +81,7 @@ def test_first_minute(tmp_path: Path, fake_ollama: FakeOllama) -> None:
         assert term.wait_exit(timeout=60) == 0
 
     memories = run_brain(home, "memory", "list").ok()
-    assert "My NAS is called vaultbox." in memories.out
+    assert "The user's NAS is called vaultbox." in memories.out
     sessions = run_brain(home, "sessions", "list").ok()
     assert "how is my laptop backed up" in sessions.out, sessions.out
 

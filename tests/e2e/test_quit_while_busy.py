@@ -38,6 +38,7 @@ STUCK_SECONDS = 60.0
 QUIT_WITHIN = 1.0  # seconds from Ctrl+Q to the shell on an idle machine (issue 15)
 QUESTION = "what did I write about backups?"
 FACT = "I keep my backups on a NAS called vaultbox."
+MEMORY = "The user keeps backups on a NAS called vaultbox."  # what the model extracts
 
 
 def _configure(home: Path, fake: FakeOllama, extra: str = "") -> None:
@@ -162,7 +163,7 @@ def test_quit_during_memory_extraction_leaves_it_for_the_next_run(
                extra="[memory]\nextract_every_turns = 1\nextract_idle_seconds = 1\n")
     fake_ollama.script_chat("Noted: vaultbox.", match=chat_turn)
     memories = json.dumps({"memories": [{
-        "text": FACT, "type": "fact", "turn": 1, "key": "backup.nas", "confidence": 0.95,
+        "text": MEMORY, "type": "fact", "turn": 1, "key": "backup.nas", "confidence": 0.95,
         "importance": 0.7}]})
     fake_ollama.script_chat(memories, delay=STUCK_SECONDS, match=_is_extraction)
     with _start(home) as term:
@@ -173,11 +174,11 @@ def test_quit_during_memory_extraction_leaves_it_for_the_next_run(
         _quits_promptly(term)
     (turn,) = _turns(home)
     assert turn["status"] == "complete"
-    assert FACT not in run_brain(home, "memory", "list").ok().out
+    assert MEMORY not in run_brain(home, "memory", "list").ok().out
 
     fake_ollama.script_chat(memories, match=_is_extraction)  # answers at once this time
     with _start(home) as term:
         term.wait_for("ollama up", timeout=60, what="the status bar to find Ollama")
         term.wait_for("memories 1", timeout=60, what="the status bar to count the new memory")
         _quits_promptly(term)
-    assert FACT in run_brain(home, "memory", "list").ok().out
+    assert MEMORY in run_brain(home, "memory", "list").ok().out

@@ -64,3 +64,28 @@ def test_remember_that_stores_what_extraction_would(
     memory = MemoryService(memory_store).remember(utterance)
     assert memory is not None and (memory.text, memory.type) == (text, kind)
     assert memory.source_text == utterance  # what the user said stays on record
+
+
+def test_first_person_memories_of_earlier_versions_are_restated_after_extraction(
+    memory_store: MemoryStore,
+) -> None:
+    """What earlier versions stored for "remember that I …" is rewritten (a recorded update),
+    unless the user edited it; memories from other paths are left alone."""
+    from assistant.memory.model import Actor, NewMemory
+
+    def old_explicit(said: str, text: str) -> str:
+        return memory_store.add(NewMemory(text=text, source_text=said, importance=0.7),
+                                actor=Actor.USER).id
+
+    legacy = old_explicit("remember that I prefer short answers", "I prefer short answers.")
+    edited = old_explicit("remember that I use vim", "I use vim.")
+    memory_store.edit(edited, "I use vim, and neovim at work.")
+    typed = memory_store.add(NewMemory(text="I drink green tea every morning"),
+                             actor=Actor.USER).id  # `brain memory add`: no source_text
+    service = MemoryService(memory_store, chat_fn=lambda m, s: '{"memories": []}')
+    outcome = service.extract(["hello there, how are you?"])  # maintenance runs after it
+    assert outcome.error is None, outcome
+    assert memory_store.get(legacy).text == "The user prefers short answers."
+    assert memory_store.get(edited).text == "I use vim, and neovim at work."
+    assert memory_store.get(typed).text == "I drink green tea every morning"
+    assert service.restate_explicit() == 0  # once
