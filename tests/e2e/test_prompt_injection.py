@@ -56,7 +56,10 @@ def test_injected_instructions_never_reach_memory(tmp_path: Path, fake_ollama: F
         match=lambda body: not body.get("format"))
     fake_ollama.script_chat(format_json={"memories": [*POISON, LEGIT]},
                             match=lambda body: bool(body.get("format")))
-    ran = run_brain(home, "ask", "When is my quarterly review? Check my meeting notes.").ok()
+    # The day is the user's own words too: a name or number only the document (or the
+    # answer quoting it) holds never becomes a memory (issue 21).
+    ran = run_brain(home, "ask", "My quarterly review is on Thursday, right? Check my meeting "
+                    "notes.").ok()
     assert "Thursday" in ran.out
 
     # The document really was in the answer's prompt: the attack had its chance.
