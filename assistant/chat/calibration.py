@@ -25,6 +25,7 @@ import logging
 import math
 import os
 import re
+import statistics
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -117,6 +118,12 @@ class TokenCalibration:
                 return DEFAULT[script]
             return upper_quantile(samples)
 
+    def typical(self, model: str, script: Script) -> float:
+        """The median factor (the default until `MIN_SAMPLES`)."""
+        with self._lock:
+            samples = self._samples.get(model, {}).get(script, [])
+            return statistics.median(samples) if len(samples) >= MIN_SAMPLES else DEFAULT[script]
+
     def calibrated(self, model: str) -> bool:
         """True once every script this model was seen with has its own factor."""
         with self._lock:
@@ -150,9 +157,10 @@ class TokenCalibration:
         elif split.latin < MIN_SHARE * split.total:
             samples.append(("cjk", real / split.total))
         else:
-            # Mixed (a Chinese conversation under English instructions): the Latin part at the
-            # factor that will be applied to it, the rest is the CJK part's doing.
-            latin = self.factor(model, "latin")
+            # Mixed (a Chinese conversation under English instructions): the Latin part at its
+            # typical factor (the median: the upper quantile would leave the CJK part too little
+            # and the sum below the truth), the rest is the CJK part's doing.
+            latin = self.typical(model, "latin")
             samples.append(("cjk", (real - split.latin * latin) / split.cjk))
         low, high = RATIO_BOUNDS
         usable = [(script, ratio) for script, ratio in samples if low <= ratio <= high]
