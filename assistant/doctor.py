@@ -101,8 +101,9 @@ def run_checks(ctx: AppContext, *, on_check: OnCheck | None = None) -> list[Chec
     timeout = ctx.config.ollama.timeout
     limit = max(timeout, MIN_CHECK_SECONDS)
     groups: list[tuple[Callable[[_Slot], list[Check]], _Slot]] = [
-        (lambda slot: _ollama_checks(ctx),
-         _Slot([_unfinished("ollama", limit), _unfinished("chat model", limit)])),
+        (lambda slot: _server_checks(ctx),
+         _Slot([_unfinished(_server_check_name(ctx), limit),
+                _unfinished("chat model", limit)])),
         (lambda slot: [_embedding_check(ctx, slot)], _Slot([_unfinished("embedding", limit)])),
         # One thread: the consistency counts open the same Chroma store right after.
         (lambda slot: [_vector_store_check(ctx), _consistency_check(ctx)],
@@ -177,6 +178,47 @@ def _guarded(name: str, fn: Callable[[], Check], *, essential: bool = True) -> C
             return Check(name, False, message.split("\n", 1)[0], hint or "", essential)
         return Check(name, False, f"{type(exc).__name__}: {exc}",
                      "see `brain doctor --json` and report a bug if this persists", essential)
+
+
+# --- the model server ---------------------------------------------------------------------------
+
+def _server_check_name(ctx: AppContext) -> str:
+    return "model server" if ctx.config.llm.provider == "openai" else "ollama"
+
+
+def _server_checks(ctx: AppContext) -> list[Check]:
+    if ctx.config.llm.provider == "openai":
+        return _openai_checks(ctx)
+    return _ollama_checks(ctx)
+
+
+def _openai_checks(ctx: AppContext) -> list[Check]:
+    """An OpenAI-compatible server: its key source, /v1/models, the chat model among them."""
+    from assistant.llm.openai_wire import OpenAIClient
+    from assistant.llm.provider import link
+
+    server = link(ctx.config)
+    model = ctx.config.chat_model
+    try:
+        with OpenAIClient(server.endpoint(), timeout=ctx.config.ollama.timeout) as client:
+            models = client.models()
+    except UserError as exc:
+        return [Check("model server", False, str(exc.args[0]).split("\n", 1)[0],
+                      exc.hint or ""),
+                Check("chat model", False, f"{model}: not checked (server unreachable)",
+                      "start the server, then set llm.model to one it lists")]
+    key = (f", key from ${server.api_key_env}" if server.api_key_env.strip()
+           else ", key from llm.api_key_file" if server.api_key_file.strip() else "")
+    names = sorted(m.id for m in models)
+    up = Check("model server", True, f"OpenAI-compatible API at {server.url} "
+               f"({len(names)} model{'s' if len(names) != 1 else ''}{key})")
+    found = next((m for m in models if m.id == model), None)
+    if found is None:
+        return [up, Check("chat model", False,
+                          f"{model!r} is not served (it serves: {', '.join(names) or 'none'})",
+                          "set llm.model to one of them in `brain config edit`")]
+    context = f" (context {found.context_length})" if found.context_length else ""
+    return [up, Check("chat model", True, f"{model}{context}")]
 
 
 # --- Ollama -----------------------------------------------------------------------------------

@@ -35,6 +35,8 @@ from indexing.embedders.base import EmbeddingModelError, InnerModel, normalise_r
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
 
+    from indexing.embedders.remote import RemoteEmbed
+
 __all__ = [
     "CachedEmbedder",
     "Embedder",
@@ -434,6 +436,7 @@ def make_embedder(
     device: str = "cpu",
     ollama_host: str | None = None,
     timeout: float = 60.0,
+    remote_embed: RemoteEmbed | None = None,
 ) -> CachedEmbedder:
     """The cached embedder for an `embedding.model` setting; raises EmbeddingModelError.
 
@@ -443,7 +446,7 @@ def make_embedder(
     return CachedEmbedder(
         make_inner_model(
             spec, model_dir=model_dir, batch_size=batch_size, device=device,
-            ollama_host=ollama_host, timeout=timeout,
+            ollama_host=ollama_host, timeout=timeout, remote_embed=remote_embed,
         ),
         cache_dir,
         batch_size=batch_size,
@@ -458,8 +461,11 @@ def make_inner_model(
     device: str = "cpu",
     ollama_host: str | None = None,
     timeout: float = 60.0,
+    remote_embed: RemoteEmbed | None = None,
 ) -> InnerModel:
-    """The uncached model for a spec (benchmarks compare it with the cached one)."""
+    """The uncached model for a spec (benchmarks compare it with the cached one).
+    `remote_embed`: the OpenAI-compatible server's `(model, texts) -> vectors`, for
+    `openai:<model>`."""
     from indexing.embedders import sentence
 
     name = (spec or "").strip()
@@ -477,6 +483,10 @@ def make_inner_model(
         return OllamaModel(
             name[len("ollama:") :], host=ollama_host, timeout=timeout, batch_size=batch_size
         )
+    if name.startswith("openai:"):
+        from indexing.embedders.remote import RemoteModel
+
+        return RemoteModel(name[len("openai:"):], embed=remote_embed, batch_size=batch_size)
     if name == "bundled":
         folder, model_id = sentence.bundled_model_path(), sentence.BUNDLED_ID
     else:

@@ -78,7 +78,6 @@ from assistant.chat.summary import (
 from assistant.chat.thinking import think_value
 from assistant.chat.tokens import MESSAGE_OVERHEAD, count_tokens
 from assistant.chat.tools import MAX_TOOL_ROUNDS, run_tool, tool_specs
-from assistant.chat.transport import OllamaTransport
 from assistant.chat.turn import (
     CONTINUE_MESSAGE,
     MemoryItem,
@@ -92,6 +91,7 @@ from assistant.chat.turn import (
 )
 from assistant.daemon_pool import DaemonThreadPool
 from assistant.errors import UserError
+from assistant.llm.provider import ChatTransport, Link, make_transport
 
 if TYPE_CHECKING:
     from assistant.config import Config
@@ -170,8 +170,11 @@ class ConversationSource(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class EngineSettings:
-    host: str
+    host: str  # the Ollama host, or the OpenAI-compatible base URL
     model: str
+    provider: str = "ollama"  # [llm] provider (assistant/llm/provider.py)
+    api_key_env: str = ""  # where an OpenAI-compatible server's key is read, never the key
+    api_key_file: str = ""
     timeout: float = 60.0  # silence allowed between two chunks of an answer
     first_token_timeout: float = 900.0  # the silent load + prompt reading before them
     think: str = "auto"  # auto | on | off (thinking.py)
@@ -198,9 +201,15 @@ class EngineSettings:
     @classmethod
     def from_config(cls, config: Config) -> EngineSettings:
         o = config.ollama
+        from assistant.llm.provider import link
+
+        server = link(config)
         return cls(
-            host=o.host,
-            model=o.model,
+            host=server.url,
+            model=config.chat_model,
+            provider=server.provider,
+            api_key_env=server.api_key_env,
+            api_key_file=server.api_key_file,
             timeout=o.timeout,
             first_token_timeout=o.first_token_timeout,
             think=o.think,
@@ -362,7 +371,7 @@ class ChatEngine:
         self._conversation_pool = DaemonThreadPool(1, thread_name_prefix="brain-conversations")
         self.indexer = ConversationIndexer(conversations, self._conversation_pool)
         self.transport = self._new_transport()
-        self._old_transports: list[OllamaTransport] = []
+        self._old_transports: list[ChatTransport] = []
         self.jobs = BackgroundJobs()
         self.extraction = MemoryExtraction(store, memory, thread=self._memory_pool,
                                            jobs=self.jobs, complete=self._background_complete)
@@ -378,9 +387,10 @@ class ChatEngine:
             written=self.indexer.later)
         self._closed = False
 
-    def _new_transport(self) -> OllamaTransport:
+    def _new_transport(self) -> ChatTransport:
         s = self.settings
-        return OllamaTransport(s.host, timeout=s.timeout, first_token_timeout=s.first_token_timeout)
+        return make_transport(Link(s.provider, s.host, s.api_key_env, s.api_key_file),
+                              timeout=s.timeout, first_token_timeout=s.first_token_timeout)
 
     # --- session and model ------------------------------------------------------------------
 
@@ -454,7 +464,7 @@ class ChatEngine:
             for k, v in changes.items()
         }
         for name, value in changes.items():
-            if name not in current or name in ("host",):
+            if name not in current or name in ("host", "provider", "api_key_env", "api_key_file"):
                 raise ChatError("protocol", f"unknown chat option {name!r}", retryable=False)
             old = current[name]
             if old is not None and not isinstance(value, type(old)):
@@ -856,6 +866,8 @@ class ChatEngine:
             state.timings["prompt_eval_count"] = raw["prompt_eval_count"]
         if isinstance(raw.get("eval_count"), int):
             state.timings["eval_count"] = state.timings.get("eval_count", 0) + raw["eval_count"]
+        if isinstance(raw.get("cached_tokens"), int):  # OpenAI-compatible servers say so
+            state.timings["cached_tokens"] = raw["cached_tokens"]
         for key, out in (("prompt_eval_duration", "prompt_eval_ms"),
                          ("load_duration", "load_ms")):
             value = _ns_to_ms(raw.get(key))

@@ -225,6 +225,9 @@ class ReplyReader:
 def _tool_calls(last: Any) -> list[tuple[str, dict[str, Any]]]:
     if last is None:
         return []
+    parsed = getattr(last, "tool_calls", None)  # an OpenAI-compatible stream's last chunk
+    if isinstance(parsed, list):
+        return parsed
     from llama_index.core.base.llms.types import ToolCallBlock
 
     message = getattr(last, "message", None)

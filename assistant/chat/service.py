@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from assistant.chat.calibration import TokenCalibration
 from assistant.chat.engine import ChatEngine, ChatFn, EngineSettings
-from assistant.chat.models import OllamaCatalog
 from assistant.chat.sessions import SessionStore
 from assistant.chat.turn import HitScores, KnowledgeItem, MemoryItem, Recollection, Retrieval
 from assistant.context import AppContext
 from assistant.errors import UserError
+from assistant.llm.provider import Link, make_catalog
 from indexing.lazy import Lazy
 
 if TYPE_CHECKING:
@@ -343,7 +343,8 @@ def open_chat(
         store,
         knowledge=knowledge_source,
         memory=memory_source,
-        catalog=OllamaCatalog(settings.host, settings.timeout),
+        catalog=make_catalog(Link(settings.provider, settings.host, settings.api_key_env,
+                                  settings.api_key_file), settings.timeout),
         session_id=resolved,
         conversations=conversation_source,
         calibration=TokenCalibration(ctx.paths.token_calibration_file),

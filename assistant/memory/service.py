@@ -105,6 +105,14 @@ def configured_chat_fn(config: Config) -> ChatFn:
     """Extraction/profile requests for the configured chat model, with the num_ctx a chat
     would use (so they do not make Ollama reload it). In a chat, the engine passes its own."""
     o = config.ollama
+    from assistant.llm.provider import link, openai_chat_fn
+
+    server = link(config)
+    if server.is_openai:
+        from assistant.memory.extraction import NUM_PREDICT
+
+        return openai_chat_fn(server, config.chat_model, timeout=o.first_token_timeout,
+                              num_predict=NUM_PREDICT)
 
     def num_ctx() -> int:
         from assistant.chat.models import configured_window

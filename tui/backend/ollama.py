@@ -25,6 +25,9 @@ class OllamaAdapter:
     def status(self, model: str) -> OllamaStatus:
         from assistant.ollama_client import OllamaError, model_matches
 
+        if self.ctx.config.llm.provider == "openai":
+            return self._openai_status(model)
+
         try:
             with self._client(STATUS_TIMEOUT) as client:
                 version = client.version()
@@ -38,7 +41,27 @@ class OllamaAdapter:
             )
         return OllamaStatus(True, version)
 
+    def _openai_status(self, model: str) -> OllamaStatus:
+        from assistant.errors import UserError
+        from assistant.llm.provider import link, list_models
+
+        server = link(self.ctx.config)
+        try:
+            served = [m.name for m in list_models(server, STATUS_TIMEOUT)]
+        except UserError as exc:
+            return OllamaStatus(False, message=str(exc.args[0]).split("\n")[0],
+                                hint=exc.hint or "")
+        if model not in served:
+            return OllamaStatus(
+                False, "", f"the chat model {model!r} is not served at {server.url}",
+                "set llm.model to one of: " + (", ".join(served) or "none"),
+                model_missing=True,
+            )
+        return OllamaStatus(True, "OpenAI-compatible")
+
     def models(self) -> list[ModelView]:
-        with self._client(self.ctx.config.ollama.timeout) as client:
-            models = client.list_models()
-        return [ModelView(m.name, m.size, m.family) for m in models]
+        """The picker's list (F4), from whichever provider is configured."""
+        from assistant.llm.provider import link, list_models
+
+        models = list_models(link(self.ctx.config), self.ctx.config.ollama.timeout)
+        return [ModelView(m.name, m.size_bytes, m.family) for m in models]

@@ -35,7 +35,7 @@ class SessionsAdapter:
                 for s in self.store().list()]
 
     def create(self) -> SessionView:
-        s = self.store().create(model=self.ctx.config.ollama.model)
+        s = self.store().create(model=self.ctx.config.chat_model)
         return SessionView(s.id, s.title, iso(s.updated_at), 0)
 
     def turns(self, session_id: str) -> builtins.list[TurnView]:

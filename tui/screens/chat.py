@@ -65,7 +65,7 @@ class ChatScreen(Screen[None]):
         self.memory_pane = MemoryPane(id="memories")
         self.status_bar = StatusBar(id="status")
         self.chat = ChatController(
-            self, session_id=state.state.last_session, model=ctx.config.ollama.model,
+            self, session_id=state.state.last_session, model=ctx.config.chat_model,
             activity=activity, extract_idle_seconds=options.extract_idle_seconds,
         )
         self.memory = MemoryController(self, poll_seconds=options.memory_poll_seconds)
