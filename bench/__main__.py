@@ -21,6 +21,7 @@ BENCHMARKS: dict[str, str] = {
     "startup": "bench.startup",
     "chunking": "bench.chunking_stats",
     "scale": "bench.scale",
+    "real_model": "bench.real_model",  # skipped unless `make test-real` installed its lane
 }
 
 # `make bench QUICK=1` passes --quick; the variable also works with plain `python -m bench`.
