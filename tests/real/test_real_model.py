@@ -30,6 +30,8 @@ def test_the_real_app_through_the_openai_provider() -> None:
     assert not failed, failed
     for name, case in cases.items():
         assert case["answer"].strip(), name
+        if name == "remember":  # stored and confirmed without a model call
+            continue
         assert case["ttft_ms"] is not None, name
         assert case["server_requests"] >= 1, name  # the server's log saw the request
         assert case["prompt_tokens_real"], name
