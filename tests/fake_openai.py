@@ -132,13 +132,16 @@ def _message_text(message: dict[str, Any]) -> str:
 class FakeOpenAI:
     def __init__(self, *, models: Sequence[FakeModel] | None = None,
                  api_key: str | None = None, meta: bool = True, crlf: bool = False,
-                 include_timings: bool = True) -> None:
+                 include_timings: bool = True, json_object_only: bool = False) -> None:
         self.models = list(models) if models is not None else [FakeModel(DEFAULT_MODEL),
                                                               FakeModel("nomic-embed", 2048, 32)]
         self.api_key = api_key
         self.meta = meta
         self.crlf = crlf
         self.include_timings = include_timings
+        # llama-cpp-python's server: response_format is {type: "text"|"json_object", schema}
+        # (llama_types.ChatCompletionRequestResponseFormat); json_schema fails validation.
+        self.json_object_only = json_object_only
         self.requests: list[Recorded] = []
         self.disconnects = 0
         self.generations: list[dict[str, int]] = []  # prompt, cached, completion tokens
@@ -280,6 +283,13 @@ class FakeOpenAI:
                         "increasing it", "exceed_context_size_error",
                         n_prompt_tokens=prompt_tokens, n_ctx=model.n_ctx)
             return
+        response_format = body.get("response_format") or {}
+        if self.json_object_only and response_format.get("type") not in (None, "text",
+                                                                        "json_object"):
+            self._json(handler, 422, {"detail": [{
+                "type": "literal_error", "loc": ["body", "response_format", "type"],
+                "msg": "Input should be 'text' or 'json_object'"}]})
+            return
         script = self._next_script(body)
         if script is not None and script.fail is not None and not script.in_stream_error:
             self._error(handler, script.fail, script.error or "scripted failure",
@@ -320,7 +330,9 @@ class FakeOpenAI:
 
     def _reply(self, body: dict[str, Any], messages: list[dict[str, Any]],
                script: Script | None) -> tuple[str, list[str], list[dict[str, Any]]]:
-        schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema")
+        response_format = body.get("response_format") or {}
+        schema = (response_format.get("json_schema") or {}).get("schema") or (
+            response_format.get("schema"))
         if script is not None and script.json is not None:
             return script.reasoning, [json.dumps(script.json)], []
         if script is not None and (script.reply is not None or script.tool_calls):

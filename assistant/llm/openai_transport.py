@@ -33,9 +33,11 @@ from assistant.llm.openai_wire import (
     Endpoint,
     StreamEnd,
     ToolCallBuffer,
+    json_object_format,
     ollama_style_stats,
     parse_models,
     read_chunk,
+    refused_format,
     request_body,
     sse_data,
 )
@@ -111,6 +113,7 @@ class OpenAITransport:
         self.timeout = timeout
         self.first_token_timeout = first_token_timeout
         self._clients: dict[int, httpx.AsyncClient] = {}  # event loop id → client
+        self._json_object = False  # the server refused response_format json_schema
 
     def client(self) -> httpx.AsyncClient:
         """The running loop's client (an httpx async client must not cross loops)."""
@@ -177,11 +180,17 @@ class OpenAITransport:
 
     async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         model = str(body.get("model", ""))
+        if self._json_object:
+            body = json_object_format(body) or body
         try:
             response = await self.client().post(f"{self.endpoint.base_url}/chat/completions",
                                                 json=body)
         except httpx.HTTPError as exc:
             raise self._error(exc, model) from exc
+        retry = json_object_format(body)
+        if retry is not None and refused_format(response.status_code, response.text):
+            self._json_object = True  # this server wants the older form from now on
+            return await self._post(retry)
         if response.status_code >= 400:
             raise oe.from_status(response.status_code, oe.error_text(response.text),
                                  base_url=self.endpoint.base_url, model=model,

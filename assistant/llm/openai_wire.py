@@ -98,6 +98,23 @@ def request_body(model: str, messages: list[dict[str, Any]], *, stream: bool,
     return body
 
 
+def json_object_format(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The same request with the older schema form, `{type: json_object, schema}` — what
+    llama-cpp-python's server accepts (it refuses `json_schema` with a 422) and llama.cpp's
+    llama-server also reads; None when the body asks for no schema."""
+    current = body.get("response_format") or {}
+    if current.get("type") != "json_schema":
+        return None
+    schema = (current.get("json_schema") or {}).get("schema")
+    return {**body, "response_format": {"type": "json_object", "schema": schema}}
+
+
+def refused_format(status: int, message: str) -> bool:
+    """A 400/422 about response_format (not about the prompt): try the other form."""
+    return status in (400, 422) and ("response_format" in message or "json_object" in message
+                                     or status == 422)
+
+
 # --- streaming ----------------------------------------------------------------------------------
 
 @dataclass
@@ -220,6 +237,14 @@ def ollama_style_stats(end: StreamEnd) -> dict[str, Any]:
 
 # --- the blocking client (catalog, doctor, embeddings, CLI extraction) ------------------------
 
+class RefusedFormat(Exception):
+    """The server refused `json_schema`; `retry` is the request in the older form."""
+
+    def __init__(self, retry: dict[str, Any]) -> None:
+        super().__init__("response_format json_schema refused")
+        self.retry = retry
+
+
 class OpenAIClient:
     """Blocking client for one OpenAI-compatible server. Thread-safe; close() when done.
     Raises ChatError (chat/errors.py) for every failure."""
@@ -251,7 +276,11 @@ class OpenAIClient:
         except httpx.HTTPError as exc:
             raise self._mapped(exc, model) from exc
         if response.status_code >= 400:
-            raise oe.from_status(response.status_code, oe.error_text(response.text),
+            message = oe.error_text(response.text)
+            retry = json_object_format(body) if body is not None else None
+            if retry is not None and refused_format(response.status_code, response.text):
+                raise RefusedFormat(retry)
+            raise oe.from_status(response.status_code, message,
                                  base_url=self.endpoint.base_url, model=model,
                                  key_env=self.endpoint.key_env)
         try:
@@ -297,7 +326,10 @@ class OpenAIClient:
         """One non-streamed reply's content (background JSON requests from the CLI)."""
         body = request_body(model, messages, stream=False, temperature=temperature,
                             num_predict=num_predict, schema=schema)
-        data = self._post_or_get("POST", "/chat/completions", body, model=model)
+        try:
+            data = self._post_or_get("POST", "/chat/completions", body, model=model)
+        except RefusedFormat as refused:
+            data = self._post_or_get("POST", "/chat/completions", refused.retry, model=model)
         end = StreamEnd()
         if isinstance(data, dict) and data.get("error"):
             raise oe.from_status(500, oe.payload_error(data), base_url=self.endpoint.base_url,

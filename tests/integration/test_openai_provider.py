@@ -236,6 +236,22 @@ async def test_background_requests_carry_the_schema(
     assert body["max_tokens"] == 50 and body["stream"] is False
 
 
+async def test_a_server_that_refuses_json_schema_gets_json_object(
+        make_engine: Make, fake: FakeOpenAI) -> None:
+    fake.json_object_only = True  # llama-cpp-python's server
+    engine = make_engine()
+    schema = {"type": "object", "properties": {"memories": {"type": "array"}},
+              "required": ["memories"]}
+    for _ in range(2):
+        fake.script_chat(json={"memories": []})
+        reply = await engine._background_complete([{"role": "user", "content": "x"}],
+                                                  schema, 20)
+        assert json.loads(reply) == {"memories": []}
+    formats = [b["response_format"]["type"] for b in fake.chat_bodies()]
+    assert formats == ["json_schema", "json_object", "json_object"]  # learnt once
+    assert fake.chat_bodies()[-1]["response_format"]["schema"] == schema
+
+
 # --- the CLI, the doctor, the picker, embeddings ---------------------------------------------
 
 @pytest.fixture
@@ -282,6 +298,11 @@ def test_cli_extraction_uses_a_json_schema_request(
     body = fake.chat_bodies()[-1]
     assert body["response_format"]["type"] == "json_schema" and body["temperature"] == 0.0
     assert isinstance(body["max_tokens"], int)
+    fake.json_object_only = True
+    fake.script_chat(json={"memories": []})
+    assert json.loads(chat([{"role": "user", "content": "hi"}], schema)) == {"memories": []}
+    assert fake.chat_bodies()[-1]["response_format"] == {"type": "json_object",
+                                                         "schema": schema}
 
 
 def test_doctor_checks_the_server_and_the_model(openai_home: Path, fake: FakeOpenAI) -> None:
