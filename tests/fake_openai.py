@@ -70,6 +70,7 @@ class Script:
     error_type: str = "server_error"
     in_stream_error: bool = False
     disconnect_after: int | None = None
+    end_after: int | None = None  # end the HTTP response cleanly after N pieces, unfinished
     cap: int | None = None  # the server's own limit (its -n / n_predict): "length" past it
     match: Callable[[dict[str, Any]], bool] | None = None
 
@@ -392,6 +393,10 @@ class FakeOpenAI:
                 handler.close_connection = True
                 with contextlib.suppress(OSError):
                     handler.connection.shutdown(2)
+                return
+            if script is not None and script.end_after is not None and (
+                    sent >= script.end_after):
+                handler.wfile.write(b"0\r\n\r\n")  # no finish_reason, no [DONE]
                 return
             if script is not None and script.in_stream_error and sent == 1:
                 event({"error": {"code": script.fail or 500, "message": script.error,

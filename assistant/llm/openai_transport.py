@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 
-from assistant.chat.errors import ChatError
+from assistant.chat.errors import ChatError, dropped
 from assistant.chat.transport import Completion
 from assistant.llm import openai_errors as oe
 from assistant.llm.openai_wire import (
@@ -169,6 +169,10 @@ class OpenAITransport:
             raise
         except (httpx.HTTPError, OSError) as exc:
             raise self._error(exc, model, streaming=started) from exc
+        if not end.finish_reason:
+            # Every server ends a reply with a finish_reason; a stream closed without one
+            # was cut (the server died or a proxy dropped it).
+            raise dropped(partial=started)
         yield StreamChunk(raw=ollama_style_stats(end), tool_calls=tools.calls())
 
     def _in_stream_error(self, data: dict[str, Any], model: str) -> ChatError:

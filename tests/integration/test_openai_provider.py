@@ -161,6 +161,17 @@ async def test_cancel_closes_the_stream(make_engine: Make, fake: FakeOpenAI) -> 
     assert 0 < len(final.turn.answer.split()) < 50
 
 
+async def test_a_stream_cut_mid_answer_keeps_the_partial_answer(
+        make_engine: Make, fake: FakeOpenAI) -> None:
+    engine = make_engine()
+    fake.script_chat("one two three four five", disconnect_after=2)  # connection reset
+    fake.script_chat("one two three four five", end_after=2)  # closed without an end
+    for _ in range(2):
+        final = (await collect(engine, "count"))[-1]
+        assert isinstance(final, Failed) and final.error.kind == "dropped", final
+        assert final.partial == "one two" and final.turn is not None
+
+
 async def test_first_token_timeout(make_engine: Make, fake: FakeOpenAI) -> None:
     fake.script_chat("late", first_delay=3.0)
     final = (await collect(make_engine(first_token_timeout=1.0), "hi"))[-1]
