@@ -171,9 +171,16 @@ def _measure(case: Case, answer: dict[str, Any], served: list[ServedRequest],
         result.estimate_ratio = round(result.prompt_tokens_estimated / first.prompt_tokens, 3)
 
 
-def run_lane(venv: Path = DEFAULT_VENV, out: Path = DEFAULT_OUT) -> dict[str, Any]:
-    """Start the server, run every case, write `out/cases.json`; returns what it wrote."""
+def run_lane(venv: Path = DEFAULT_VENV, out: Path = DEFAULT_OUT,
+             gguf: Path | None = None) -> dict[str, Any]:
+    """Start the server, run every case, write `out/cases.json`; returns what it wrote.
+    `gguf`: use this model file with a venv installed by other means (checked the same)."""
     facts = lane_ready(venv)
+    if facts is None and gguf is not None:
+        from bench.real_setup import GGUF_SHA256, LLAMA_CPP, check_gguf
+
+        check_gguf(gguf)
+        facts = {"gguf": str(gguf), "sha256": GGUF_SHA256, "llama_cpp_python": LLAMA_CPP}
     if facts is None:
         raise MissingData(f"the real-model lane is not installed in {venv}: run `make "
                           "test-real` once (it builds llama-cpp-python: ~30 min)")
@@ -254,8 +261,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.real_model")
     parser.add_argument("--venv", type=Path, default=DEFAULT_VENV)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--gguf", type=Path, help="the SmolLM2 GGUF, for a venv that "
+                        "bench/real_setup.py did not install")
     args = parser.parse_args(argv)
-    payload = run_lane(args.venv, args.out)
+    payload = run_lane(args.venv, args.out, args.gguf)
     print(f"wrote {args.out / 'cases.json'} ({len(payload['cases'])} cases, "
           f"{payload['minutes']} min)")
     return 0
