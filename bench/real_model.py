@@ -194,8 +194,9 @@ def run_lane(venv: Path = DEFAULT_VENV, out: Path = DEFAULT_OUT,
         indexed = _brain(home, "index", str(notes))
         if indexed.returncode != 0:
             raise RuntimeError(f"brain index failed: {indexed.stderr.strip()[-500:]}")
+        known: set[str] = set()
         for case in CASES:
-            results.append(_run_case(case, home, server))
+            results.append(_run_case(case, home, server, known))
             print(f"  {case.name}: {results[-1].status or results[-1].error} "
                   f"ttft {results[-1].ttft_ms} ms", flush=True)
     payload = {
@@ -208,9 +209,9 @@ def run_lane(venv: Path = DEFAULT_VENV, out: Path = DEFAULT_OUT,
     return payload
 
 
-def _run_case(case: Case, home: Path, server: LlamaServer) -> CaseResult:
+def _run_case(case: Case, home: Path, server: LlamaServer, before: set[str]) -> CaseResult:
+    """One `brain ask --json`; `before`: the memories stored before it (updated here)."""
     result = CaseResult(case.name, case.question)
-    before = set(_memories(home))
     offset = server.offset()
     began = time.monotonic()
     done = _brain(home, "ask", *(["-c"] if case.continue_session else []), "--json",
@@ -220,7 +221,9 @@ def _run_case(case: Case, home: Path, server: LlamaServer) -> CaseResult:
         result.error = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"
         return result
     _measure(case, json.loads(done.stdout), server.requests_since(offset), result)
-    result.memories_added = [m for m in _memories(home) if m not in before]
+    after = _memories(home)
+    result.memories_added = [m for m in after if m not in before]
+    before.update(after)
     return result
 
 
