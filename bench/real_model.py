@@ -172,7 +172,7 @@ def _measure(case: Case, answer: dict[str, Any], served: list[ServedRequest],
 
 
 def run_lane(venv: Path = DEFAULT_VENV, out: Path = DEFAULT_OUT,
-             gguf: Path | None = None) -> dict[str, Any]:
+             gguf: Path | None = None, only: tuple[str, ...] = ()) -> dict[str, Any]:
     """Start the server, run every case, write `out/cases.json`; returns what it wrote.
     `gguf`: use this model file with a venv installed by other means (checked the same)."""
     facts = lane_ready(venv)
@@ -196,6 +196,8 @@ def run_lane(venv: Path = DEFAULT_VENV, out: Path = DEFAULT_OUT,
             raise RuntimeError(f"brain index failed: {indexed.stderr.strip()[-500:]}")
         known: set[str] = set()
         for case in CASES:
+            if only and case.name not in only:
+                continue
             results.append(_run_case(case, home, server, known))
             print(f"  {case.name}: {results[-1].status or results[-1].error} "
                   f"ttft {results[-1].ttft_ms} ms", flush=True)
@@ -266,8 +268,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--gguf", type=Path, help="the SmolLM2 GGUF, for a venv that "
                         "bench/real_setup.py did not install")
+    parser.add_argument("--cases", default="", help="comma-separated case names (default: "
+                        "all: " + ", ".join(c.name for c in CASES) + ")")
     args = parser.parse_args(argv)
-    payload = run_lane(args.venv, args.out, args.gguf)
+    only = tuple(n.strip() for n in args.cases.split(",") if n.strip())
+    unknown = set(only) - {c.name for c in CASES}
+    if unknown:
+        parser.error(f"unknown case(s): {', '.join(sorted(unknown))}")
+    payload = run_lane(args.venv, args.out, args.gguf, only)
     print(f"wrote {args.out / 'cases.json'} ({len(payload['cases'])} cases, "
           f"{payload['minutes']} min)")
     return 0
