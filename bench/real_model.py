@@ -32,7 +32,7 @@ from bench.real_server import LlamaServer, ServedRequest
 
 DEFAULT_VENV = ROOT / ".venv-real"
 DEFAULT_OUT = ROOT / "bench" / "results" / "real_model"
-N_CTX = 4096
+N_CTX = 2048  # also bounds a reply until the engine caps answers (num_predict)
 
 NOTES = {
     "ops/staging-db.md": "# Staging database\n\nThe staging database runs PostgreSQL 15 and "

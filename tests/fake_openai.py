@@ -143,6 +143,11 @@ class FakeOpenAI:
         # llama-cpp-python's server: response_format is {type: "text"|"json_object", schema}
         # (llama_types.ChatCompletionRequestResponseFormat); json_schema fails validation.
         self.json_object_only = json_object_only
+        # llama-cpp-python's server (settings.interrupt_requests, on by default): any new
+        # request ends the completion being streamed.
+        self.interrupt_requests = False
+        self._streaming = 0
+        self._interrupted = False
         self.requests: list[Recorded] = []
         self.disconnects = 0
         self.generations: list[dict[str, int]] = []  # prompt, cached, completion tokens
@@ -215,6 +220,8 @@ class FakeOpenAI:
         except ValueError:
             body = None
         self.requests.append(Recorded(method, handler.path, body, dict(handler.headers)))
+        if self.interrupt_requests and self._streaming:
+            self._interrupted = True
         if self.api_key is not None and (
                 handler.headers.get("Authorization") != f"Bearer {self.api_key}"):
             self._error(handler, 401, "Invalid API Key", "authentication_error")
@@ -308,8 +315,14 @@ class FakeOpenAI:
                   "sent": 0}
         self.generations.append(counts)
         if body.get("stream"):
-            with contextlib.suppress(_Gone, OSError):
-                self._stream(handler, body, script, reasoning, pieces, calls, finish, counts)
+            self._streaming += 1
+            self._interrupted = False
+            try:
+                with contextlib.suppress(_Gone, OSError):
+                    self._stream(handler, body, script, reasoning, pieces, calls, finish,
+                                 counts)
+            finally:
+                self._streaming -= 1
         else:
             message: dict[str, Any] = {"role": "assistant", "content": "".join(pieces)}
             if reasoning:
@@ -363,6 +376,9 @@ class FakeOpenAI:
         started = time.monotonic()
 
         def event(data: Any) -> None:
+            if self._interrupted:  # the response ends, unfinished
+                handler.wfile.write(b"0\r\n\r\n")
+                raise _Gone
             text = data if isinstance(data, str) else json.dumps(data)
             frame = f"data: {text}{newline}{newline}".encode()
             if self._client_left(handler):

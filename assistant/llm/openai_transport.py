@@ -35,7 +35,6 @@ from assistant.llm.openai_wire import (
     ToolCallBuffer,
     json_object_format,
     ollama_style_stats,
-    parse_models,
     read_chunk,
     refused_format,
     request_body,
@@ -114,6 +113,7 @@ class OpenAITransport:
         self.first_token_timeout = first_token_timeout
         self._clients: dict[int, httpx.AsyncClient] = {}  # event loop id → client
         self._json_object = False  # the server refused response_format json_schema
+        self._asked = ""  # the model of the last streamed request (the wait display)
 
     def client(self) -> httpx.AsyncClient:
         """The running loop's client (an httpx async client must not cross loops)."""
@@ -142,6 +142,7 @@ class OpenAITransport:
     async def stream(self, body: dict[str, Any]) -> AsyncIterator[StreamChunk]:
         """The reply's chunks, then one last chunk with the end (raw stats, tool calls)."""
         model = str(body.get("model", ""))
+        self._asked = model
         url = f"{self.endpoint.base_url}/chat/completions"
         end, tools = StreamEnd(), ToolCallBuffer()
         started = False
@@ -245,17 +246,12 @@ class OpenAITransport:
         )
 
     async def running(self, timeout: float = 1.5) -> dict[str, int | None] | None:
-        """The served models (/v1/models) → None (the server's context is unknown here);
-        None when it did not answer within `timeout`. The wait display reads "reading the
-        prompt" once the model is listed."""
-        try:
-            response = await asyncio.wait_for(
-                self.client().get(f"{self.endpoint.base_url}/models"), timeout)
-            models = parse_models(response.json())
-        except (TimeoutError, httpx.HTTPError, ValueError) as exc:
-            log.debug("/models failed: %s", exc)
-            return None
-        return {m.id: None for m in models}
+        """For the wait display: the model being asked is taken as loaded ("reading the
+        prompt"). Deliberately no request: llama-cpp-python's server interrupts the answer
+        it is generating when any other request arrives (its `interrupt_requests`, on by
+        default), so probing /v1/models while waiting cut every answer."""
+        del timeout
+        return {self._asked: None} if self._asked else None
 
     async def aclose(self) -> None:
         client = self._clients.pop(id(asyncio.get_running_loop()), None)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from assistant.chat.engine import ChatEngine, EngineSettings
-from assistant.chat.events import Done, Failed, Thinking, Token, ToolCalled
+from assistant.chat.events import Done, Failed, Thinking, Token, ToolCalled, Waiting
 from assistant.chat.sessions import SessionStore
 from assistant.cli.main import main
 from assistant.context import AppContext
@@ -170,6 +170,18 @@ async def test_a_stream_cut_mid_answer_keeps_the_partial_answer(
         final = (await collect(engine, "count"))[-1]
         assert isinstance(final, Failed) and final.error.kind == "dropped", final
         assert final.partial == "one two" and final.turn is not None
+
+
+async def test_waiting_sends_nothing_that_would_interrupt_the_answer(
+        make_engine: Make, fake: FakeOpenAI) -> None:
+    engine = make_engine()
+    engine.catalog.facts(DEFAULT_MODEL)  # known, as mid-session
+    fake.interrupt_requests = True  # llama-cpp-python's server
+    fake.script_chat("It arrives whole.", first_delay=2.5)  # a wait shown for seconds
+    events = await collect(engine, "slow start")
+    assert isinstance(events[-1], Done), events[-1]
+    assert events[-1].turn.answer == "It arrives whole."
+    assert any(isinstance(e, Waiting) and e.phase == "reading" for e in events)
 
 
 async def test_first_token_timeout(make_engine: Make, fake: FakeOpenAI) -> None:
