@@ -85,7 +85,7 @@ class FolderAdded:
     path: str  # the resolved folder
     status: str  # "added" | "already" (registered before) | "inside" (covered by `parent`)
     parent: str | None = None
-    absorbed: tuple[str, ...] = ()  # registered sub-folders now covered by this one
+    absorbed: tuple[str, ...] = ()  # registered sub-folders its first successful sync absorbs
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,7 +294,9 @@ class KnowledgeBase:
 
         Nested registrations collapse to the outermost folder: adding a folder inside a
         registered one changes nothing (it is already indexed); adding a parent of registered
-        folders absorbs them, keeping their indexed files and chunks (no re-embedding).
+        folders registers it beside them, and its first successful sync absorbs them (keeping
+        their indexed files and chunks, no re-embedding). Until then they stay registered as
+        they were: a parent whose sync fails (e.g. `/`) never takes their place.
         """
         real = str(resolve_folder(path))
         with self.lock:
@@ -307,9 +309,6 @@ class KnowledgeBase:
             children = tuple(p for p in registered if _inside(p, real))
             with self.manifest.transaction():
                 self.manifest.add_folder(real, time.time())
-                for child in children:
-                    self.manifest.move_files(child, real)
-                    self.manifest.delete_folder(child)
         return FolderAdded(real, "added", absorbed=children)
 
     def remove_folder(self, path: str | os.PathLike[str]) -> FolderRemoved:
@@ -500,7 +499,10 @@ class KnowledgeBase:
         selected: list[str] = []
         for folder in folders:
             real = os.path.realpath(Path(folder).expanduser())
-            match = next((p for p in registered if p == real or _inside(real, p)), None)
+            # An exact registration wins over a parent still waiting for its first sync.
+            match = real if real in registered else next(
+                (p for p in registered if _inside(real, p)), None
+            )
             if match is None:
                 raise FolderError(f"{folder} is not a registered folder (add it first)")
             if match not in selected:

@@ -278,7 +278,7 @@ class _Rules:
         name = path.name
         if name.startswith(".") or name in DEFAULT_IGNORED_DIRS:
             return True
-        if (path / "pyvenv.cfg").is_file():  # a virtualenv under any name
+        if _is_file(path / "pyvenv.cfg"):  # a virtualenv under any name
             return True
         if self._exclude is not None and self._exclude.match_file(rel + "/"):
             return True
@@ -307,6 +307,13 @@ class _Rules:
             result = spec.check_file(sub)
             if result.include is not None:
                 return bool(result.include)
+        return False
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # EACCES (/proc/1/fdinfo): the folder's own scandir reports it as a skip
         return False
 
 

@@ -70,6 +70,7 @@ class SyncReport:
     missing_folders: tuple[str, ...]  # registered folders not on disk: left untouched
     seconds: float
     reused: int = 0  # chunks whose stored vector was kept (a rebuild): neither model nor cache
+    absorbed: tuple[tuple[str, str], ...] = ()  # (folder, the parent it is now part of)
 
     @property
     def skipped_count(self) -> int:
@@ -173,6 +174,8 @@ class _Update:
 
 @dataclass(slots=True)
 class _FolderScan:
+    folder: str = ""
+    absorbs: tuple[str, ...] = ()  # registered folders inside it, absorbed once it succeeds
     to_read: list[tuple[SourceFile, FileRecord | None]] = field(default_factory=list)
     gone: list[FileRecord] = field(default_factory=list)
     unchanged: int = 0
@@ -213,6 +216,7 @@ class Syncer:
         self.reused = 0
         self.repaired = 0
         self.missing_folders: list[str] = []
+        self.absorbed: list[tuple[str, str]] = []  # (registered folder, parent absorbing it)
         self._files_done = 0
         self._files_total = 0
         self._embedded = 0  # chunks embedded by this sync so far (progress)
@@ -252,6 +256,7 @@ class Syncer:
 
     def sync_folders(self, folders: Sequence[str]) -> None:
         scans: list[_FolderScan] = []
+        nested = _nested(folders, [f.path for f in self.manifest.folders()])
         for folder in folders:
             self._emit(Phase.scanning, folder)
             if not Path(folder).is_dir():
@@ -259,7 +264,9 @@ class Syncer:
                 # removes it (`brain folders rm`), rather than silently wiping them.
                 self.missing_folders.append(folder)
                 continue
-            scans.append(self._scan(folder))
+            if any(folder in nested.get(p, ()) for p in folders if Path(p).is_dir()):
+                continue  # a parent being synced covers it (and absorbs it at the end)
+            scans.append(self._scan(folder, nested.get(folder, ())))
         self._files_total = sum(len(s.to_read) for s in scans)
         self.unchanged += sum(s.unchanged for s in scans)
         self._emit(Phase.indexing)
@@ -288,6 +295,13 @@ class Syncer:
             for folder in folders:
                 if folder not in self.missing_folders:
                     self.manifest.set_last_sync(folder, now)
+            # Only now that the parent's sync succeeded do the registered folders inside it
+            # give up their registration (their files and chunks are re-homed, not re-read).
+            for scan in scans:
+                for child in scan.absorbs:
+                    self.manifest.move_files(child, scan.folder)
+                    self.manifest.delete_folder(child)
+                    self.absorbed.append((child, scan.folder))
         self._files_done = self._files_total
         self._emit(Phase.done)
 
@@ -311,13 +325,16 @@ class Syncer:
             missing_folders=tuple(self.missing_folders),
             seconds=time.perf_counter() - started,
             reused=self.reused,
+            absorbed=tuple(self.absorbed),
         )
 
     # --- internals --------------------------------------------------------------------------
 
-    def _scan(self, folder: str) -> _FolderScan:
+    def _scan(self, folder: str, absorbs: Sequence[str] = ()) -> _FolderScan:
         known = self.manifest.files(folder)
-        scan = _FolderScan()
+        for child in absorbs:  # already indexed: unchanged files need no reading
+            known.update(self.manifest.files(child))
+        scan = _FolderScan(folder=folder, absorbs=tuple(absorbs))
         seen: set[str] = set()
         for item in walk(Path(folder), self.settings.sources):
             path = str(item.path)
@@ -363,7 +380,8 @@ class Syncer:
         new_ids = {c.id for c in chunks}
         new_record = FileRecord(
             path=path,
-            folder=str(source.root),
+            # A file of a folder not absorbed yet stays that folder's until the parent succeeds.
+            folder=record.folder if record is not None else str(source.root),
             size=source.size,
             mtime=source.mtime,
             content_hash=digest,
@@ -455,10 +473,19 @@ def _by_length(chunks: list[Chunk]) -> list[Chunk]:
     return sorted(chunks, key=lambda c: len(c.text))
 
 
+def _nested(folders: Sequence[str], registered: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """folder → the registered folders inside it (a parent added but not yet synced)."""
+    def inside(child: str, parent: str) -> bool:
+        return child != parent and child.startswith(parent.rstrip("/") + "/")
+
+    found = {f: tuple(r for r in registered if inside(r, f)) for f in folders}
+    return {f: kids for f, kids in found.items() if kids}
+
+
 def _replace_stat(record: FileRecord, source: SourceFile) -> FileRecord:
     return FileRecord(
         path=record.path,
-        folder=str(source.root),
+        folder=record.folder,
         size=source.size,
         mtime=source.mtime,
         content_hash=record.content_hash,

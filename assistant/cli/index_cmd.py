@@ -112,7 +112,7 @@ def _register(kb: KnowledgeBase, folders: list[Any], *, quiet: bool) -> list[str
                 print(f"{added.path} is already registered; syncing it")
             for child in added.absorbed:
                 if not quiet:
-                    print(f"{child} is now covered by {added.path}")
+                    print(f"{child} stays registered until {added.path} has synced once")
             target = added.path
         if target not in targets:
             targets.append(target)
@@ -136,6 +136,7 @@ def report_json(report: SyncReport, kb: KnowledgeBase) -> dict[str, Any]:
         "embedded": report.embedded,
         "cache_hits": report.cache_hits,
         "reused": report.reused,
+        "absorbed": [{"folder": c, "into": p} for c, p in report.absorbed],
         "repaired": report.repaired,
         "reembedded": report.reembedded,
         "rebuilt": report.rebuilt,
@@ -152,6 +153,8 @@ def _print_report(report: SyncReport, kb: KnowledgeBase, *, verbose: bool, out: 
     n = len(report.folders)
     print(f"{what} {n} folder{'s' if n != 1 else ''}: {report.summary()}", file=out)
     print(f"Index: {files} files, {chunks} chunks.", file=out)
+    for child, parent in report.absorbed:
+        print(f"{child} is now covered by {parent}", file=out)
     for folder in report.missing_folders:
         print(
             f"warning: {folder} is missing; its chunks are kept "

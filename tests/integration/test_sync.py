@@ -241,12 +241,15 @@ def test_folder_registration_rules(knowledge, tmp_path) -> None:
     inner_ids = index_state(kb).chunk_ids
     # Registering it again is a no-op; so is anything inside it.
     assert kb.add_folder(inner).status == "already"
-    # A parent absorbs it: its chunks are kept (no re-embedding) and re-homed.
+    # A parent absorbs it once its first sync succeeds: its chunks are kept (no re-embedding)
+    # and re-homed; until then both stay registered.
     added = kb.add_folder(knowledge.notes)
     assert added.status == "added" and added.absorbed == (str(inner.resolve()),)
-    assert [f.path for f in kb.folders()] == [str(knowledge.notes.resolve())]
+    assert len(kb.folders()) == 2
     calls = inner_calls(knowledge.embedder)
     report = kb.sync(knowledge.settings())
+    assert [f.path for f in kb.folders()] == [str(knowledge.notes.resolve())]
+    assert report.absorbed == ((str(inner.resolve()), str(knowledge.notes.resolve())),)
     assert report.added == (str(knowledge.notes / "top.md"),)
     assert report.unchanged == 1
     assert inner_ids <= index_state(kb).chunk_ids
@@ -396,3 +399,63 @@ def test_progress_moves_per_file_while_reading_and_per_batch_while_embedding(
     assert done.phase == Phase.done
     skipped = sum(len(v) for v in report.skipped.values())
     assert done.files_done == done.files_total == len(report.added) + skipped == 11
+
+
+def test_a_parent_whose_first_sync_fails_never_takes_the_registered_folders(
+    knowledge, monkeypatch
+) -> None:
+    # `brain index /` beside ~/notes: the walk of / fails (here: the embedder dies mid-way);
+    # ~/notes must stay registered with all its chunks, and removing / must not touch them.
+    kb = knowledge.open()
+    inner = knowledge.notes / "inner"
+    inner.mkdir()
+    knowledge.write("inner/x.md", note_text("x"))
+    knowledge.write("top.md", note_text("top"))
+    kb.add_folder(inner)
+    kb.sync(knowledge.settings())
+    before = index_state(kb)
+    kb.add_folder(knowledge.notes)
+
+    def broken(texts):  # type: ignore[no-untyped-def]
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(knowledge.embedder, "embed_documents", broken)
+    with pytest.raises(OSError):
+        kb.sync(knowledge.settings(), folders=[knowledge.notes])
+    monkeypatch.undo()
+    paths = sorted(f.path for f in kb.folders())
+    assert paths == sorted([str(inner.resolve()), str(knowledge.notes.resolve())])
+    assert {f.path: f.files for f in kb.folders()}[str(inner.resolve())] == 1
+    kb.remove_folder(knowledge.notes)
+    assert [f.path for f in kb.folders()] == [str(inner.resolve())]
+    assert index_state(kb) == before
+    # A later sync of the inner folder alone still works (it is not "inside" a broken parent).
+    assert kb.sync(knowledge.settings(), folders=[inner]).unchanged == 1
+
+
+def test_a_folder_that_cannot_be_looked_into_is_skipped_not_fatal(
+    knowledge, kb, monkeypatch
+) -> None:
+    # /proc/1/fdinfo as root: even asking whether it holds a pyvenv.cfg gives EACCES.
+    knowledge.write("a.md", note_text("a"))
+    knowledge.write("locked/b.md", note_text("b"))
+    locked = knowledge.notes / "locked"
+    real_is_file, real_scandir = Path.is_file, os.scandir
+
+    def is_file(self: Path) -> bool:
+        if self.parent == locked:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_is_file(self)
+
+    def scandir(path):  # type: ignore[no-untyped-def]
+        if Path(path) == locked:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(Path, "is_file", is_file)
+    monkeypatch.setattr(os, "scandir", scandir)
+    for _ in range(2):  # and the next sync does not start failing either
+        report = kb.sync(knowledge.settings())
+        [(path, detail)] = report.skipped["unreadable"]
+        assert path == str(locked) and "ermission denied" in detail
+    assert kb.stats()[0] == 1
