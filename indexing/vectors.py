@@ -42,6 +42,11 @@ def recovery_hint(directory: str | Path) -> str:
             "untouched and embeddings come back from the cache")
 
 
+# An error that does not say damage (a bad request, a full disk, a lock) must not advise moving
+# the store aside: that throws away every vector. Only a verified damage gets that advice.
+_NOT_DAMAGE_HINT = "`brain doctor` checks whether the store is damaged and says what to do"
+
+
 def _damaged(directory: str | Path, detail: object) -> VectorStoreDamaged:
     db = Path(directory) / "chroma.sqlite3"
     return VectorStoreDamaged(
@@ -228,7 +233,7 @@ def _connect(key: tuple[str, ...], location: str | Path) -> Any:
             raise _damaged(path, _first_line(exc)) from exc
         raise VectorStoreError(
             f"The vector store at {path} cannot be opened ({_first_line(exc)}).",
-            hint=f"if it is damaged, {recovery_hint(path)}",
+            hint=_NOT_DAMAGE_HINT,
         ) from exc
 
 
@@ -642,7 +647,7 @@ def _guard(location: str, what: str, fn: Callable[[], T]) -> T:
             raise _damaged(location, _first_line(exc)) from exc
         raise VectorStoreError(
             f"Could not {what} in the vector store at {location} ({_first_line(exc)}).",
-            hint=f"if the store is damaged, {recovery_hint(location)}",
+            hint=_NOT_DAMAGE_HINT,
         ) from exc
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from assistant.context import AppContext
@@ -15,15 +16,42 @@ def context(args: argparse.Namespace) -> AppContext:
     return AppContext.load(getattr(args, "home", None))
 
 
-def positive_int(text: str) -> int:
-    """argparse type: a whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
-    return value
+# Results one search may return: the retrieval.top_k range (assistant/config.py). Beyond it a
+# vector store is asked for millions of neighbours and fails in ways that look like damage.
+MAX_TOP_K = 200
+# Anything else counted (list lengths, entry numbers): within SQLite's integer range.
+MAX_COUNT = 2**63 - 1
+
+
+def int_in(low: int, high: int) -> Callable[[str], int]:
+    """argparse type: a whole number from `low` to `high`, else a one-line usage error."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if not low <= value <= high:
+            span = (f"from {low} to {high}" if high != MAX_COUNT
+                    else f"at least {low}" if value < low else "a smaller number")
+            raise argparse.ArgumentTypeError(f"expected {span}, got {value}")
+        return value
+
+    parse.__name__ = "int"  # argparse names the type in some messages
+    return parse
+
+
+positive_int = int_in(1, MAX_COUNT)
+top_k = int_in(1, MAX_TOP_K)
+
+
+def top_k_error(value: object) -> str | None:
+    """Why a `top_k` read from a --queries line is unusable (same range as --top-k), or None."""
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_TOP_K:
+        return f"top_k must be a whole number from 1 to {MAX_TOP_K}"
+    return None
 
 
 def print_json(obj: Any) -> None:

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assistant.cli.common import context, plural, positive_int, print_json
+from assistant.cli.common import context, plural, print_json, top_k
 
 if TYPE_CHECKING:
     from assistant.retrieval.evaluation import EvalReport, Metrics
@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("file", type=Path, metavar="FILE.jsonl")
     p.add_argument(
-        "--top-k", type=positive_int, default=10, metavar="N",
+        "--top-k", type=top_k, default=10, metavar="N",
         help="distinct files ranked per question (default 10)",
     )
     p.add_argument("--json", action="store_true", help="metrics plus, per query, the sources")

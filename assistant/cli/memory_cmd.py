@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assistant.cli.common import context, print_json
+from assistant.cli.common import context, print_json, top_k, top_k_error
 from assistant.cli.common import rate as rate_text
 from assistant.cli.plain_output import terminal
 from assistant.errors import UserError
@@ -71,7 +71,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     p = actions.add_parser("search", help="memories relevant to a query")
     p.add_argument("query", nargs="?")
-    p.add_argument("--top-k", type=int, default=None, metavar="N")
+    p.add_argument("--top-k", type=top_k, default=None, metavar="N")
     p.add_argument("--json", action="store_true")
     p.add_argument("--queries", metavar="FILE.jsonl", help='one {"query": …} per line; prints '
                    "one JSON result per line, loading the model once")
@@ -270,8 +270,6 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def _search(args: argparse.Namespace) -> int:
-    if args.top_k is not None and args.top_k < 1:
-        raise UserError("--top-k must be at least 1")
     if bool(args.query) == bool(args.queries):
         raise UserError("give either a QUERY or --queries FILE.jsonl")
     with _opened(args) as service:
@@ -299,10 +297,13 @@ def _search_file(service: MemoryService, path: Path, top_k: int | None) -> int:
         query = data if isinstance(data, str) else (
             data.get("query") if isinstance(data, dict) else None)
         k = data.get("top_k", top_k) if isinstance(data, dict) else top_k
-        if not isinstance(query, str) or not query.strip() or (
-                k is not None and (not isinstance(k, int) or k < 1)):
+        if not isinstance(query, str) or not query.strip():
             failures += 1
             print_json({"line": number, "error": 'expected {"query": "…", "top_k"?: N}'})
+            continue
+        if (bad := top_k_error(k)) is not None:
+            failures += 1
+            print_json({"line": number, "error": bad})
             continue
         results = service.search(query, k)
         print_json({"query": query,

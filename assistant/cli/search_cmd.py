@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from assistant.cli.common import context, positive_int, print_json
+from assistant.cli.common import context, print_json, top_k
 from assistant.errors import UserError
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "normalised to 0-1, '#N fused' the rank after combining both.",
     )
     p.add_argument("query", nargs="*", metavar="QUERY", help="what to look for")
-    p.add_argument("--top-k", type=positive_int, metavar="N", help="number of results")
+    p.add_argument("--top-k", type=top_k, metavar="N", help="number of results")
     p.add_argument(
         "--in", dest="in_path", metavar="PATH",
         help="only files under this folder or file, or matching this glob ('*.md')",

@@ -10,7 +10,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assistant.cli.common import context, plural, positive_int, print_json
+from assistant.cli.common import context, plural, positive_int, print_json, top_k
 from assistant.errors import UserError
 from assistant.plain_text import plain
 
@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     actions = p.add_subparsers(dest="sessions_action", metavar="ACTION")
 
     ls = actions.add_parser("list", help="saved sessions, most recent first")
-    ls.add_argument("--limit", type=int, metavar="N", help="show at most N sessions")
+    ls.add_argument("--limit", type=positive_int, metavar="N", help="show at most N sessions")
     ls.add_argument("--json", action="store_true", help="machine-readable output")
     ls.set_defaults(func=_list)
 
@@ -61,7 +61,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     search.add_argument("--since", metavar="D",
                         help="from this date: 2024-03-05, 7d, 2w, 3m, 1y, 'last week'")
     search.add_argument("--until", metavar="D", help="up to this date (same forms as --since)")
-    search.add_argument("--top-k", type=positive_int, default=None, metavar="N",
+    search.add_argument("--top-k", type=top_k, default=None, metavar="N",
                         help="number of results (default 5)")
     search.add_argument("--json", action="store_true", help="print one JSON object")
     search.add_argument(
@@ -157,8 +157,6 @@ def turn_json(turn: Turn) -> dict[str, Any]:
 
 
 def _list(args: argparse.Namespace) -> int:
-    if args.limit is not None and args.limit < 1:
-        raise UserError(f"--limit must be at least 1, got {args.limit}")
     with closing(_store(args)) as store:
         sessions = store.list(limit=args.limit)
     if args.json:

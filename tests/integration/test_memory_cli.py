@@ -91,7 +91,9 @@ def test_errors_are_clear_and_lose_nothing(cli, capsys) -> None:
     assert cli("undo", _add(cli, capsys, "Has a cat")) == 0
     assert cli("forget-all") == 1
     assert "--yes" in capsys.readouterr().err
-    assert cli("search", "--top-k", "0", "cat") == 1
+    with pytest.raises(SystemExit) as usage:  # argparse: a usage error
+        cli("search", "--top-k", "0", "cat")
+    assert usage.value.code == 2
     assert _json(cli, capsys, "list", "--all", "--json")["memories"][0]["status"] == "deleted"
 
 
