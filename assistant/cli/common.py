@@ -54,6 +54,35 @@ def top_k_error(value: object) -> str | None:
     return None
 
 
+def nonempty(text: str) -> str:
+    """argparse type: a value that is not empty or blank (`--model ""` must not mean default)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a value, got an empty string")
+    return text
+
+
+def refuse_empty_values(parser: argparse.ArgumentParser) -> None:
+    """Make every option and argument of `parser` (and its subcommands) that takes a value
+    refuse an empty one. Words of a free-text QUERY/QUESTION (nargs="*") are joined, so an
+    empty word there is harmless and left alone; an empty path would mean the current folder.
+    """
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                refuse_empty_values(child)
+        elif (isinstance(action, argparse._StoreAction | argparse._AppendAction)
+              and action.nargs != "*"):
+            action.type = _checked(action.type)
+
+
+def _checked(inner: Any) -> Callable[[str], Any]:
+    def checked(text: str) -> Any:
+        value = nonempty(text)
+        return inner(value) if callable(inner) else value
+
+    return checked
+
+
 def print_json(obj: Any) -> None:
     sys.stdout.write(json_text(obj) + "\n")
     sys.stdout.flush()

@@ -8,7 +8,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
-from assistant.cli.common import context, plural, print_json
+from assistant.cli.common import context, nonempty, plural, print_json
 from assistant.cli.common import rate as rate_text
 from assistant.cli.plain_output import terminal
 from assistant.errors import UserError
@@ -28,7 +28,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "re-indexed, deleted or now-ignored files removed. Embeddings are cached, so "
         "re-indexing unchanged text never runs the model again.",
     )
-    p.add_argument("paths", nargs="*", metavar="PATH", help="folders to register and index")
+    p.add_argument("paths", nargs="*", type=nonempty, metavar="PATH",
+                   help="folders to register and index")
     p.add_argument("--sync", action="store_true", help="re-sync every registered folder")
     p.add_argument(
         "--rebuild",

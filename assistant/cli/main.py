@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from assistant import __version__
+from assistant.cli.common import refuse_empty_values
 from assistant.errors import HintedError, UserError
 from assistant.paths import apply_private_umask
 
@@ -56,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
     _accept_home_everywhere(sub)
+    refuse_empty_values(parser)
     return parser
 
 

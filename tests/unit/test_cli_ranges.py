@@ -68,3 +68,40 @@ def test_a_store_error_that_is_not_damage_never_advises_moving_the_store_aside()
 def test_a_queries_line_top_k_has_the_same_range(value: object) -> None:
     assert top_k_error(value) == "top_k must be a whole number from 1 to 200"
     assert top_k_error(None) is None and top_k_error(200) is None
+
+
+EMPTY = [
+    ("ask", "q", "--model", ""),
+    ("ask", "q", "--persona", " "),
+    ("ask", "q", "--session", ""),
+    ("search", "q", "--since", ""),
+    ("search", "q", "--until", ""),
+    ("search", "q", "--in", ""),
+    ("sessions", "search", "q", "--since", ""),
+    ("sessions", "search", "q", "--until", ""),
+    ("sessions", "rename", "abc", ""),
+    ("sessions", "export", "abc", "-o", ""),
+    ("memory", "add", ""),
+    ("memory", "add", "likes tea", "--key", ""),
+    ("memory", "add", "likes tea", "--at", ""),
+    ("memory", "edit", "abc", "  "),
+    ("memory", "import", ""),
+    ("index", ""),
+    ("folders", "rm", ""),
+    ("log", "--export", ""),
+    ("eval", ""),
+    ("doctor", "--home", ""),
+]
+
+
+@pytest.mark.parametrize("argv", EMPTY, ids=" ".join)
+def test_an_empty_value_is_a_usage_error(
+    argv: tuple[str, ...], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([*argv] if "--home" in argv else [*argv, "--home", str(tmp_path / "home")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    [line] = [line for line in err.splitlines() if "error:" in line]
+    assert "expected a value, got an empty string" in line and "Traceback" not in err
+    assert not (tmp_path / "home").exists()
