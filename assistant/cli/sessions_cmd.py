@@ -370,7 +370,8 @@ def _import(args: argparse.Namespace) -> int:
     from assistant.conversations.importing import ImportRun, import_conversations, read_source
 
     name = "stdin" if args.file == "-" else args.file
-    lines, kind = read_source(args.file)
+    skipped: list[str] = []  # odd conversations of a ChatGPT export: the others are imported
+    lines, kind = read_source(args.file, skipped=skipped)
     progress = Progress()
 
     def resuming(run: ImportRun) -> None:
@@ -385,6 +386,8 @@ def _import(args: argparse.Namespace) -> int:
     finally:
         progress.finish()
         index.store.close()
+    for reason in skipped:
+        print(f"{name}: {reason}", file=sys.stderr)
     for error in errors:
         print(f"{name}: {error}", file=sys.stderr)
     what = "ChatGPT export: " if kind == "chatgpt" else ""
@@ -392,11 +395,13 @@ def _import(args: argparse.Namespace) -> int:
                f"{report.sessions} session{'s' if report.sessions != 1 else ''}")
     if errors:
         summary += f"; {len(errors)} bad line(s) not imported"
+    if skipped:
+        summary += f"; {len(skipped)} conversation(s) skipped"
     print(summary)
     if errors and report.turns + report.already_stored:
         print("fix the bad lines and import only them; importing the whole file again would "
               "store its good lines a second time", file=sys.stderr)
-    return 1 if errors else 0
+    return 1 if errors or skipped else 0
 
 
 def _reindex(args: argparse.Namespace) -> int:

@@ -205,51 +205,74 @@ def _chatgpt_text(message: dict[str, Any]) -> str:
     return "\n".join(p for p in parts if isinstance(p, str) and p.strip()).strip()
 
 
-def chatgpt_lines(conversations: Sequence[Any]) -> list[str]:
-    """A ChatGPT export's conversations as import JSONL lines (current branch only)."""
+def chatgpt_lines(conversations: Sequence[Any], skipped: list[str] | None = None) -> list[str]:
+    """A ChatGPT export's conversations as import JSONL lines (current branch only).
+
+    A conversation that is not what ChatGPT writes (not an object, no mapping, a field of the
+    wrong type) is left out with its reason appended to `skipped`; the others are imported.
+    """
     out: list[str] = []
     for number, conversation in enumerate(conversations, start=1):
-        if not isinstance(conversation, dict) or not isinstance(conversation.get("mapping"), dict):
-            raise UserError(f"conversation {number} of the export has no message mapping",
+        why: str | None = None
+        if not isinstance(conversation, dict):
+            why = "is not a JSON object"
+        elif not isinstance(conversation.get("mapping"), dict):
+            why = "has no message mapping"
+        else:
+            try:
+                out.extend(_conversation_lines(number, conversation))
+                continue
+            except (ValueError, TypeError, AttributeError) as exc:
+                why = f"cannot be read ({type(exc).__name__}: {exc})"
+        if skipped is None:
+            raise UserError(f"conversation {number} of the export {why}",
                             hint="expected ChatGPT's conversations.json")
-        mapping: dict[str, Any] = conversation["mapping"]
-        key = str(conversation.get("conversation_id") or conversation.get("id") or number)
-        title = str(conversation.get("title") or "").strip()
-        started = conversation.get("create_time")
-        chain: list[dict[str, Any]] = []
-        node_id = conversation.get("current_node")
-        seen: set[str] = set()
-        while isinstance(node_id, str) and node_id in mapping and node_id not in seen:
-            seen.add(node_id)
-            node = mapping[node_id] or {}
-            if isinstance(node.get("message"), dict):
-                chain.append(node["message"])
-            node_id = node.get("parent")
-        for message in reversed(chain):
-            role = (message.get("author") or {}).get("role")
-            metadata = message.get("metadata") or {}
-            hidden = metadata.get("is_visually_hidden_from_conversation")
-            if role not in ("user", "assistant") or hidden:
-                continue
-            if role == "assistant" and message.get("recipient", "all") != "all":
-                continue  # a tool call, not words for the user
-            text = _chatgpt_text(message)
-            if not text:
-                continue
-            created = message.get("create_time") or started or 0
-            line: dict[str, Any] = {"session": key, "role": role, "text": text,
-                                    "created_at": float(created)}
-            if title:
-                line["title"] = title
-            if message.get("id"):
-                line["ref"] = str(message["id"])
-            out.append(json.dumps(line, ensure_ascii=False))
+        skipped.append(f"conversation {number} of the export {why}; skipped")
     return out
 
 
-def read_source(path: Path | str, stdin: io.TextIOBase | None = None) -> tuple[list[str], str]:
-    """The import lines of a file (`-` = stdin): JSONL as is, a ChatGPT export converted;
-    returns (lines, kind)."""
+def _conversation_lines(number: int, conversation: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    mapping: dict[str, Any] = conversation["mapping"]
+    key = str(conversation.get("conversation_id") or conversation.get("id") or number)
+    title = str(conversation.get("title") or "").strip()
+    started = conversation.get("create_time")
+    chain: list[dict[str, Any]] = []
+    node_id = conversation.get("current_node")
+    seen: set[str] = set()
+    while isinstance(node_id, str) and node_id in mapping and node_id not in seen:
+        seen.add(node_id)
+        node = mapping[node_id] or {}
+        if isinstance(node.get("message"), dict):
+            chain.append(node["message"])
+        node_id = node.get("parent")
+    for message in reversed(chain):
+        role = (message.get("author") or {}).get("role")
+        metadata = message.get("metadata") or {}
+        hidden = metadata.get("is_visually_hidden_from_conversation")
+        if role not in ("user", "assistant") or hidden:
+            continue
+        if role == "assistant" and message.get("recipient", "all") != "all":
+            continue  # a tool call, not words for the user
+        text = _chatgpt_text(message)
+        if not text:
+            continue
+        created = message.get("create_time") or started or 0
+        line: dict[str, Any] = {"session": key, "role": role, "text": text,
+                                "created_at": float(created)}
+        if title:
+            line["title"] = title
+        if message.get("id"):
+            line["ref"] = str(message["id"])
+        out.append(json.dumps(line, ensure_ascii=False))
+    return out
+
+
+def read_source(
+    path: Path | str, stdin: io.TextIOBase | None = None, skipped: list[str] | None = None
+) -> tuple[list[str], str]:
+    """The import lines of a file (`-` = stdin): JSONL as is, a ChatGPT export converted
+    (odd conversations left out into `skipped`, see `chatgpt_lines`); returns (lines, kind)."""
     text = _read_text(path, stdin)
     stripped = text.lstrip()
     if stripped.startswith("["):
@@ -257,8 +280,8 @@ def read_source(path: Path | str, stdin: io.TextIOBase | None = None) -> tuple[l
             data = json.loads(stripped)
         except json.JSONDecodeError as exc:
             raise UserError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-        if isinstance(data, list) and all(isinstance(c, dict) and "mapping" in c for c in data):
-            return chatgpt_lines(data), "chatgpt"
+        if isinstance(data, list) and any(isinstance(c, dict) and "mapping" in c for c in data):
+            return chatgpt_lines(data, skipped), "chatgpt"
         raise UserError(f"{path}: a JSON list that is not a ChatGPT export",
                         hint="one JSON object per line, or ChatGPT's conversations.json")
     return text.splitlines(), "jsonl"

@@ -198,3 +198,25 @@ def test_chatgpt_import_is_searchable(conversation_index: ConversationIndex) -> 
     hits = search_conversations(conversation_index, "决定租皮划艇", top_k=2).hits
     assert {h.title for h in hits} == {"皮划艇旅行计划"}
     assert ("u-11",) in [h.refs for h in hits]
+
+
+def test_an_odd_conversation_is_skipped_with_its_reason_and_the_rest_imported(
+        tmp_path: Path) -> None:
+    good = json.loads(EXPORT.read_text("utf-8"))
+    odd_time = dict(good[1], create_time="yesterday")
+    for node in odd_time["mapping"].values():
+        if isinstance(node.get("message"), dict):
+            node["message"]["create_time"] = None  # falls back to the conversation's: a string
+    export = tmp_path / "conversations.json"
+    export.write_text(json.dumps([good[0], "not an object", {"title": "no mapping"}, odd_time]),
+                      encoding="utf-8")
+    skipped: list[str] = []
+    lines, kind = read_source(export, skipped=skipped)
+    assert kind == "chatgpt"
+    assert [json.loads(x)["session"][:8] for x in lines] == ["6650a1b2"] * 4
+    assert skipped == [
+        "conversation 2 of the export is not a JSON object; skipped",
+        "conversation 3 of the export has no message mapping; skipped",
+        "conversation 4 of the export cannot be read (ValueError: could not convert string to "
+        "float: 'yesterday'); skipped",
+    ]
