@@ -173,13 +173,15 @@ def _active() -> Any:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from assistant.memory.clock import parse_iso, to_iso
+    from assistant.memory.clock import check_plausible, parse_iso, to_iso
     from assistant.memory.model import NewMemory
 
     created = None
     if args.at:
         try:
-            created = to_iso(parse_iso(args.at))
+            moment = parse_iso(args.at)
+            check_plausible(moment.timestamp(), "the time")
+            created = to_iso(moment)
         except ValueError as exc:
             raise UserError(f"--at: {exc}") from None
     with _opened(args) as service:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from assistant.chat.sessions import title_from
 from assistant.errors import UserError
+from assistant.memory.clock import check_plausible
 from assistant.memory.transfer import LineError
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ def parse_time(value: Any) -> float:
     if isinstance(value, bool):
         raise ValueError('"created_at" must be an ISO date-time or Unix seconds')
     if isinstance(value, (int, float)):
-        return float(value)
+        return check_plausible(float(value))
     if not isinstance(value, str) or not value.strip():
         raise ValueError('"created_at" must be an ISO date-time or Unix seconds')
     try:
@@ -118,7 +119,7 @@ def parse_time(value: Any) -> float:
         raise ValueError(f'"created_at" {value!r} is not an ISO date-time') from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
+    return check_plausible(moment.timestamp())
 
 
 def parse_line(number: int, raw: str) -> Line:

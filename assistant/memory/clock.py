@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 Clock = Callable[[], datetime]
 
@@ -38,3 +38,26 @@ def parse_iso(text: str) -> datetime:
 
 def days_between(earlier_iso: str, now: datetime) -> float:
     return max(0.0, (now - parse_iso(earlier_iso)).total_seconds() / 86400.0)
+
+
+# Imported or typed times outside this span are typos or broken exports (a `created_at` in year
+# -1199, Unix milliseconds read as seconds): refused with their own message, never stored, since
+# a wrong date silently misplaces the memory or chat in every time filter.
+EARLIEST = datetime(1990, 1, 1, tzinfo=UTC)
+FUTURE_SLACK = timedelta(days=1)  # clocks and time zones disagree by hours, not days
+
+
+def check_plausible(seconds: float, what: str = '"created_at"') -> float:
+    """`seconds` (Unix time) if it is from 1990 to one day from now, else a ValueError."""
+    latest = datetime.now(UTC) + FUTURE_SLACK
+    if not EARLIEST.timestamp() <= seconds <= latest.timestamp():
+        raise ValueError(f"{what} is not a plausible time ({_describe(seconds)}): expected "
+                         f"{EARLIEST.year} to {latest.date().isoformat()}")
+    return seconds
+
+
+def _describe(seconds: float) -> str:
+    try:
+        return to_iso(datetime.fromtimestamp(seconds, UTC))
+    except (OverflowError, OSError, ValueError):  # beyond what datetime can hold
+        return f"{seconds:g} Unix seconds"

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
-from assistant.memory.clock import parse_iso, to_iso
+from assistant.memory.clock import check_plausible, parse_iso, to_iso
 from assistant.memory.document import episode_context
 from assistant.memory.model import MemoryType, NewMemory, parse_type
 from assistant.memory.secrets import find_secret_in
@@ -72,7 +72,11 @@ def parse_line(raw: str) -> tuple[NewMemory, str | None]:
     if secret:
         raise ValueError(f"not imported: {secret.message()}")
     mtype = parse_type(data["type"]) if data.get("type") else MemoryType.FACT
-    created = to_iso(parse_iso(data["created_at"])) if data.get("created_at") else None
+    created = None
+    if data.get("created_at"):
+        moment = parse_iso(data["created_at"])
+        check_plausible(moment.timestamp())
+        created = to_iso(moment)
     pinned = data.get("pinned", False)
     if not isinstance(pinned, bool):
         raise ValueError('"pinned" must be true or false')

@@ -220,3 +220,23 @@ def test_an_odd_conversation_is_skipped_with_its_reason_and_the_rest_imported(
         "conversation 4 of the export cannot be read (ValueError: could not convert string to "
         "float: 'yesterday'); skipped",
     ]
+
+
+@pytest.mark.parametrize("when", [-99_999_999_999, "0800-01-01",  # ~ year -1199; year 800
+                                  1_710_061_201_100, "2999-01-01T00:00:00Z"])
+def test_an_implausible_time_refuses_its_line_and_keeps_the_rest(when: object) -> None:
+    raw = [json.dumps({"session": "s", "role": "user", "text": "odd", "created_at": when}),
+           line("s", "user", "fine")]
+    parsed = parse_jsonl(raw)
+    assert [t.question for s in parsed.sessions for t in s.turns] == ["fine"]
+    [error] = parsed.errors
+    assert error.line == 1 and '"created_at" is not a plausible time' in error.message
+
+
+@pytest.mark.parametrize("when", ["0800-01-01", "2999-01-01T00:00:00Z"])
+def test_a_memory_import_line_with_an_implausible_time_is_refused(when: str) -> None:
+    from assistant.memory.transfer import parse_line as memory_line
+
+    with pytest.raises(ValueError, match="not a plausible time"):
+        memory_line(json.dumps({"text": "Likes tea", "created_at": when}))
+    memory_line(json.dumps({"text": "Likes tea", "created_at": "2024-05-01"}))
