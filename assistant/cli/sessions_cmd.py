@@ -391,6 +391,11 @@ def _import(args: argparse.Namespace) -> int:
     for error in errors:
         print(f"{name}: {error}", file=sys.stderr)
     what = "ChatGPT export: " if kind == "chatgpt" else ""
+    if report.repaired:
+        print(f"{what}all {report.already_stored} turns were stored by an earlier run that "
+              f"stopped while indexing them; indexed {report.repaired} missing "
+              f"unit{'s' if report.repaired != 1 else ''} (nothing imported twice)")
+        return 1 if errors or skipped else 0
     summary = (f"{what}imported {report.turns} turn{'s' if report.turns != 1 else ''} in "
                f"{report.sessions} session{'s' if report.sessions != 1 else ''}")
     if errors:

@@ -92,6 +92,7 @@ class ImportReport:
     turns: int
     already_stored: int = 0  # turns an interrupted earlier run had committed
     seconds: float = 0.0
+    repaired: int = 0  # units indexed by a re-run of a run killed in its final (index) step
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,8 +432,13 @@ def import_conversations(
     try:
         run = begin_run(store, content_hash(parsed), name=name, total=total, again=again)
     except AlreadyImported:
-        index.sync()  # a run killed after its last commit may still lack its index
-        raise
+        # A run killed after its last commit may still lack its index: then this re-run is
+        # that run's end (not a repeat the user must confirm with --again), and says so.
+        fixed = index.sync()
+        if not fixed.indexed + fixed.repaired:
+            raise
+        return (ImportReport(0, 0, already_stored=total, repaired=fixed.indexed + fixed.repaired,
+                             seconds=time.perf_counter() - start), parsed.errors)
     if run.committed and on_resume is not None:
         on_resume(run)
     done = 0

@@ -240,3 +240,29 @@ def test_a_memory_import_line_with_an_implausible_time_is_refused(when: str) -> 
     with pytest.raises(ValueError, match="not a plausible time"):
         memory_line(json.dumps({"text": "Likes tea", "created_at": when}))
     memory_line(json.dumps({"text": "Likes tea", "created_at": "2024-05-01"}))
+
+
+def test_a_rerun_of_an_import_killed_in_its_last_step_finishes_it_and_says_so(
+        conversation_index: ConversationIndex, conversation_vectors: ConversationVectors,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    real_write = conversation_index.write
+    calls = 0
+
+    def write(docs: Any) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 4:  # the last batch (30 turns in 8+8+8+6) is committed, not indexed
+            raise Killed
+        real_write(docs)
+
+    monkeypatch.setattr(conversation_index, "write", write)
+    with pytest.raises(Killed):
+        import_conversations(conversation_index, _many(), batch_size=8)
+    monkeypatch.undo()
+    report, errors = import_conversations(conversation_index, _many(), batch_size=8)
+    assert errors == [] and report.turns == 0
+    assert report.already_stored == 30 and report.repaired == 6
+    state = _state(conversation_index, conversation_vectors)
+    assert len(state["turns"]) == 30 and state["units"] == 30 and state["vectors_match"]
+    with pytest.raises(AlreadyImported):  # now it is a repeat: --again is needed
+        import_conversations(conversation_index, _many(), batch_size=8)
