@@ -75,6 +75,11 @@ ACTIONS: tuple[AppAction, ...] = (
     AppAction("taller_sources", "alt+down", "Taller sources pane", "Grow sources, shrink memories"),
     AppAction("shorter_sources", "alt+up", "Shorter sources pane", "Grow memories, shrink sources"),
     AppAction("all_memories", "ctrl+r", "Show all memories", "Toggle used/all memories"),
+    # Priority: from anywhere, the message box included (`u` does the same in the memory pane).
+    AppAction("undo", "f9", "Undo memory change",
+              "Take back the latest memory change of this run (delete, pin, edit, add, "
+              "\"remember that…\"); repeatable; the status line says what it reverts",
+              priority=True),
     AppAction("new_memory", "", "Add a memory", "Write a new memory yourself"),
     AppAction("forget_all", "", "Forget everything", "Delete every memory (asks first)"),
     AppAction("resync", "", "Re-sync all folders", "Index changes in every folder now"),
@@ -92,17 +97,59 @@ def app_bindings() -> list[Binding]:
 
 
 def validate_keymap(keymap: dict[str, str]) -> tuple[dict[str, str], list[str]]:
-    """Split the config's overrides into usable ones and one problem line per bad entry."""
+    """Split the config's overrides into usable ones and one problem line per bad entry: an
+    unknown action, a key no terminal sends (`f99`: Textual would bind it silently and the
+    action would be unreachable), or a key another action already has."""
     good: dict[str, str] = {}
     problems: list[str] = []
     for name, key in keymap.items():
+        keys = [k.strip() for k in key.split(",") if k.strip()]
+        unknown = [k for k in keys if not is_key(k)]
         if name not in ACTION_NAMES:
             problems.append(f"ui.keybindings: unknown action {name!r}")
-        elif not key.strip():
+        elif not keys:
             problems.append(f"ui.keybindings.{name}: empty key")
+        elif unknown:
+            problems.append(f"ui.keybindings.{name}: {unknown[0]!r} is not a key (keys look "
+                            "like f1…f24, ctrl+x, alt+left, escape); the default is kept")
         else:
-            good[name] = key.strip()
+            good[name] = ",".join(keys)
+    effective = {a.name: set(filter(None, (good.get(a.name) or a.key).split(",")))
+                 for a in ACTIONS}
+    for name, key in list(good.items()):
+        clash = next((other for other, keys in effective.items()
+                      if other != name and keys & set(key.split(","))), None)
+        if clash is not None:
+            problems.append(f"ui.keybindings.{name}: {key!r} is already the key of {clash!r}; "
+                            "the default is kept")
+            del good[name]
     return good, problems
+
+
+_KEY_MODIFIERS = frozenset({"ctrl", "alt", "shift", "meta", "super", "hyper"})
+
+
+def is_key(key: str) -> bool:
+    """A key Textual can receive: modifiers, then a named key (`f1`…`f24`, `escape`, `left`…),
+    a single character, or a character's name (`plus`, `slash`, `equals_sign`)."""
+    import unicodedata
+
+    from textual.keys import KEY_TO_UNICODE_NAME, REPLACED_KEYS, Keys
+
+    *modifiers, name = key.lower().split("+")
+    if name == "" and key.endswith("+"):  # "ctrl++": the plus key
+        return all(m in _KEY_MODIFIERS for m in modifiers if m)
+    if not name or any(m not in _KEY_MODIFIERS for m in modifiers):
+        return False
+    if len(name) == 1 or name in {k.value for k in Keys}:
+        return True
+    unicode_name = KEY_TO_UNICODE_NAME.get(REPLACED_KEYS.get(name, name),
+                                           REPLACED_KEYS.get(name, name))
+    try:
+        unicodedata.lookup(unicode_name.replace("_", " ").upper())
+    except KeyError:
+        return False
+    return True
 
 
 # --- keys as people read them -------------------------------------------------------------------

@@ -98,6 +98,13 @@ class BrainApp(App[int]):
                                        self.options)
         return self._chat_screen
 
+    def push_screen(self, *args: Any, **kwargs: Any) -> Any:
+        # Before the dialog opens, while the keys are still in order: what is typed as it
+        # closes goes to the message box (ChatScreen.covered), never a pane's one-key commands.
+        if self._chat_screen is not None and self.screen is self._chat_screen:
+            self._chat_screen.covered()
+        return super().push_screen(*args, **kwargs)
+
     @property
     def chat_screen(self) -> ChatScreen:
         """The main screen (also while a dialog is open on top of it)."""

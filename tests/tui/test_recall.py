@@ -12,6 +12,7 @@ from tests.tui.fake_backend import FakeBackend
 from tests.tui.helpers import answer_finished, ask, open_sessions, wait_until
 from tui.screens.sessions import SessionsScreen
 from tui.views import ConversationView
+from tui.widgets.chat_input import ChatInput
 from tui.widgets.conversations_table import ConversationsTable
 from tui.widgets.message import AnswerMessage
 from tui.widgets.sources_pane import SourcesPane
@@ -61,8 +62,10 @@ async def test_recalled_turns_and_dates_are_shown_and_open_their_session(
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.chat_screen.chat.session_id == "s2",
                          what="the recalled session opened")
-        await wait_until(pilot, lambda: isinstance(app.focused, AnswerMessage),
-                         what="its turn focused")
+        # Shown, not focused: the keys go back to the message box (issue 23).
+        await wait_until(pilot, lambda: any("at turn 1" in n.message
+                                            for n in app._notifications), what="opened")
+        assert isinstance(app.focused, ChatInput)
 
         # A new session clears both.
         await pilot.press("ctrl+n")
@@ -92,9 +95,8 @@ async def test_sessions_screen_searches_every_conversation_by_date(
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_sessions(pilot)
-        await pilot.press("slash")
         search = screen.query_one("#session-search", Input)
-        assert app.focused is search
+        assert app.focused is search  # F2 opens ready to type a search (issue 23)
         # A date the core cannot read: a clear error, the search text stays.
         await pilot.press(*"kayak since:someday")
         await pilot.press("enter")

@@ -32,6 +32,7 @@ async def test_sessions_resume_rename_delete_export(make_app, backend, tmp_path:
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_sessions(pilot)
         assert [s.title for s in screen.sessions] == ["Git questions", "Rust lifetimes"]
+        await pilot.press("down")  # from the search box to the list
         # Rename the first.
         await pilot.press("r")
         await wait_until(pilot, lambda: isinstance(app.screen, TextPrompt))
@@ -67,7 +68,8 @@ async def test_sessions_resume_rename_delete_export(make_app, backend, tmp_path:
         chat = app.chat_screen.chat
         await wait_until(pilot, lambda: chat.session_id == "s1" and app.query(AnswerMessage))
         assert app.query_one(QuestionMessage).text == "How do I apply a stash?"
-        assert app.query_one(SourcesPane).table.row_count == 3
+        await wait_until(pilot, lambda: app.query_one(SourcesPane).table.row_count == 3,
+                         what="the last answer's sources")
     assert load_state(app.ctx.paths.ui_state_file).last_session == "s1"
 
 

@@ -89,9 +89,16 @@ def test_editor_command(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_keymap_validation() -> None:
-    good, problems = validate_keymap({"help": "f9", "nope": "x", "quit": " "})
-    assert good == {"help": "f9"}
+    good, problems = validate_keymap({"help": "f10", "nope": "x", "quit": " "})
+    assert good == {"help": "f10"}
     assert problems == ["ui.keybindings: unknown action 'nope'", "ui.keybindings.quit: empty key"]
+    # Issue 23: a key no terminal sends, or one another action has, was accepted silently.
+    good, problems = validate_keymap({"help": "f99", "sessions": "f9", "models": "ctrl+plus"})
+    assert good == {"models": "ctrl+plus"}
+    assert problems == [
+        "ui.keybindings.help: 'f99' is not a key (keys look like f1…f24, ctrl+x, alt+left, "
+        "escape); the default is kept",
+        "ui.keybindings.sessions: 'f9' is already the key of 'undo'; the default is kept"]
     assert {"quit", "help", "sessions", "index_manager", "forget_all"} <= ACTION_NAMES
 
 

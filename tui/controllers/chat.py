@@ -163,6 +163,7 @@ class ChatController:
         await self.show_context(answer)
         if event.noted is not None:
             await screen.memory_pane.add_fresh([event.noted])
+            screen.memory.remember_change(event.noted, "added")
             screen.notify(f"Remembered: {event.noted.text}", timeout=4)
             screen.status.refresh_stats()
 
@@ -291,8 +292,11 @@ class ChatController:
         answers = self.screen.chat_view.answers
         if view.seq is not None and 0 < view.seq <= len(answers):
             answer = answers[view.seq - 1]
-            answer.focus()
+            # Shown, its context in the panes, but not focused: keys go to the message box
+            # (an answer's own keys rate, copy and toggle it).
             answer.scroll_visible(animate=False, top=True)
+            await self.show_context(answer)
+        self.screen.chat_input.focus()
         self.screen.notify(f"Opened {view.title or 'the session'!r}"
                            + (f" at turn {view.seq}" if view.seq is not None else ""),
                            timeout=3)

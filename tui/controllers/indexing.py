@@ -208,7 +208,8 @@ class IndexingController:
             pane.show(result.sources, caption, low=result.low_confidence, log_id=result.log_id)
             screen.status.show_warnings(result.warnings)
         pane.show_conversations(())
-        pane.table.focus()
+        # Focus stays in the message box: Enter sends what is typed there (Ctrl+S moves to the
+        # results); a pane takes keys only when the user moves there.
         # Ctrl+F searches the conversations too: they appear under the files (Enter opens).
         found = await attempt(screen.app, "Searching conversations",
                               lambda: screen.backend.sessions.search(text))

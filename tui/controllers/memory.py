@@ -1,10 +1,12 @@
 """Memories: the pane's requests (edit, new, delete, pin, undo, history, forget all), listing
 with filters, and the poll that keeps the pane and the status line on what is stored.
 
-Undo takes back the pane's own changes, newest first, each by the version its change gave the
-memory: `d` then `u` restores exactly the memory deleted, wherever the cursor went meanwhile,
-and never touches another one (if something else changed that memory since, nothing is undone
-and the user is told). Changes run one at a time, in the order the keys were pressed.
+Undo (`u` in the pane, F9 anywhere) takes back the changes made in this run, newest first,
+each by the version its change gave the memory (tui/undo_stack.py): `d` then `u` restores
+exactly the memory deleted, wherever the cursor went meanwhile, and never touches another one
+(if something else changed that memory since, nothing is undone and the user is told); `p`,
+`d`, `u`, `u` reverts both. The status line says what the next undo reverts. Changes run one
+at a time, in the order the keys were pressed.
 
 The poll asks the store for its version (SQLite's `PRAGMA data_version`: one statement) on a
 timer, off the event loop; only when it moved — a change here, extraction, or another process
@@ -15,9 +17,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tui.undo_stack import Undoable, UndoStack
 from tui.views import MemoryChanges, MemoryEvent, MemoryView
 from tui.widgets.memory_pane import MemoryVerb
 from tui.wording import plural
@@ -29,18 +31,6 @@ if TYPE_CHECKING:
     from tui.screens.memory_editor import MemoryDraft
 
 
-@dataclass(frozen=True, slots=True)
-class Undoable:
-    """A change made in the pane: the memory and the version that change gave it."""
-
-    memory_id: str
-    version: int
-    done: str  # "deleted", "edited", … for the message after undoing it
-
-
-UNDO_DEPTH = 50
-
-
 class MemoryController:
     def __init__(self, screen: ChatScreen, *, poll_seconds: float) -> None:
         self.screen = screen
@@ -50,7 +40,7 @@ class MemoryController:
         # The list shown again after a change or a filter edit: one listing at a time, the
         # last one with the filters as they are then (never cancelled: see MemoryPane._fill).
         self.relist = Refresh(screen, "memory-list", self._relist)
-        self.undoable: list[Undoable] = []  # newest last
+        self.undoable = UndoStack()
         self._one_at_a_time = asyncio.Lock()
         self._handlers: dict[MemoryVerb, Callable[[MemoryView | None], None]] = {
             "edit": self._edit, "new": self._new, "delete": self._delete, "pin": self._pin,
@@ -145,24 +135,35 @@ class MemoryController:
             memory = await attempt(self.screen.app, action, call)
             if memory is None:
                 return
-            self.undoable = [*self.undoable[-UNDO_DEPTH + 1:],
-                             Undoable(memory.id, memory.version, verb)]
+            self.remember_change(memory, verb)
             await self._shown(memory_id or memory.id, memory, f"Memory {verb} (u to undo)")
+
+    def remember_change(self, memory: MemoryView, verb: str) -> None:
+        """A change made in this run, for undo (the pane's, or "remember that…" in the chat)."""
+        self.undoable.push(Undoable(memory.id, memory.version, verb, memory.text))
+        self._show_undo()
+
+    def _show_undo(self) -> None:
+        text = self.undoable.describe()
+        key = self.screen.app_key("undo")
+        self.screen.status_bar.undo = f"{text} ({key})" if text and key else text
 
     async def _take_back(self) -> None:
         async with self._one_at_a_time:
-            if not self.undoable:
+            last = self.undoable.pop()
+            if last is None:
                 self.screen.notify(
-                    "Nothing to undo: u takes back the changes made in this pane. h shows a "
-                    "memory's history; `brain memory undo ID` undoes any change.",
+                    "Nothing to undo: u takes back the memory changes made in this run. h "
+                    "shows a memory's history; `brain memory undo ID` undoes any change.",
                     severity="warning", timeout=6)
                 return
-            last = self.undoable.pop()
             memory = await attempt(
                 self.screen.app, "Undoing the last change",
                 lambda: self.api.undo(last.memory_id, expected_version=last.version))
+            self._show_undo()
             if memory is None:
                 return
+            self.undoable.undone(last, memory.version)
             if memory.status != "active" and last.done == "added":
                 done = "Memory removed: undoing its addition deletes it"  # not "restored"
             else:
@@ -179,6 +180,7 @@ class MemoryController:
         if removed is None:
             return
         self.undoable.clear()
+        self._show_undo()
         await self.screen.memory_pane.forgotten()
         self.screen.notify(f"Forgot {plural(removed, 'memory', 'memories')}.")
         self.poll()

@@ -229,6 +229,15 @@ class ChatScreen(Screen[None]):
 
     # --- dialogs --------------------------------------------------------------------------------
 
+    def covered(self) -> None:
+        """A dialog opens over this screen: when it closes, focus is back in the message box
+        (the drawer shut, so the box is on screen). Set now, not on resume: the keys typed
+        while the dialog closes arrive before the resume and go where focus is then.
+        (Dialogs close on priority keys, handled as they arrive, for the same reason.)"""
+        if self.drawer is not None:
+            self._open_drawer(None)
+        self.set_focus(self.chat_input, scroll_visible=False)
+
     def _modal_open(self) -> bool:
         return isinstance(self.app.screen, ModalScreen)
 
@@ -353,6 +362,9 @@ class ChatScreen(Screen[None]):
     def action_all_memories(self) -> None:
         self.show_pane("memories")
         self.memory_pane.action_toggle_all()
+
+    def action_undo(self) -> None:
+        self.memory.request("undo", None)
 
     def action_new_memory(self) -> None:
         self.memory.request("new", None)

@@ -15,8 +15,10 @@ from assistant.plain_text import plain
 
 class ConfirmScreen(ModalScreen[bool]):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,n", "dismiss(False)", "No"),
-        Binding("y", "dismiss(True)", "Yes"),
+        # Priority: handled as the key arrives, so the keys typed after it reach the screen
+        # below (tui/screens/chat.py, "type-ahead"), not this one's buttons.
+        Binding("escape,n", "dismiss(False)", "No", priority=True),
+        Binding("y", "dismiss(True)", "Yes", priority=True),
     ]
 
     def __init__(self, question: str, *, yes: str = "Yes", danger: bool = False) -> None:

@@ -35,7 +35,9 @@ def _row(where: str, key: str, action: str, name: str = "") -> tuple[Text, ...]:
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,f1", "dismiss", "Close")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,f1", "dismiss", "Close", priority=True),  # (type-ahead: chat.py)
+    ]
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide", id="help"):
@@ -59,6 +61,6 @@ class HelpScreen(ModalScreen[None]):
             yield table
             yield Static(
                 "Change keys in config.toml: [ui] keybindings = { config_name = \"key\" }, "
-                "e.g. { help = \"f9\" }. Ctrl+P opens the palette (every action by name).",
+                "e.g. { help = \"f10\" }. Ctrl+P opens the palette (every action by name).",
                 classes="dialog-hint", markup=False,
             )

@@ -40,7 +40,8 @@ def format_rate(done: int, total: int, elapsed: float) -> str:
 
 class IndexManager(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q", "dismiss", "Close"),
+        Binding("escape", "dismiss", "Close", priority=True),  # (type-ahead: chat.py)
+        Binding("q", "dismiss", "Close", show=False),
         Binding("a", "add", "Add folder"),
         Binding("d,delete", "remove", "Remove"),
         Binding("s", "sync", "Re-sync"),

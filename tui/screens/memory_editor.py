@@ -26,8 +26,8 @@ class MemoryDraft:
 
 class MemoryEditor(ModalScreen[MemoryDraft | None]):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "dismiss(None)", "Cancel"),
-        Binding("ctrl+s", "save", "Save"),
+        Binding("escape", "dismiss(None)", "Cancel", priority=True),  # (type-ahead: chat.py)
+        Binding("ctrl+s", "save", "Save", priority=True),
     ]
 
     def __init__(self, memory: MemoryView | None) -> None:

@@ -17,7 +17,9 @@ from tui.views import MemoryEvent, MemoryView
 
 
 class MemoryHistory(ModalScreen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "dismiss", "Close")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q", "dismiss", "Close", priority=True),  # (type-ahead: chat.py)
+    ]
 
     def __init__(self, memory: MemoryView, events: list[MemoryEvent]) -> None:
         super().__init__()

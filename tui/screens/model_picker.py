@@ -24,7 +24,10 @@ def _size(n: int) -> str:
 
 
 class ModelPicker(ModalScreen[str | None]):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "dismiss(None)", "Cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q", "dismiss(None)", "Cancel", priority=True),  # (type-ahead: chat.py)
+        Binding("enter", "choose", "Choose", show=False, priority=True),
+    ]
 
     def __init__(self, ollama: OllamaApi, current: str) -> None:
         super().__init__()
@@ -72,3 +75,10 @@ class ModelPicker(ModalScreen[str | None]):
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(event.option.id)
+
+    def action_choose(self) -> None:
+        """Enter, as a priority key: the picker closes before the keys typed after it."""
+        options = self.query_one(OptionList)
+        index = options.highlighted
+        if index is not None and options.option_count:
+            self.dismiss(options.get_option_at_index(index).id)

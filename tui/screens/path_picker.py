@@ -19,7 +19,9 @@ class FolderTree(DirectoryTree):
 
 
 class PathPicker(ModalScreen[Path | None]):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss(None)", "Cancel", priority=True),  # (type-ahead: chat.py)
+    ]
 
     def __init__(self, start: Path) -> None:
         super().__init__()

@@ -30,8 +30,13 @@ class SessionsScreen(ModalScreen[str | ConversationView | None]):
     None."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q", "dismiss(None)", "Close"),
-        Binding("enter", "resume", "Resume"),
+        # Esc and Enter are priority keys: the screen closes as they arrive, so the keys typed
+        # right after them reach the chat's message box (tui/screens/chat.py, "type-ahead"),
+        # never this screen's list, where single letters are commands.
+        Binding("escape", "dismiss(None)", "Close", priority=True),
+        Binding("q", "dismiss(None)", "Close", show=False),
+        Binding("enter", "enter", "Open", priority=True),
+        Binding("down", "to_list", "List", show=False),
         Binding("r", "rename", "Rename"),
         Binding("d,delete", "delete", "Delete"),
         Binding("x", "export", "Export Markdown"),
@@ -60,6 +65,8 @@ class SessionsScreen(ModalScreen[str | ConversationView | None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        # Opens ready to type a search: a letter typed at once is a query, never a command.
+        self.query_one("#session-search", Input).focus()
         self.reload()
 
     def reload(self) -> None:
@@ -87,8 +94,6 @@ class SessionsScreen(ModalScreen[str | ConversationView | None]):
         self.query_one("#sessions-status", Static).update(
             plural(len(sessions), "session") if sessions else "No saved sessions yet."
         )
-        if not self.searching:
-            table.focus()
 
     @property
     def searching(self) -> bool:
@@ -98,9 +103,31 @@ class SessionsScreen(ModalScreen[str | ConversationView | None]):
     def action_find(self) -> None:
         self.query_one("#session-search", Input).focus()
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        text = event.value.strip()
+    def action_to_list(self) -> None:
+        """↓ from the search box moves to what it shows (the sessions or the hits)."""
+        shown = self.query_one(ConversationsTable) if self.searching else self.query_one(
+            "#session-list", DataTable)
+        shown.focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "to_list":  # ↓ elsewhere moves the cursor of the list it is in
+            return isinstance(self.focused, Input)
+        return True
+
+    def action_enter(self) -> None:
+        """Enter: search from the search box, else open the selected session or hit."""
+        focused = self.focused
+        if isinstance(focused, Input):
+            self._submit(focused.value)
+        elif isinstance(focused, ConversationsTable):
+            view = focused.chosen()
+            if view is not None:
+                self._open_hit(view)
+        else:
+            self.action_resume()
+
+    def _submit(self, value: str) -> None:
+        text = value.strip()
         if not text:
             self._show_list()
             return
@@ -138,11 +165,14 @@ class SessionsScreen(ModalScreen[str | ConversationView | None]):
         table.focus()
 
     def on_conversations_table_chosen(self, event: ConversationsTable.Chosen) -> None:
-        event.stop()
-        if event.conversation.deleted:
+        event.stop()  # (a click on a hit; Enter is action_enter)
+        self._open_hit(event.conversation)
+
+    def _open_hit(self, conversation: ConversationView) -> None:
+        if conversation.deleted:
             self.notify("That conversation was deleted.", severity="warning")
             return
-        self.dismiss(event.conversation)
+        self.dismiss(conversation)
 
     def _selected(self) -> SessionView | None:
         if self.searching:
@@ -153,7 +183,7 @@ class SessionsScreen(ModalScreen[str | ConversationView | None]):
         return self.sessions[table.cursor_row]
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        event.stop()
+        event.stop()  # (a click on a row; Enter is action_enter)
         self.action_resume()
 
     def action_resume(self) -> None:

@@ -22,7 +22,9 @@ def _show(value: object) -> str:
 
 
 class SettingsScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "dismiss", "Close")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q", "dismiss", "Close", priority=True),  # (type-ahead: chat.py)
+    ]
 
     def __init__(self, config: Config, config_path: str) -> None:
         super().__init__()

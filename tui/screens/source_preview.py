@@ -32,7 +32,7 @@ def editor_command(path: str, line: int) -> list[str]:
 
 class SourcePreview(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q", "dismiss", "Close"),
+        Binding("escape,q", "dismiss", "Close", priority=True),  # (type-ahead: chat.py)
         Binding("e", "edit", "Open in $EDITOR"),
         Binding("y", "copy", "Copy text"),
     ]

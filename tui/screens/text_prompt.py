@@ -15,7 +15,12 @@ from assistant.plain_text import plain
 
 
 class TextPrompt(ModalScreen[str | None]):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        # Priority, Enter too: the dialog closes as the key arrives, so what is typed next
+        # reaches the screen below ("type-ahead", tui/screens/chat.py).
+        Binding("escape", "dismiss(None)", "Cancel", priority=True),
+        Binding("enter", "submit", "OK", show=False, priority=True),
+    ]
 
     def __init__(
         self, title: str, value: str = "", *, validate: Callable[[str], str | None] | None = None
@@ -31,9 +36,8 @@ class TextPrompt(ModalScreen[str | None]):
             yield Input(self.value, id="prompt-input")
             yield Static("", id="prompt-error", classes="error-text", markup=False)
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        value = event.value.strip()
+    def action_submit(self) -> None:
+        value = self.query_one("#prompt-input", Input).value.strip()
         problem = "Enter a value (Esc cancels)" if not value else None
         if problem is None and self.check is not None:
             problem = self.check(value)

@@ -30,6 +30,7 @@ class StatusBar(Static):
     memories: reactive[int | None] = reactive(None)
     dates: reactive[str] = reactive("")  # the dates the last question named ("last week")
     hint: reactive[str] = reactive("")  # e.g. how to open the collapsed side panes
+    undo: reactive[str] = reactive("")  # what the next undo reverts: 'undo: deleted "…" (F9)'
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
@@ -45,6 +46,7 @@ class StatusBar(Static):
             (f"memories {self.memories}" if self.memories is not None else "", 0),
             (f"dates {self.dates}" if self.dates else "", 3),
             (self.activity, 4),
+            (self.undo, 2),
             (self.hint, 1),
         ]
         shown = [(plain(t), p) for t, p in parts if t]  # model names and errors come from outside
