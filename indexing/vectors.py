@@ -148,6 +148,33 @@ class EmbeddingModelMismatch(VectorStoreError):
 
 _clients: dict[tuple[str, ...], Any] = {}
 _clients_lock = threading.Lock()
+# An embedded client reads its HNSW index into memory once: vectors another process (a `brain`
+# command beside the TUI) wrote later are in Chroma's SQLite but not in that index, and reading
+# them fails with "Error finding id" (queries silently miss them). `refresh_location` retires the
+# client — kept open for calls in flight, closed by `close_all` — and counts a generation; every
+# VectorStore of that location reconnects, to a fresh client that reads the disk, at its next call.
+_generations: dict[tuple[str, ...], int] = {}
+_retired: list[Any] = []
+_STALE_INDEX = "Error finding id"  # Chroma's message when its in-memory index is behind the disk
+
+
+def refresh_location(location: str | Path) -> None:
+    """Another process changed the embedded store at `location`: read it afresh from now on.
+    (A Chroma server is shared by every client: nothing to do.)"""
+    if _is_url(location):
+        return
+    key = _client_key(location)
+    with _clients_lock:
+        client = _clients.pop(key, None)
+        if client is None:
+            return
+        _retired.append(client)
+        _generations[key] = _generations.get(key, 0) + 1
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        # A new PersistentClient on the same path would otherwise share the old one's system.
+        SharedSystemClient._identifier_to_system.pop(getattr(client, "_identifier", key[1]),
+                                                     None)
 
 
 def _settings() -> Any:
@@ -279,6 +306,8 @@ class VectorStore:
         self.model_id = model_id
         self.dimension = dimension
         self._dropped = False
+        self._key = _client_key(location)
+        self._generation = _generations.get(self._key, 0)
 
     @classmethod
     def open(
@@ -340,11 +369,19 @@ class VectorStore:
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         if self._dropped:
             raise VectorStoreError(f"The {self.name!r} collection was dropped; reopen it.")
+        if _generations.get(self._key, 0) != self._generation:
+            self._reconnect()
         try:
             return _guard(self.location, what, fn)
         except VectorStoreError as exc:
             from chromadb.errors import NotFoundError
 
+            if _STALE_INDEX in str(exc.__cause__ or ""):
+                # Written by another process since this one read the index: read it afresh,
+                # once (a store that still fails then is reported as before).
+                refresh_location(self.location)
+                self._reconnect()
+                return _guard(self.location, what, fn)
             if not isinstance(exc.__cause__, NotFoundError):
                 raise
             # Compacted (here or by another process): the name now holds a new collection.
@@ -352,6 +389,16 @@ class VectorStore:
                 self.location, "reopen the collection",
                 lambda: self._client.get_collection(self.name, embedding_function=None))
             return _guard(self.location, what, fn)
+
+    def _reconnect(self) -> None:
+        """Use this location's current client (see `refresh_location`)."""
+        generation = _generations.get(self._key, 0)
+        client = _client(self.location)
+        self._collection = _guard(
+            self.location, "reopen the collection",
+            lambda: client.get_collection(self.name, embedding_function=None))
+        self._client = client
+        self._generation = generation
 
     def _op(self, method: str, **kwargs: Any) -> Callable[[], Any]:
         """A call of the collection's `method`, looked up when it runs: `_call` retries on the
@@ -676,8 +723,9 @@ def close_all() -> None:
     event loop open (about 14 descriptors) until `close()`, so forgotten clients piled up to
     more than a thousand open files in one test process."""
     with _clients_lock:
-        clients = list(_clients.values())
+        clients = [*_clients.values(), *_retired]
         _clients.clear()
+        _retired.clear()
     from indexing.quiet_panics import rust_panics_silenced
 
     for client in clients:

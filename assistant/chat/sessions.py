@@ -322,6 +322,13 @@ class SessionStore:
             f"{ref!r} matches {len(rows)} sessions", hint="type more characters of the id"
         )
 
+    def others_version(self) -> int:
+        """SQLite's `PRAGMA data_version`: moves when another connection (another process)
+        commits to this database, not on this connection's own writes. Poll it to notice a
+        `brain sessions import` or `forget-all` run beside this process."""
+        with self._lock:
+            return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
     def list(self, limit: int | None = None) -> list[Session]:
         sql = f"{self._SELECT} ORDER BY s.updated_at DESC, s.rowid DESC"
         params: tuple[Any, ...] = ()

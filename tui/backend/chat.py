@@ -37,10 +37,12 @@ CLOSE_PATIENCE = 0.1  # seconds quitting waits for the stores on the chat thread
 class CoreTurn:
     """One turn as the UI sees it: view events (async iteration) and `cancel()`."""
 
-    def __init__(self, stream: TurnStream, ctx: AppContext, model: str) -> None:
+    def __init__(self, stream: TurnStream, ctx: AppContext, model: str, *,
+                 notice: str = "") -> None:
         self._stream = stream
         self._ctx = ctx
         self._model = model
+        self._notice = notice  # said with the first event (Retrieved's warnings)
         self._tokens = 0
         self._started = time.monotonic()
 
@@ -70,7 +72,7 @@ class CoreTurn:
                 str(event.log_id) if event.log_id is not None else None,
                 empty_index=event.empty_index,
                 noted=memory_item_view(event.noted) if event.noted else None,
-                warnings=event.warnings,
+                warnings=(self._notice, *event.warnings) if self._notice else event.warnings,
                 conversations=tuple(conversation_view(c) for c in event.conversations),
                 time_range=_time_range(event),
             )
@@ -150,8 +152,8 @@ class ChatAdapter:
         engine = (await self._open()).engine
         # SQLite reads and writes (resume, set the session's model): off the UI's loop.
         async with self._selecting:
-            await in_thread(lambda: _select(engine, session_id, model))
-        return CoreTurn(engine.send(text), self.ctx, model)
+            notice = await in_thread(lambda: _select(engine, session_id, model))
+        return CoreTurn(engine.send(text), self.ctx, model, notice=notice)
 
     async def preload(self, session_id: str | None, model: str) -> float:
         """Have Ollama load `model` now, with the num_ctx and keep_alive of the turns (so the
@@ -206,13 +208,24 @@ class ChatAdapter:
             await service.aclose(patience=CLOSE_PATIENCE)
 
 
-def _select(engine: ChatEngine, session_id: str | None, model: str) -> None:
-    current = engine.session
+def _select(engine: ChatEngine, session_id: str | None, model: str) -> str:
+    """Make `session_id` the engine's session; a notice when it is gone and a new session
+    starts instead (deleted by another process: `brain sessions rm`, `forget-all`)."""
+    from assistant.chat.sessions import SessionNotFound
+
+    current = engine.session  # (re-read: None once another process deleted it)
+    notice = ""
     if session_id is None:
         if current is not None:
             engine.new_session()
     elif current is None or current.id != session_id:
-        engine.resume(session_id)
+        try:
+            engine.resume(session_id)
+        except SessionNotFound:
+            engine.new_session()
+            notice = ("That session was deleted (by another window or a `brain sessions` "
+                      "command): this message starts a new session.")
     if model and model != engine.model:
         # Unchecked: a missing model fails the turn, which keeps the question.
         engine.set_model(model, check=False)
+    return notice

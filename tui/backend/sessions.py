@@ -26,6 +26,7 @@ class SessionsAdapter:
         self._store = Lazy(lambda: _open_sessions(ctx), close=lambda store: store.close())
         self._index = Lazy(self._open_index)
         self._caught_up = False
+        self._others_seen: int | None = None  # the sessions database's data_version
 
     def store(self) -> SessionStore:
         return self._store.get()
@@ -79,6 +80,7 @@ class SessionsAdapter:
         now = local_now()
         query, time_range = range_from_filters(text, now)
         index = self._index.get()
+        self._follow_other_processes()
         if not self._caught_up:  # once: later turns are indexed by the chat as it stores them
             self._caught_up = index.sync().complete
         result = search_conversations(index, query, time_range=time_range, top_k=SEARCH_TOP_K,
@@ -87,6 +89,19 @@ class SessionsAdapter:
         note = "" if result.applied else "nothing from those dates: all dates searched"
         return ConversationSearch(text, tuple(hit_view(h) for h in result.hits), described,
                                   note)
+
+    def _follow_other_processes(self) -> None:
+        """Another process (`brain sessions import`, `forget-all`) committed to the sessions
+        database since the last search: its vectors went to the shared collection, which this
+        process's client holds in memory as it first read it; read it afresh (and index what
+        that process left unindexed, if it was interrupted)."""
+        from indexing.vectors import refresh_location
+
+        now = self.store().others_version()
+        if self._others_seen is not None and now != self._others_seen:
+            refresh_location(self.ctx.config.store.vector_store or str(self.ctx.paths.vectors_dir))
+            self._caught_up = False
+        self._others_seen = now
 
     def _open_index(self) -> ConversationIndex:
         from assistant.conversations.service import open_conversations
