@@ -46,7 +46,8 @@ ACTIONS: tuple[AppAction, ...] = (
               True, True),
     AppAction("models", "f4", "Choose model", "Pick the chat model from Ollama's models", True,
               True),
-    AppAction("settings", "f5", "Settings", "Show the settings in effect", priority=True),
+    AppAction("settings", "f5", "Settings", "Show the settings in effect (read-only: edit the "
+              "config file, then restart)", priority=True),
     AppAction("toggle_sources", "f6", "Toggle sources pane", "Show or hide the sources pane",
               priority=True),
     AppAction("toggle_memories", "f7", "Toggle memory pane", "Show or hide the memory pane",

@@ -26,6 +26,7 @@ class SourceView:
     recent: bool  # got a recency boost
     cited: bool = False
     more_from_file: int = 0  # the file's other matching chunks not listed ("+2 more …")
+    page: str = ""  # where in a PDF: "p. 3", "p. 1–2"; "" for a text file
 
 
 @dataclass(frozen=True, slots=True)

@@ -261,12 +261,16 @@ class ChatScript:
     time_range: str = ""  # Retrieved.time_range: the dates the question named
 
 
+NOTE_PREFIX = "remember that"
+
+
 class FakeTurn:
     """One scripted answer: the `tui.protocols.ChatTurn` of FakeChat."""
 
-    def __init__(self, chat: FakeChat, model: str) -> None:
+    def __init__(self, chat: FakeChat, model: str, text: str = "") -> None:
         self.chat = chat
         self.model = model
+        self.text = text
         self.cancel_requested = False
 
     def cancel(self) -> None:
@@ -277,6 +281,12 @@ class FakeTurn:
 
     async def _events(self) -> AsyncIterator[ChatEvent]:
         chat, script, model = self.chat, self.chat.script, self.model
+        if self.text.lower().startswith(NOTE_PREFIX):  # as the engine: stored, no model asked
+            noted = chat.memory.add(self.text[len(NOTE_PREFIX):].strip(), "fact")
+            yield Retrieved((), (noted,), False, f"log-{len(chat.asked)}", noted=noted)
+            yield Token(f"Noted: {noted.text}")
+            yield Finished(model, 1, 0.01, session_id="s1", text=f"Noted: {noted.text}")
+            return
         used = tuple(m for m in chat.memory.items.values() if m.status == "active")[:2]
         yield Retrieved(sample_sources(), used, script.low_confidence,
                         f"log-{len(chat.asked)}", warnings=script.warnings,
@@ -333,7 +343,7 @@ class FakeChat:
 
     async def ask(self, session_id: str | None, text: str, *, model: str) -> FakeTurn:
         self.asked.append((session_id, text, model))
-        return FakeTurn(self, model)
+        return FakeTurn(self, model, text)
 
     def feedback(self, log_id: str, rating: int) -> None:
         self.feedback_log.append((log_id, rating))

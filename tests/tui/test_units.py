@@ -129,3 +129,20 @@ def test_source_label_counts_the_files_folded_chunks() -> None:
     folded = SourceView(1, "c1", "/n/kill.md", "kill.md", "", "kill -9 PID", 1, 3, 0.8, 1.0, 1,
                         False, more_from_file=2)
     assert source_label(folded).plain == "kill.md\n—  +2 more from this file"
+
+
+def test_a_pdf_source_row_names_its_page(ctx) -> None:  # type: ignore[no-untyped-def]
+    """Issue 23: the PDF row in the sources pane had no page (the answer cites `p. 3`)."""
+    from assistant.chat.turn import KnowledgeItem, Source
+    from tui.backend.convert import source_view
+    from tui.widgets.sources_pane import source_label
+
+    def row(page: int | None, end_page: int | None) -> str:
+        item = KnowledgeItem("c1", "text", "/docs/paper.pdf", "paper.pdf", "Intro", 0.5,
+                             page=page, end_page=end_page)
+        view = source_view(Source(1, item), ctx)
+        return source_label(view).plain.splitlines()[0]
+
+    assert row(3, None) == "paper.pdf p. 3"
+    assert row(1, 2) == "paper.pdf p. 1–2"
+    assert row(None, None) == "paper.pdf"

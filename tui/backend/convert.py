@@ -44,7 +44,14 @@ def source_view(source: Source, ctx: AppContext) -> SourceView:
         fused_rank=scores.rank if scores else source.n,
         recent=scores.recency_boost > 0 if scores else _is_recent(item.source, ctx),
         cited=source.cited, more_from_file=scores.more_from_file if scores else 0,
+        page=_page(item.page, item.end_page),
     )
+
+
+def _page(page: int | None, end_page: int | None) -> str:
+    if page is None:
+        return ""
+    return f"p. {page}–{end_page}" if end_page is not None and end_page != page else f"p. {page}"
 
 
 def _is_recent(path: str, ctx: AppContext) -> bool:

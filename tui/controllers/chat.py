@@ -160,8 +160,10 @@ class ChatController:
         answer.log_id = event.log_id
         answer.empty_index = event.empty_index
         screen.status.show_warnings(event.warnings)
-        await self.show_context(answer)
-        if event.noted is not None:
+        answer.noted = event.noted is not None
+        if event.noted is None:  # (a note keeps the last real answer's sources in the panes)
+            await self.show_context(answer)
+        else:
             await screen.memory_pane.add_fresh([event.noted])
             screen.memory.remember_change(event.noted, "added")
             screen.notify(f"Remembered: {event.noted.text}", timeout=4)
@@ -186,7 +188,8 @@ class ChatController:
         self.extraction.answered()
         self._continue_in(event.session_id)
         self._over(answer)
-        await self.show_context(answer)
+        if not answer.noted:
+            await self.show_context(answer)
 
     async def _failed(self, answer: AnswerMessage, event: Failed) -> None:
         screen = self.screen
@@ -194,6 +197,7 @@ class ChatController:
             answer.text = event.partial
         error = event.message + (f" — {event.hint}" if event.hint else "")
         await screen.chat_view.finish(answer, None, error=error)
+        await self.show_context(answer)  # (its caption: not answered)
         self._continue_in(event.session_id)  # the failed turn is stored: continue there
         if not screen.chat_input.text.strip():
             screen.chat_input.load_text(answer.question)  # nothing the user typed is lost
@@ -241,7 +245,8 @@ class ChatController:
         screen = self.screen
         answers = screen.chat_view.answers
         index = answers.index(answer) + 1 if answer in answers else 0
-        caption = f"Answer {index}: {answer.question[:40]}"
+        caption = (f"Answer {index}: " if not answer.failed else
+                   f"Question {index}, not answered: ") + answer.question[:40]
         if answer.empty_index:
             caption = "Nothing is indexed yet: press F3 to add a folder"
         elif NONE_CITED in answer.notes:

@@ -150,7 +150,7 @@ class SessionsScreen(ModalScreen[str | ConversationView | None]):
         self.query_one("#session-list", DataTable).display = False
         dates = f" · dates {found.time_range}" if found.time_range else ""
         note = f" · {found.note}" if found.note else ""
-        count = f"{len(found.hits)} conversations" if found.hits else "No conversation found"
+        count = plural(len(found.hits), "conversation") if found.hits else "No conversation found"
         self.query_one("#sessions-status", Static).update(
             f"{count} for {found.query!r}{dates}{note} — Enter opens one; empty search: "
             "back to the sessions")

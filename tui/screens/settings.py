@@ -33,7 +33,8 @@ class SettingsScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide", id="settings"):
-            yield Static("Settings", classes="dialog-title", markup=False)
+            yield Static("Settings in effect (read-only here)", classes="dialog-title",
+                         markup=False)
             table: DataTable[str | Text] = DataTable(cursor_type="row", zebra_stripes=True)
             table.add_columns("setting", "value", "meaning")
             for section, key, value, help_text in settings_table(self.config):

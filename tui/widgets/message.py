@@ -119,6 +119,10 @@ class AnswerMessage(Vertical, can_focus=True):
         self.truncated = False  # cut off at the answer cap (F9 continues it)
         self.notes: tuple[str, ...] = ()  # e.g. "the model cited none of these sources"
         self.log_id: str | None = None
+        # "remember that …": stored as a memory, confirmed without asking the model (no
+        # model, tokens or time to show; the panes keep the last real answer's context).
+        self.noted = False
+        self.failed = False  # ended with an error (Ollama down…): no answer to show sources for
         self.finished = False
         self.rating = 0
         self._status_text = "preparing…"
@@ -234,7 +238,9 @@ class AnswerMessage(Vertical, can_focus=True):
         if shown != self._streamed:  # citations to link, or text the stream did not show
             await self.body.update(plain(shown))
         parts: list[str] = []
-        if done is not None:
+        if done is not None and self.noted:
+            parts.append("remembered (no model asked) · F9 undoes it")
+        elif done is not None:
             parts += [done.model, plural(done.tokens, "token"), f"{done.seconds:.1f} s"]
             if done.interrupted:
                 parts.append("interrupted")
@@ -243,6 +249,7 @@ class AnswerMessage(Vertical, can_focus=True):
             parts += [f"⚠ {note}" for note in done.notes]
         if error:
             parts.append(error)
+            self.failed = not self.text
         if self.low_confidence:
             parts.append("⚠ low confidence: your files may not contain the answer")
         self.set_status(" · ".join(parts), warn=bool(error) or self.low_confidence

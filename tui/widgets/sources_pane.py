@@ -38,6 +38,8 @@ def format_keyword(value: float | None) -> str:
 def source_label(source: SourceView) -> Text:
     """The path, then the heading path and how many more chunks of the file matched."""
     label = plain_text(source.relpath, overflow="ellipsis", no_wrap=True)
+    if source.page:  # a PDF chunk: which page, as the answer cites it
+        label.append(f" {source.page}")
     label.append("\n" + plain(source.heading or "—"), style="dim")
     if source.more_from_file:
         label.append(f"  +{source.more_from_file} more from this file", style="dim italic")
