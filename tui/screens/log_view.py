@@ -24,7 +24,7 @@ MAX_LINES = 2000
 
 class LogScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q", "dismiss", "Close"),
+        Binding("escape,q", "dismiss", "Close", priority=True),  # (type-ahead: chat.py)
         Binding("r", "reload", "Reload"),
     ]
 
