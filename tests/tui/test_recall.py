@@ -110,7 +110,7 @@ async def test_sessions_screen_searches_every_conversation_by_date(
         await wait_until(pilot, lambda: screen.searching, what="search results")
         assert backend.sessions.searches[-1] == "kayak since:7d"
         status = str(screen.query_one("#sessions-status").render())
-        assert "1 conversations for 'kayak since:7d'" in status and "dates 2026-01-08" in status
+        assert "1 conversation for 'kayak since:7d'" in status and "dates 2026-01-08" in status
         hits = screen.query_one(ConversationsTable)
         assert app.focused is hits and hits.row_count == 1
         # An empty search goes back to the list; a search again, then Enter opens the hit.
