@@ -77,7 +77,7 @@ ACTIONS: tuple[AppAction, ...] = (
     AppAction("shorter_sources", "alt+up", "Shorter sources pane", "Grow memories, shrink sources"),
     AppAction("all_memories", "ctrl+r", "Show all memories", "Toggle used/all memories"),
     # Priority: from anywhere, the message box included (`u` does the same in the memory pane).
-    AppAction("undo", "f9", "Undo memory change",
+    AppAction("undo", "f11", "Undo memory change",
               "Take back the latest memory change of this run (delete, pin, edit, add, "
               "\"remember that…\"); repeatable; the status line says what it reverts",
               priority=True),

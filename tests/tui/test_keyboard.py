@@ -120,7 +120,7 @@ async def test_any_dialog_returns_focus_to_the_box(make_app, backend) -> None:  
 
 async def test_pin_delete_undo_undo_reverts_both(make_app, backend) -> None:  # type: ignore[no-untyped-def]
     """Finding 2: the second u failed ("changed since (version 4, expected 2)"). The status
-    line says what the next undo reverts; F9 undoes from the message box."""
+    line says what the next undo reverts; F11 undoes from the message box."""
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         pane = await all_memories_focused(pilot, app)
@@ -138,13 +138,13 @@ async def test_pin_delete_undo_undo_reverts_both(make_app, backend) -> None:  # 
         await wait_until(pilot, lambda: status.undo == "", what="nothing left to undo")
         notes = [n.message for n in app._notifications]
         assert not any("changed since" in n for n in notes), notes
-        # From the message box: F9 takes back a delete made in the pane.
+        # From the message box: F11 takes back a delete made in the pane.
         await wait_until(pilot, lambda: len(pane.items) == 3 and pane.selected() is not None)
         again = pane.selected()
         assert again is not None
         await pilot.press("d", "ctrl+l")
         await wait_until(pilot, lambda: backend.memory.items[again.id].status == "deleted")
         assert isinstance(app.focused, ChatInput)
-        await pilot.press("f9")
+        await pilot.press("f11")
         await wait_until(pilot, lambda: backend.memory.items[again.id].status == "active",
-                         what="F9 restored it")
+                         what="F11 restored it")

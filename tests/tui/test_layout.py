@@ -266,7 +266,7 @@ async def test_undoing_an_added_memory_says_it_was_removed(make_app, backend) ->
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: len(pane.items) == 4, what="the new memory shown")
         await wait_until(pilot, lambda: app.chat_screen.status_bar.memories == 4)
-        await pilot.press("f9")  # (the editor closed: focus is back in the message box)
+        await pilot.press("f11")  # (the editor closed: focus is back in the message box)
         await wait_until(pilot, lambda: len(pane.items) == 3, what="the added memory gone")
         notes = [n.message for n in app._notifications]
         assert any("Memory removed" in n for n in notes), notes

@@ -98,7 +98,8 @@ def test_keymap_validation() -> None:
     assert problems == [
         "ui.keybindings.help: 'f99' is not a key (keys look like f1…f24, ctrl+x, alt+left, "
         "escape); the default is kept",
-        "ui.keybindings.sessions: 'f9' is already the key of 'undo'; the default is kept"]
+        "ui.keybindings.sessions: 'f9' is already the key of 'continue_answer'; the default is "
+        "kept"]
     assert {"quit", "help", "sessions", "index_manager", "forget_all"} <= ACTION_NAMES
 
 

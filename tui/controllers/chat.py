@@ -161,13 +161,12 @@ class ChatController:
         answer.empty_index = event.empty_index
         screen.status.show_warnings(event.warnings)
         answer.noted = event.noted is not None
-        if event.noted is None:  # (a note keeps the last real answer's sources in the panes)
-            await self.show_context(answer)
-        else:
-            await screen.memory_pane.add_fresh([event.noted])
-            screen.memory.remember_change(event.noted, "added")
-            screen.notify(f"Remembered: {event.noted.text}", timeout=4)
-            screen.status.refresh_stats()
+        if event.noted is None:
+            return await self.show_context(answer)
+        await screen.memory_pane.add_fresh([event.noted])
+        screen.memory.remember_change(event.noted, "added")
+        screen.notify(f"Remembered: {event.noted.text}", timeout=4)
+        screen.status.refresh_stats()
 
     async def _token(self, answer: AnswerMessage, event: Token) -> None:
         await answer.append(event.text)
@@ -188,7 +187,7 @@ class ChatController:
         self.extraction.answered()
         self._continue_in(event.session_id)
         self._over(answer)
-        if not answer.noted:
+        if not answer.noted:  # (a note keeps the last real answer's sources in the panes)
             await self.show_context(answer)
 
     async def _failed(self, answer: AnswerMessage, event: Failed) -> None:
@@ -245,8 +244,8 @@ class ChatController:
         screen = self.screen
         answers = screen.chat_view.answers
         index = answers.index(answer) + 1 if answer in answers else 0
-        caption = (f"Answer {index}: " if not answer.failed else
-                   f"Question {index}, not answered: ") + answer.question[:40]
+        caption = f"{'Question' if answer.failed else 'Answer'} {index}" + (
+            ", not answered: " if answer.failed else ": ") + answer.question[:40]
         if answer.empty_index:
             caption = "Nothing is indexed yet: press F3 to add a folder"
         elif NONE_CITED in answer.notes:
@@ -295,12 +294,9 @@ class ChatController:
             if self.session_id != view.session_id:
                 return  # could not be opened (reported)
         answers = self.screen.chat_view.answers
-        if view.seq is not None and 0 < view.seq <= len(answers):
-            answer = answers[view.seq - 1]
-            # Shown, its context in the panes, but not focused: keys go to the message box
-            # (an answer's own keys rate, copy and toggle it).
-            answer.scroll_visible(animate=False, top=True)
-            await self.show_context(answer)
+        if view.seq is not None and 0 < view.seq <= len(answers):  # shown, not focused
+            answers[view.seq - 1].scroll_visible(animate=False, top=True)
+            await self.show_context(answers[view.seq - 1])
         self.screen.chat_input.focus()
         self.screen.notify(f"Opened {view.title or 'the session'!r}"
                            + (f" at turn {view.seq}" if view.seq is not None else ""),

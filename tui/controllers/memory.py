@@ -1,7 +1,7 @@
 """Memories: the pane's requests (edit, new, delete, pin, undo, history, forget all), listing
 with filters, and the poll that keeps the pane and the status line on what is stored.
 
-Undo (`u` in the pane, F9 anywhere) takes back the changes made in this run, newest first,
+Undo (`u` in the pane, F11 anywhere) takes back the changes made in this run, newest first,
 each by the version its change gave the memory (tui/undo_stack.py): `d` then `u` restores
 exactly the memory deleted, wherever the cursor went meanwhile, and never touches another one
 (if something else changed that memory since, nothing is undone and the user is told); `p`,

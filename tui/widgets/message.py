@@ -239,7 +239,7 @@ class AnswerMessage(Vertical, can_focus=True):
             await self.body.update(plain(shown))
         parts: list[str] = []
         if done is not None and self.noted:
-            parts.append("remembered (no model asked) · F9 undoes it")
+            parts.append("remembered (no model asked) · F11 undoes it")
         elif done is not None:
             parts += [done.model, plural(done.tokens, "token"), f"{done.seconds:.1f} s"]
             if done.interrupted:

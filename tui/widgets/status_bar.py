@@ -30,7 +30,7 @@ class StatusBar(Static):
     memories: reactive[int | None] = reactive(None)
     dates: reactive[str] = reactive("")  # the dates the last question named ("last week")
     hint: reactive[str] = reactive("")  # e.g. how to open the collapsed side panes
-    undo: reactive[str] = reactive("")  # what the next undo reverts: 'undo: deleted "…" (F9)'
+    undo: reactive[str] = reactive("")  # what the next undo reverts: 'undo: deleted "…" (F11)'
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
