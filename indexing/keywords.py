@@ -83,8 +83,11 @@ class KeywordIndex:
             ).fetchone()
             if recorded is None:
                 outside = not self._conn.in_transaction
+                # OR IGNORE: another connection (thread or process) opening the same new
+                # index may have recorded it since the SELECT (a UNIQUE failure seen in the TUI
+                # when a CLI command created the database at the same moment).
                 self._conn.execute(
-                    f"INSERT INTO {self._meta}(key, value) VALUES ('tokenizer', ?)",
+                    f"INSERT OR IGNORE INTO {self._meta}(key, value) VALUES ('tokenizer', ?)",
                     (str(TOKENIZER_VERSION),),
                 )
                 # Setting up a new index must not leave a transaction open that the caller

@@ -328,3 +328,30 @@ def test_common_terms_are_those_in_a_share_of_the_items(index: KeywordIndex,
     assert index.common_terms(["git", "directori", "tar"], 2 / 7) == {"git", "directori"}
     assert index.common_terms([], 0.1) == set()
     assert KeywordIndex(conn, "empty").common_terms(["git"], 0.0) == set()
+
+
+def test_two_connections_opening_a_new_index_at_once_both_succeed(tmp_path: Path) -> None:
+    """Both saw no tokenizer row, then both recorded it: the second hit the UNIQUE key."""
+    import sqlite3 as sq
+
+    path = tmp_path / "k.sqlite3"
+    first, second = sq.connect(path), sq.connect(path)
+    for conn in (first, second):
+        conn.execute("CREATE TABLE IF NOT EXISTS chunk_fts_meta (key TEXT PRIMARY KEY, value TEXT)")
+    # The second connection records it between the first's SELECT and INSERT.
+    real_execute = first.execute
+
+    class Racing:
+        def __init__(self, conn: sq.Connection) -> None:
+            self._conn = conn
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self._conn, name)
+
+        def execute(self, sql: str, *args: object) -> sq.Cursor:
+            if sql.lstrip().upper().startswith("INSERT") and "_meta" in sql:
+                KeywordIndex(second, autocommit=True)
+            return real_execute(sql, *args)
+
+    KeywordIndex(Racing(first), autocommit=True)  # type: ignore[arg-type]  # a racing stand-in
+    assert first.execute("SELECT count(*) FROM chunk_fts_meta").fetchone() == (1,)
