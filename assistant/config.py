@@ -215,6 +215,33 @@ class StoreConfig:
 
 
 @dataclass(slots=True)
+class EventsConfig:
+    weight_relevance: float = _opt(
+        0.6, "Agent event search: score weight of relevance to the query (meaning and words).")
+    weight_importance: float = _opt(
+        0.25, "Agent event search: score weight of the importance the agent gave the event.")
+    weight_recency: float = _opt(
+        0.15, "Agent event search: score weight of recency, exp(-age in days / recency_days).")
+    recency_days: float = _opt(7.0, "Agent event search: days over which recency fades.")
+    summarize_every: int = _opt(
+        20, "Summarise a session's run of agent events once it has this many unsummarised "
+        "events (0 = only when the session goes idle).")
+    summarize_idle_seconds: int = _opt(
+        300, "Summarise a session's unsummarised agent events once nothing was logged to it "
+        "for this long, when the machine is idle (0 = off; summaries need the chat model).")
+
+
+@dataclass(slots=True)
+class McpConfig:
+    allow_writes: bool = _opt(
+        False, "Let MCP clients (`brain mcp`) store and forget memories (`remember`, "
+        "`forget_memory`). Events can always be logged.")
+    token: str = _opt(
+        "", "Bearer token HTTP clients of `brain mcp --http` must send; required for a "
+        "non-loopback address (or give --token-file).")
+
+
+@dataclass(slots=True)
 class UiConfig:
     theme: str = _opt("brain-dark", "Theme name (bundled or from the config dir's themes/).")
     keybindings: dict[str, str] = _opt(  # noqa: RUF009 - a default_factory, see _opt
@@ -244,6 +271,8 @@ class Config:
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     chat: ChatConfig = field(default_factory=ChatConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
+    events: EventsConfig = field(default_factory=EventsConfig)
+    mcp: McpConfig = field(default_factory=McpConfig)
     ui: UiConfig = field(default_factory=UiConfig)
     personas: dict[str, str] = field(
         default_factory=lambda: dict(DEFAULT_PERSONAS),
@@ -261,13 +290,14 @@ class Config:
 
 
 SECTIONS: tuple[str, ...] = (
-    "llm", "ollama", "embedding", "indexing", "retrieval", "memory", "chat", "store", "ui"
+    "llm", "ollama", "embedding", "indexing", "retrieval", "memory", "chat", "store", "events",
+    "mcp", "ui",
 )
 _SECTION_TYPES: dict[str, type] = {
     "llm": LlmConfig, "ollama": OllamaConfig, "embedding": EmbeddingConfig,
     "indexing": IndexingConfig,
     "retrieval": RetrievalConfig, "memory": MemoryConfig, "chat": ChatConfig,
-    "store": StoreConfig, "ui": UiConfig,
+    "store": StoreConfig, "events": EventsConfig, "mcp": McpConfig, "ui": UiConfig,
 }
 
 
@@ -366,6 +396,12 @@ RANGES: dict[str, tuple[float, float]] = {
     "chat.recall_top_k": (0, 20),
     "chat.recall_share": (0, 0.9),
     "chat.summarize_idle_seconds": (0, 86_400),
+    "events.weight_relevance": (0, 1),
+    "events.weight_importance": (0, 1),
+    "events.weight_recency": (0, 1),
+    "events.recency_days": (0.01, 36_500),
+    "events.summarize_every": (0, 10_000),
+    "events.summarize_idle_seconds": (0, 86_400),
 }
 
 
@@ -464,6 +500,12 @@ def config_from_dict(data: dict[str, Any]) -> Config:
             f"chat.max_answer_tokens: expected at most chat.answer_reserve "
             f"({chat.answer_reserve}: the room the prompt leaves for the answer), "
             f"got {chat.max_answer_tokens}"
+        )
+    events = config.events
+    if events.weight_relevance + events.weight_importance + events.weight_recency <= 0:
+        raise ConfigError(
+            "events.weight_relevance, weight_importance, weight_recency: expected at least one "
+            "above 0 (event search ranks by them), got all 0"
         )
     if config.ollama.think not in ("auto", "on", "off"):
         raise ConfigError(

@@ -55,6 +55,11 @@ class AppPaths:
         return self.data_dir / "sessions.sqlite3"
 
     @property
+    def events_db(self) -> Path:
+        """The agent event log (`brain mcp`'s log_event, `brain events`)."""
+        return self.data_dir / "events.sqlite3"
+
+    @property
     def retrieval_log_db(self) -> Path:
         return self.data_dir / "retrieval_log.sqlite3"
 

@@ -32,6 +32,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "assistant.cli.ask_cmd",
     "assistant.cli.memory_cmd",
     "assistant.cli.sessions_cmd",
+    "assistant.cli.events_cmd",
+    "assistant.cli.mcp_cmd",
     "assistant.cli.log_cmd",
     "assistant.cli.eval_cmd",
     "assistant.cli.config_cmd",

@@ -267,7 +267,9 @@ def _history(args: argparse.Namespace) -> int:
             if event.old_text is not None and event.old_text != event.new_text:
                 change = f"{event.old_text!r} -> {event.new_text!r}"
             undone = "  (undone)" if event.undone else ""
-            print(f"{event.at}  {event.actor.value:<9} {event.event.value:<12} {change}{undone}")
+            via = f"  (by {event.via})" if event.via else ""
+            print(f"{event.at}  {event.actor.value:<9} {event.event.value:<12} {change}{undone}"
+                  f"{via}")
     return 0
 
 

@@ -23,6 +23,9 @@ class MemoryStatus(StrEnum):
 class Actor(StrEnum):
     USER = "user"
     ASSISTANT = "assistant"
+    # An outside AI agent through `brain mcp` (writes the user allowed with mcp.allow_writes);
+    # which one is the history's `via` ("mcp:Claude Code 1.2").
+    AGENT = "agent"
 
 
 class Event(StrEnum):
@@ -121,6 +124,7 @@ class HistoryEvent:
     actor: Actor
     at: str
     undone: bool = False
+    via: str | None = None  # for an agent's change: which client made it
 
 
 @dataclass(frozen=True, slots=True)

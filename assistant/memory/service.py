@@ -206,6 +206,16 @@ class MemoryService:
         candidate = replace(candidate, evidence=tuple(said))
         return self._reconcile(candidate, Actor.ASSISTANT)
 
+    def remember_for_agent(
+        self, text: str, *, type: MemoryType, key: str | None, via: str
+    ) -> Proposed:
+        """A memory an outside agent stores through `brain mcp` (the user allowed it with
+        mcp.allow_writes): the same secret filter, dedup/supersede and history as the chat,
+        recorded as Actor.AGENT `via` the client, undoable like any change."""
+        candidate = NewMemory(text=text, type=type, key=key, importance=0.6, source=via)
+        with self.store.on_behalf_of(via):
+            return self._reconcile(self.store.vet(candidate, actor=Actor.AGENT), Actor.AGENT)
+
     def _reconcile(self, candidate: NewMemory, actor: Actor) -> Proposed:
         """The one way a memory asked for in the chat is stored, whoever asked: what is already
         known is not stored twice, a new value for a key supersedes the old one."""

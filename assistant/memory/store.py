@@ -189,6 +189,10 @@ _MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE profile ADD COLUMN sources TEXT;
     """,
+    # 5: which outside agent (MCP client) made a change, for Actor.AGENT rows
+    """
+    ALTER TABLE history ADD COLUMN via TEXT;
+    """,
 )
 SCHEMA = Schema("memory store", _MIGRATIONS)
 SCHEMA_VERSION = SCHEMA.version
@@ -316,6 +320,7 @@ class MemoryStore:
         self._lock = threading.RLock()
         self._listeners: list[Callable[[], None]] = []
         self._local_changes = 0
+        self._agent = threading.local()
         self.conn = open_database(
             self.db_path, SCHEMA, error=UserError,
             pragmas=(
@@ -366,6 +371,18 @@ class MemoryStore:
                 self._listeners.remove(callback)
 
         return unsubscribe
+
+    @contextmanager
+    def on_behalf_of(self, via: str) -> Iterator[None]:
+        """Changes made as Actor.AGENT by this thread inside the block record `via` (the MCP
+        client's name) in their history: a thread-local, since one store serves the TUI's and
+        an MCP server's threads alike."""
+        previous = getattr(self._agent, "via", None)
+        self._agent.via = via
+        try:
+            yield
+        finally:
+            self._agent.via = previous
 
     def change_count(self) -> int:
         """Grows whenever the memories change, also by another process (poll it to refresh)."""
@@ -423,7 +440,7 @@ class MemoryStore:
     ) -> None:
         conn.execute(
             "INSERT INTO history (memory_id, event, old_text, new_text, actor, at, old_state, "
-            "undone) VALUES (?,?,?,?,?,?,?,?)",
+            "undone, via) VALUES (?,?,?,?,?,?,?,?,?)",
             (
                 memory_id,
                 event.value,
@@ -433,6 +450,7 @@ class MemoryStore:
                 self.now(),
                 json.dumps(_state(old)) if old else None,
                 int(undone),
+                getattr(self._agent, "via", None) if actor is Actor.AGENT else None,
             ),
         )
 
@@ -581,7 +599,7 @@ class MemoryStore:
         memory_id = PROFILE_ID if id_or_prefix == PROFILE_ID else self.resolve_id(id_or_prefix)
         with self._lock:
             rows = self.conn.execute(
-                "SELECT seq, memory_id, event, old_text, new_text, actor, at, undone "
+                "SELECT seq, memory_id, event, old_text, new_text, actor, at, undone, via "
                 "FROM history WHERE memory_id=? ORDER BY seq",
                 (memory_id,),
             ).fetchall()
@@ -589,7 +607,7 @@ class MemoryStore:
             HistoryEvent(
                 seq=r["seq"], memory_id=r["memory_id"], event=Event(r["event"]),
                 old_text=r["old_text"], new_text=r["new_text"], actor=Actor(r["actor"]),
-                at=r["at"], undone=bool(r["undone"]),
+                at=r["at"], undone=bool(r["undone"]), via=r["via"],
             )
             for r in rows
         ]

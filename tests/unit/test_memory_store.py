@@ -342,11 +342,12 @@ def test_schema_1_databases_gain_the_import_table(tmp_path: Path) -> None:
     kept = store.add(NewMemory("The user lives in Lisbon"), sync=False)
     store.conn.execute("DROP TABLE imports")
     store.conn.execute("ALTER TABLE profile DROP COLUMN sources")  # added by step 4
+    store.conn.execute("ALTER TABLE history DROP COLUMN via")  # added by step 5
     store.conn.execute("PRAGMA user_version=1")
     store.close()
     store = MemoryStore(db, embedder=lambda: HashEmbedder(dimension=128), vectors=MemoryVectors)
     try:
-        assert int(store.conn.execute("PRAGMA user_version").fetchone()[0]) == SCHEMA_VERSION == 4
+        assert int(store.conn.execute("PRAGMA user_version").fetchone()[0]) == SCHEMA_VERSION == 5
         assert store.get(kept.id).text == "The user lives in Lisbon"
         assert store.import_runs() == []
     finally:

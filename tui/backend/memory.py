@@ -65,7 +65,8 @@ class MemoryAdapter:
 
     def history(self, memory_id: str) -> builtins.list[MemoryEvent]:
         return [
-            MemoryEvent(str(e.event), e.old_text, e.new_text, str(e.actor), iso(e.at))
+            MemoryEvent(str(e.event), e.old_text, e.new_text,
+                        f"{e.actor} ({e.via})" if e.via else str(e.actor), iso(e.at))
             for e in self.store().history(memory_id)
         ]
 
@@ -89,7 +90,7 @@ class MemoryAdapter:
         for m in memories if stamp else ():
             if m.updated_at > stamp:
                 events = store.history(m.id)
-                if events and events[-1].actor is Actor.ASSISTANT:
+                if events and events[-1].actor in (Actor.ASSISTANT, Actor.AGENT):
                     learned.append(memory_view(m))
         count = sum(m.status is MemoryStatus.ACTIVE for m in memories)
         return MemoryChanges(now, count, max(newest, stamp), tuple(learned))

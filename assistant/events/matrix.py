@@ -1,0 +1,122 @@
+"""The event vectors in memory, for search by meaning without a vector database.
+
+Loaded from the store once per process, then only the vectors written since (`vec_seq`); a
+removal anywhere (the store's `generation` changes) reloads it all, so a removed event can
+never be found by a process that had it cached. Filters (type, time, importance, session) are
+applied to these arrays before the dot product.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from assistant.events.model import EventType
+from assistant.events.store import EventStore
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    types: tuple[EventType, ...] = ()
+    since: float | None = None
+    until: float | None = None
+    session: str | None = None
+    min_importance: float = 0.0
+
+
+NO_FILTERS = Filters()
+
+
+class EventMatrix:
+    def __init__(self, store: EventStore, model_id: str, dimension: int) -> None:
+        self._store = store
+        self._model_id = model_id
+        self._dim = dimension
+        self._lock = threading.Lock()
+        self._generation = -1
+        self._vec_seq = 0
+        self._ids: list[str] = []
+        self._vectors = np.zeros((0, dimension), dtype=np.float32)
+        self._ts = np.zeros(0)
+        self._importance = np.zeros(0)
+        self._types: list[str] = []
+        self._sessions: list[str | None] = []
+
+    def _refresh(self) -> None:
+        generation = self._store.generation()
+        if generation != self._generation:
+            self._generation, self._vec_seq = generation, 0
+            self._ids, self._types, self._sessions = [], [], []
+            self._vectors = np.zeros((0, self._dim), dtype=np.float32)
+            self._ts, self._importance = np.zeros(0), np.zeros(0)
+        rows = self._store.vectors_since(self._vec_seq, model_id=self._model_id)
+        if not rows:
+            return
+        known = {event_id: i for i, event_id in enumerate(self._ids)} if self._ids else {}
+        fresh = [r for r in rows if r[1] not in known and len(r[2]) == 4 * self._dim]
+        # A re-embedded event (model change) keeps its slot: overwrite it in place.
+        for _, event_id, blob, *_rest in rows:
+            if event_id in known and len(blob) == 4 * self._dim:
+                self._vectors[known[event_id]] = np.frombuffer(blob, dtype=np.float32)
+        if fresh:
+            added = np.frombuffer(b"".join(r[2] for r in fresh), dtype=np.float32)
+            self._vectors = np.vstack([self._vectors, added.reshape(len(fresh), self._dim)])
+            self._ids += [r[1] for r in fresh]
+            self._ts = np.concatenate([self._ts, [r[3] for r in fresh]])
+            self._types += [r[4] for r in fresh]
+            self._importance = np.concatenate([self._importance, [r[5] for r in fresh]])
+            self._sessions += [r[6] for r in fresh]
+        self._vec_seq = rows[-1][0]
+
+    def _mask(self, filters: Filters) -> np.ndarray:
+        mask = self._importance >= filters.min_importance
+        if filters.since is not None:
+            mask &= self._ts >= filters.since
+        if filters.until is not None:
+            mask &= self._ts < filters.until
+        if filters.types:
+            wanted = {t.value for t in filters.types}
+            mask &= np.fromiter((t in wanted for t in self._types), bool, len(self._types))
+        if filters.session is not None:
+            mask &= np.fromiter((s == filters.session for s in self._sessions), bool,
+                                len(self._sessions))
+        return mask
+
+    def search(
+        self, query_vector: np.ndarray, k: int, filters: Filters
+    ) -> list[tuple[str, float]]:
+        """The `k` nearest events passing `filters`, as (id, cosine), best first."""
+        with self._lock:
+            self._refresh()
+            if not self._ids:
+                return []
+            mask = self._mask(filters)
+            rows = np.flatnonzero(mask)
+            if rows.size == 0:
+                return []
+            scores = self._vectors[rows] @ np.asarray(query_vector, dtype=np.float32)
+            take = min(k, rows.size)
+            best = np.argpartition(-scores, take - 1)[:take]
+            best = best[np.argsort(-scores[best])]
+            return [(self._ids[rows[i]], float(scores[i])) for i in best]
+
+    def size(self) -> int:
+        with self._lock:
+            self._refresh()
+            return len(self._ids)
+
+
+def pass_filters(ids: Sequence[str], store: EventStore, filters: Filters) -> set[str]:
+    """Those of `ids` that pass `filters` (for keyword candidates, read from the rows)."""
+    events = store.get_many(list(ids))
+    return {
+        event_id for event_id, e in events.items()
+        if e.importance >= filters.min_importance
+        and (filters.since is None or e.ts >= filters.since)
+        and (filters.until is None or e.ts < filters.until)
+        and (not filters.types or e.type in filters.types)
+        and (filters.session is None or e.session == filters.session)
+    }

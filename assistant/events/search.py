@@ -1,0 +1,96 @@
+"""Finding events: by meaning, words, time range, type and importance, in one blended score.
+
+Candidates come from the vectors (`matrix.py`, filters applied first) and the keyword index
+(filtered after). Each candidate's relevance is half its cosine (clamped at 0) and half its
+BM25 score divided by the best keyword hit's, the blend memory recall uses, so an event naming
+a rare identifier (`login_handler`, `ERR_42`) is found even where the embedding misses it. The
+score is
+
+    weight_relevance * relevance + weight_importance * importance
+        + weight_recency * exp(-age_days / recency_days)
+
+with the weights of `[events]` in the config. Without a query relevance is 0: the filtered
+events are ranked by importance and recency alone. A summary gets at least the importance of
+the events it covers (summaries.py), so a question about a run finds its summary first.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from assistant.config import EventsConfig
+from assistant.events.matrix import NO_FILTERS, EventMatrix, Filters, pass_filters
+from assistant.events.model import EventHit
+from assistant.events.store import EventStore
+from indexing.embedder import Embedder
+
+KEYWORD_SHARE = 0.5  # weight of the normalised BM25 score inside relevance
+MIN_POOL = 100  # candidates taken from each list, at least
+
+
+@dataclass(frozen=True, slots=True)
+class EventWeights:
+    relevance: float = 0.6
+    importance: float = 0.25
+    recency: float = 0.15
+    recency_days: float = 7.0
+
+
+def search_events(
+    store: EventStore,
+    query: str | None,
+    *,
+    filters: Filters = NO_FILTERS,
+    top_k: int = 10,
+    weights: EventWeights = EventWeights(),
+    embedder: Embedder | None = None,
+    matrix: EventMatrix | None = None,
+    now: float | None = None,
+) -> list[EventHit]:
+    """The best `top_k` events for `query` (None or blank: every event) passing `filters`."""
+    now = time.time() if now is None else now
+    pool = max(MIN_POOL, top_k * 5)
+    cosines: dict[str, float] = {}
+    keywords: dict[str, float] = {}
+    text = (query or "").strip()
+    if text:
+        if embedder is not None and matrix is not None:
+            cosines = dict(matrix.search(embedder.embed_query(text), pool, filters))
+        found = store.keyword_search(text, pool * 2)
+        allowed = pass_filters([i for i, _ in found], store, filters)
+        keywords = {i: s for i, s in found if i in allowed}
+        ids = list(dict.fromkeys([*cosines, *keywords]))
+    else:
+        ids = [e.id for e in store.list(
+            types=filters.types, since=filters.since, until=filters.until,
+            session=filters.session, min_importance=filters.min_importance, limit=pool * 10)]
+    events = store.get_many(ids)
+    best_keyword = max(keywords.values(), default=0.0)
+    hits = []
+    for event_id in ids:
+        event = events.get(event_id)
+        if event is None:  # removed meanwhile
+            continue
+        cosine = cosines.get(event_id)
+        keyword = keywords[event_id] / best_keyword if event_id in keywords and best_keyword \
+            else None
+        relevance = 0.0
+        if text:
+            relevance = ((1 - KEYWORD_SHARE) * max(cosine or 0.0, 0.0)
+                         + KEYWORD_SHARE * (keyword or 0.0))
+            if embedder is None or matrix is None:
+                relevance = keyword or 0.0  # words are the only evidence
+        age_days = max(now - event.ts, 0.0) / 86_400
+        score = (weights.relevance * relevance + weights.importance * event.importance
+                 + weights.recency * math.exp(-age_days / weights.recency_days))
+        hits.append(EventHit(event, score, relevance, cosine, keyword))
+    hits.sort(key=lambda h: (-h.score, -h.event.ts))
+    return hits[:top_k]
+
+
+def weights_from(config: EventsConfig) -> EventWeights:
+    """The weights of the config's `[events]` section."""
+    return EventWeights(config.weight_relevance, config.weight_importance,
+                        config.weight_recency, config.recency_days)

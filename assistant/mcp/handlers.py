@@ -1,0 +1,275 @@
+"""What each `brain mcp` tool does: blocking calls on the same services as the CLI.
+
+`BrainTools` opens each store on first use (nothing at start-up: the first `initialize` is
+answered before any of this is imported) and keeps it for the life of the server; the server
+runs each store's calls on that store's own thread (server.py), so SQLite connections stay on
+one thread and two clients' calls to one store are served one after the other.
+Every result is `Output(structured, text)`: the structured content and a short plain-text
+rendering for clients that show only text.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from assistant.context import AppContext
+from assistant.errors import UserError
+from assistant.mcp.arguments import ToolInputError
+
+if TYPE_CHECKING:
+    from assistant.conversations.index import ConversationIndex
+    from assistant.events.service import EventService
+    from assistant.memory.service import MemoryService
+    from assistant.retrieval.hybrid import HybridRetriever
+    from assistant.timerange import TimeRange
+    from indexing.knowledge import KnowledgeBase
+
+SNIPPET_CHARS = 300
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    structured: dict[str, Any]
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who called: the MCP client's name and version from its initialize handshake."""
+
+    name: str
+    version: str = ""
+
+    @property
+    def via(self) -> str:
+        return f"mcp:{self.name} {self.version}".strip()
+
+
+def _short(text: str, limit: int = SNIPPET_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def time_range(since: str | None, until: str | None) -> TimeRange | None:
+    """since/until arguments as a TimeRange, with the argument's name in any error."""
+    from assistant.timerange import TimeRange, local_now, parse_bound
+
+    if not since and not until:
+        return None
+    now = local_now()
+    try:
+        start = parse_bound(since, now, end=False, flag="since") if since else None
+        stop = parse_bound(until, now, end=True, flag="until") if until else None
+    except UserError as exc:
+        raise ToolInputError(f"{exc.message}: {exc.hint}" if exc.hint else str(exc)) from None
+    if start is not None and stop is not None and stop <= start:
+        raise ToolInputError(f"until {until!r} is not after since {since!r}")
+    return TimeRange(start, stop, " ".join(filter(None, (since, until))), "flag")
+
+
+def parse_ts(text: str | None) -> float | None:
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ToolInputError(f"ts {text!r} is not an ISO-8601 date-time "
+                             "(e.g. 2026-03-05T14:00:00Z)") from None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # local time, as the user reads it
+    return moment.timestamp()
+
+
+class BrainTools:
+    def __init__(self, ctx: AppContext, *, on_event: Callable[[], None] | None = None) -> None:
+        self.ctx = ctx
+        self.allow_writes = ctx.config.mcp.allow_writes
+        self._on_event = on_event
+        self._lock = threading.Lock()
+        self._retriever: HybridRetriever | None = None
+        self._memory: MemoryService | None = None
+        self._conversations: ConversationIndex | None = None
+        self._events: EventService | None = None
+        self._plain: KnowledgeBase | None = None
+
+    # --- stores, opened on first use ---------------------------------------------------------
+
+    def retriever(self) -> HybridRetriever:
+        if self._retriever is None:
+            from assistant.retrieval.open import open_retriever
+
+            self._retriever = open_retriever(self.ctx, origin="mcp")
+        return self._retriever
+
+    def plain_knowledge(self) -> KnowledgeBase:
+        """The knowledge base without the embedding model (resources: folders, files)."""
+        if self._plain is None:
+            from assistant.knowledge_service import open_knowledge
+
+            self._plain = open_knowledge(self.ctx, with_embedder=False)
+        return self._plain
+
+    def memory(self) -> MemoryService:
+        if self._memory is None:
+            from assistant.memory.service import MemoryService
+
+            self._memory = MemoryService.open(self.ctx)
+        return self._memory
+
+    def conversations(self) -> ConversationIndex:
+        if self._conversations is None:
+            from assistant.conversations.service import open_conversations
+
+            self._conversations = open_conversations(self.ctx)
+        return self._conversations
+
+    def events(self) -> EventService:
+        with self._lock:  # also used by the background thread (background.py)
+            if self._events is None:
+                from assistant.events.service import EventService
+
+                self._events = EventService.open(self.ctx)
+            return self._events
+
+    def close(self) -> None:
+        from contextlib import suppress
+
+        if self._retriever is not None:
+            from assistant.retrieval.open import close_retriever
+
+            with suppress(Exception):
+                close_retriever(self._retriever)
+        if self._plain is not None:
+            with suppress(Exception):
+                self._plain.close()
+        if self._memory is not None:
+            with suppress(Exception):
+                self._memory.store.close()
+        if self._conversations is not None:
+            with suppress(Exception):
+                self._conversations.store.close()
+        if self._events is not None:
+            with suppress(Exception):
+                self._events.close()
+
+    # --- tools -------------------------------------------------------------------------------
+
+    def search_knowledge(self, args: dict[str, Any], caller: Caller) -> Output:
+        from assistant.retrieval.contract import result_to_json
+
+        found = time_range(args["since"], args["until"])
+        result = self.retriever().search(args["query"], top_k=args["top_k"],
+                                         in_path=args["path"], modified=found)
+        data = result_to_json(result, time_range=found.to_json() | {"applied": True}
+                              if found else None)
+        for shown, hit in zip(data["hits"], result.hits, strict=True):
+            shown["lines"] = [hit.chunk.start_line, hit.chunk.end_line]
+        if result.warnings:
+            data["warnings"] = list(result.warnings)
+        lines = [f"{len(result.hits)} passages for {args['query']!r}"
+                 + (" (low confidence: nothing matches strongly)" if result.low_confidence
+                    else "")]
+        for hit in result.hits:
+            lines.append(f"[{hit.rank}] {hit.source}:{hit.chunk.start_line}-"
+                         f"{hit.chunk.end_line} {hit.heading}".rstrip())
+            lines.append(f"    {_short(hit.chunk.text)}")
+        return Output(data, "\n".join(lines))
+
+    def search_conversations(self, args: dict[str, Any], caller: Caller) -> Output:
+        from assistant.conversations.search import search_conversations
+
+        found = time_range(args["since"], args["until"])
+        index = self.conversations()
+        index.sync()  # turns stored since the last call (the TUI may be chatting meanwhile)
+        result = search_conversations(index, args["query"], time_range=found,
+                                      top_k=args["top_k"])
+        data = result.to_json()
+        lines = [f"{len(result.hits)} conversation matches for {args['query']!r}"]
+        for hit in result.hits:
+            lines.append(f"[{hit.rank}] {hit.title} ({hit.session_id}) {hit.score:.0%}")
+            if hit.question:
+                lines.append(f"    user: {_short(hit.question, 200)}")
+            if hit.answer:
+                lines.append(f"    assistant: {_short(hit.answer, 200)}")
+        return Output(data, "\n".join(lines))
+
+    def recall_memories(self, args: dict[str, Any], caller: Caller) -> Output:
+        found = self.memory().search(args["query"], args["top_k"])
+        data = {"query": args["query"],
+                "memories": [r.memory.to_json(score=r.score) for r in found]}
+        lines = [f"{len(found)} memories for {args['query']!r}"]
+        lines += [f"[{r.memory.id}] ({r.memory.type.value}) {_short(r.memory.text)}"
+                  for r in found]
+        return Output(data, "\n".join(lines))
+
+    def remember(self, args: dict[str, Any], caller: Caller) -> Output:
+        from assistant.memory.model import MemoryType
+
+        proposed = self.memory().remember_for_agent(
+            args["text"].strip(), type=MemoryType(args["type"]),
+            key=(args["key"] or "").strip() or None, via=caller.via)
+        memory = proposed.memory
+        if memory is None:
+            raise UserError("not stored: the user changed that memory meanwhile; recall it "
+                            "again and retry")
+        status = "stored" if proposed.stored else "already known"
+        return Output({"status": status, "memory": memory.to_json()},
+                      f"{status}: [{memory.id}] {_short(memory.text)}")
+
+    def forget_memory(self, args: dict[str, Any], caller: Caller) -> Output:
+        from assistant.memory.model import Actor, MemoryStatus
+        from assistant.memory.store import MemoryNotFound
+
+        store = self.memory().store
+        memory_id = args["id"].strip()
+        # The whole id, never a prefix: a model must not delete a memory it did not name.
+        found = store.get_many([memory_id]).get(memory_id)
+        if found is None or found.status is not MemoryStatus.ACTIVE:
+            raise MemoryNotFound(f"no active memory with id {memory_id!r} (ids come from "
+                                 "recall_memories)")
+        with store.on_behalf_of(caller.via):
+            gone = store.delete(memory_id, actor=Actor.AGENT)
+        return Output({"status": "forgotten", "memory": gone.to_json()},
+                      f"forgotten: [{gone.id}] {_short(gone.text)} (the user can undo this)")
+
+    def log_event(self, args: dict[str, Any], caller: Caller) -> Output:
+        from assistant.events.model import EventType, NewEvent
+
+        event = self.events().store.log(NewEvent(
+            type=EventType(args["type"]), text=args["text"], importance=args["importance"],
+            agent=caller.name, session=args["session"], parent=args["parent"],
+            ts=parse_ts(args["ts"])))
+        if self._on_event is not None:
+            self._on_event()
+        return Output({"event": event.to_json()}, f"logged {event.type.value} {event.id}")
+
+    def query_events(self, args: dict[str, Any], caller: Caller) -> Output:
+        from assistant.events.matrix import Filters
+        from assistant.events.model import EventType
+
+        found = time_range(args["since"], args["until"])
+        since, until = found.bounds if found is not None else (None, None)
+        filters = Filters(types=tuple(EventType(t) for t in args["types"] or ()),
+                          since=since, until=until, session=args["session"],
+                          min_importance=args["min_importance"])
+        hits = self.events().search(args["query"], filters=filters, top_k=args["top_k"])
+        data = {"query": args["query"],
+                "events": [h.event.to_json(score=h.score) for h in hits]}
+        lines = [f"{len(hits)} events"]
+        for hit in hits:
+            e = hit.event
+            lines.append(f"[{e.id}] {e.to_json()['ts']} {e.type.value} "
+                         f"(importance {e.importance:.2f}) {_short(e.text, 200)}")
+        return Output(data, "\n".join(lines))
+
+
+# Which store's thread runs each tool (server.py keeps one thread per store).
+STORE_OF = {
+    "search_knowledge": "knowledge", "search_conversations": "conversations",
+    "recall_memories": "memory", "remember": "memory", "forget_memory": "memory",
+    "log_event": "events", "query_events": "events",
+}

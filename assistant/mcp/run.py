@@ -1,0 +1,64 @@
+"""Running `brain mcp`: stdio (what desktop clients launch) or streamable HTTP."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import Any
+
+from assistant.context import AppContext
+from assistant.mcp.background import IdleWork
+from assistant.mcp.handlers import BrainTools
+from assistant.mcp.http_auth import Bind, require_bearer
+from assistant.mcp.server import BrainServer
+
+
+def _setup(ctx: AppContext) -> tuple[BrainServer, IdleWork]:
+    # stdout is the protocol on stdio: every log line goes to stderr.
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
+                        format="brain mcp: %(levelname)s %(name)s: %(message)s")
+    holder: list[IdleWork] = []
+    tools = BrainTools(ctx, on_event=lambda: holder[0].poke())
+    server = BrainServer(tools)
+    idle = IdleWork(tools, busy=lambda: server.busy > 0,
+                    idle_for=lambda: time.monotonic() - server.last_call)
+    holder.append(idle)
+    idle.start()
+    idle.poke()  # events an earlier run left without vectors
+    return server, idle
+
+
+def run_stdio(ctx: AppContext) -> None:
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    server, idle = _setup(ctx)
+    app = server.build()
+
+    async def serve() -> None:
+        async with stdio_server() as (read, write):
+            await app.run(read, write, app.create_initialization_options())
+
+    try:
+        anyio.run(serve)
+    finally:
+        idle.stop()
+        server.tools.close()
+
+
+def run_http(ctx: AppContext, bind: Bind, token: str | None) -> None:
+    import uvicorn
+
+    server, idle = _setup(ctx)
+    app: Any = server.build().streamable_http_app(host=bind.host)
+    if token is not None:
+        app = require_bearer(app, token)
+    print(f"brain mcp: serving {bind.url}" + (" (bearer token required)" if token else ""),
+          file=sys.stderr, flush=True)
+    try:
+        uvicorn.run(app, host=bind.host, port=bind.port, log_level="warning",
+                    lifespan="on")
+    finally:
+        idle.stop()
+        server.tools.close()
