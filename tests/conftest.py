@@ -17,6 +17,7 @@ pytest_plugins = [
     "tests.fixtures.chat",
     "tests.fixtures.retrieval",
     "tests.fixtures.conversations",
+    "tests.fixtures.mcp",
     "tests.stress",
 ]
 
