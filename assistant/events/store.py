@@ -199,7 +199,8 @@ class EventStore:
                 conn.executemany("INSERT INTO summary_links(summary_id, event_id) VALUES (?,?)",
                                  [(event_id, covered) for covered in new.covers])
                 stored.append(Event(event_id, new.type, new.text, new.importance, new.agent,
-                                    new.session, new.parent, ts, False, new.covers))
+                                    new.session, new.parent, ts, False,
+                                    tuple(sorted(new.covers))))
             self.keywords.add((e.id, e.text) for e in stored)
         return stored
 
