@@ -115,8 +115,9 @@ def run_checks(ctx: AppContext, *, on_check: OnCheck | None = None) -> list[Chec
                 _unfinished("disk space", limit, essential=False),
                 _unfinished("log", limit, essential=False),
                 _unfinished("removals", limit)])),
-        (lambda slot: [_guarded("databases", lambda: _databases_check(ctx.paths))],
-         _Slot([_unfinished("databases", limit)])),
+        (lambda slot: [_guarded("databases", lambda: _databases_check(ctx.paths)),
+                       _guarded("mcp", lambda: _mcp_check(ctx), essential=False)],
+         _Slot([_unfinished("databases", limit), _unfinished("mcp", limit, essential=False)])),
     ]
 
     def runner(fn: Callable[[_Slot], list[Check]], slot: _Slot) -> None:
@@ -150,6 +151,13 @@ def run_checks(ctx: AppContext, *, on_check: OnCheck | None = None) -> list[Chec
                 on_check(check)
         checks.extend(group)
     return checks
+
+
+def _mcp_check(ctx: AppContext) -> Check:
+    from assistant.mcp.status import mcp_summary
+
+    ok, detail, hint = mcp_summary(ctx)
+    return Check("mcp", ok, detail, hint, essential=False)
 
 
 def _unfinished(name: str, seconds: float, *, essential: bool = True) -> Check:

@@ -30,6 +30,7 @@ MEMORY_RECOVERY = (
 )
 SESSIONS_RECOVERY = "move it aside to start with no saved chats (the chats in it are lost)"
 LOG_RECOVERY = "move it aside to start a new log (only the search history is lost)"
+EVENTS_RECOVERY = "move it aside to start a new event log (only the agents' events are lost)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,7 @@ def store_files(paths: AppPaths) -> list[StoreFile]:
         StoreFile("memory store", paths.memory_db, MEMORY_RECOVERY),
         StoreFile("sessions database", paths.sessions_db, SESSIONS_RECOVERY),
         StoreFile("retrieval log", paths.retrieval_log_db, LOG_RECOVERY),
+        StoreFile("event log", paths.events_db, EVENTS_RECOVERY),
         StoreFile("vector store database", paths.vectors_dir / "chroma.sqlite3",
                   recovery_hint(paths.vectors_dir)),
     ]

@@ -36,12 +36,12 @@ from assistant.events.model import (
     EventType,
     NewEvent,
 )
+from assistant.store_health import EVENTS_RECOVERY
 from indexing.keywords import KeywordIndex
 from indexing.sqlite_db import Schema, open_database
 
 log = logging.getLogger(__name__)
 
-EVENTS_RECOVERY = "move it aside to start a new event log (only the agents' events are lost)"
 KEYWORD_TABLE = "event_fts"
 ID_PREFIX = "ev"
 

@@ -92,7 +92,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         ("text",), writes_memory=True),
     ToolSpec(
         "forget_memory", "Forget a memory",
-        "Delete one memory by its id (from recall_memories). The user can undo it.",
+        "Delete one memory by its exact id (as recall_memories returned it), when the user "
+        "says it is wrong or no longer true. The user sees and can undo the deletion.",
         {"id": {"type": "string", "minLength": 1, "maxLength": 100,
                 "description": "The memory's id."}},
         ("id",), writes_memory=True),
