@@ -84,6 +84,8 @@ ACTIONS: tuple[AppAction, ...] = (
     AppAction("new_memory", "", "Add a memory", "Write a new memory yourself"),
     AppAction("forget_all", "", "Forget everything", "Delete every memory (asks first)"),
     AppAction("resync", "", "Re-sync all folders", "Index changes in every folder now"),
+    AppAction("events", "f10", "Agent events",
+              "What AI agents logged through `brain mcp`: search, read, erase", priority=True),
 )
 
 ACTION_NAMES = frozenset(a.name for a in ACTIONS)

@@ -17,6 +17,7 @@ from typing import Protocol
 from tui.views import (
     ChatEvent,
     ConversationSearch,
+    EventView,
     FolderView,
     MemoryChanges,
     MemoryEvent,
@@ -130,6 +131,18 @@ class SessionsApi(Protocol):
         or `since:7d` / `until:2026-03-01`); blocking."""
 
 
+class EventsApi(Protocol):
+    """The agent event log (blocking)."""
+
+    def list(self) -> list[EventView]: ...
+    def search(self, text: str) -> builtins.list[EventView]:
+        """Events by meaning and words, blended with importance and recency."""
+    def remove(self, event_id: str) -> int:
+        """Erase an event for good (and summaries written from it); how many went."""
+    def version(self) -> int:
+        """Grows whenever the log changes, in any process (the screen polls it)."""
+
+
 class Backend(Protocol):
     @property
     def ollama(self) -> OllamaApi: ...
@@ -141,3 +154,5 @@ class Backend(Protocol):
     def chat(self) -> ChatApi: ...
     @property
     def sessions(self) -> SessionsApi: ...
+    @property
+    def events(self) -> EventsApi: ...

@@ -117,6 +117,19 @@ class SyncSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class EventView:
+    """One agent event (brain mcp's log_event) as the events screen shows it."""
+
+    id: str
+    when: str  # local "YYYY-MM-DD HH:MM"
+    type: str
+    importance: float
+    agent: str
+    session: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class SessionView:
     id: str
     title: str

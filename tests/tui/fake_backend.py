@@ -18,6 +18,7 @@ from tui.views import (
     ChatEvent,
     ConversationSearch,
     ConversationView,
+    EventView,
     Finished,
     FolderView,
     MemoryChanges,
@@ -418,6 +419,37 @@ class FakeSessions:
         return ConversationSearch(text, tuple(hits), dates)
 
 
+class FakeEvents:
+    """The agent event log in memory, the EventsApi protocol; `log` is what an agent wrote."""
+
+    def __init__(self) -> None:
+        self.events: list[EventView] = []
+        self.changes = 0
+
+    def log(self, text: str, *, type: str = "action", agent: str = "claude-code") -> EventView:
+        event = EventView(f"ev{len(self.events):04d}", "2026-01-15 09:30", type, 0.5, agent,
+                          "s1", text)
+        self.events.insert(0, event)
+        self.changes += 1
+        return event
+
+    def list(self) -> list[EventView]:
+        return list(self.events)
+
+    def search(self, text: str) -> list[EventView]:
+        words = text.lower().split()
+        return [e for e in self.events if any(w in e.text.lower() for w in words)]
+
+    def remove(self, event_id: str) -> int:
+        before = len(self.events)
+        self.events = [e for e in self.events if e.id != event_id]
+        self.changes += 1
+        return before - len(self.events)
+
+    def version(self) -> int:
+        return self.changes
+
+
 class FakeBackend:
     def __init__(self) -> None:
         self.ollama = FakeOllama()
@@ -425,6 +457,7 @@ class FakeBackend:
         self.memory = FakeMemory()
         self.chat = FakeChat(self.ollama, self.memory)
         self.sessions = FakeSessions()
+        self.events = FakeEvents()
 
     def close(self) -> None:
         pass

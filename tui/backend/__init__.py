@@ -13,6 +13,7 @@ import contextlib
 
 from assistant.context import AppContext
 from tui.backend.chat import ChatAdapter
+from tui.backend.events import EventsAdapter
 from tui.backend.knowledge import KnowledgeAdapter
 from tui.backend.memory import MemoryAdapter
 from tui.backend.ollama import OllamaAdapter
@@ -31,9 +32,10 @@ class CoreBackend:
         self.memory = MemoryAdapter(ctx)
         self.sessions = SessionsAdapter(ctx)
         self.chat = ChatAdapter(ctx)
+        self.events = EventsAdapter(ctx)
 
     def close(self) -> None:
         """Close the stores (the chat is closed by the app before it exits: it is async)."""
-        for part in (self.knowledge, self.memory, self.sessions):
+        for part in (self.knowledge, self.memory, self.sessions, self.events):
             with contextlib.suppress(Exception):  # closing must reach every store
                 part.close()

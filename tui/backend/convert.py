@@ -14,11 +14,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from assistant.context import AppContext
-from tui.views import ConversationView, MemoryView, SourceView, TurnView
+from tui.views import ConversationView, EventView, MemoryView, SourceView, TurnView
 
 if TYPE_CHECKING:
     from assistant.chat.turn import MemoryItem, Recalled, Source, Turn
     from assistant.conversations.search import ConversationHit
+    from assistant.events.model import Event
     from assistant.memory.model import Memory
 
 
@@ -114,3 +115,8 @@ def turn_view(turn: Turn, ctx: AppContext) -> TurnView:
         tuple(conversation_view(c) for c in turn.conversations),
         truncated=turn.truncated, notes=notes,
     )
+
+
+def event_view(event: Event) -> EventView:
+    return EventView(event.id, iso(event.ts), event.type.value, event.importance, event.agent,
+                     event.session or "", event.text)

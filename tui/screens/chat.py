@@ -259,6 +259,12 @@ class ChatScreen(Screen[None]):
             SessionsScreen(self.backend.sessions, self.chat.session_id, Path.home()), chosen
         )
 
+    def action_events(self) -> None:
+        from tui.screens.events import EventsScreen
+
+        if not self._modal_open():
+            self.app.push_screen(EventsScreen(self.backend.events))
+
     def action_index_manager(self) -> None:
         if not self._modal_open():
             self.indexing.open_manager()

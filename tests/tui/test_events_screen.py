@@ -1,0 +1,81 @@
+"""The agent events screen: F10 and the palette open it, it follows the log live, searches,
+and erases an event after asking."""
+
+from __future__ import annotations
+
+from textual.widgets import DataTable, Input
+
+from tests.tui.helpers import wait_until
+from tui.screens.confirm import ConfirmScreen
+from tui.screens.events import EventsScreen
+
+SIZE = (140, 40)
+
+
+async def test_events_live_search_and_erase(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+    backend.events.log("ran pytest on the login module", type="action")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f10")
+        await wait_until(pilot, lambda: isinstance(app.screen, EventsScreen)
+                         and app.screen.shown, what="events listed")
+        screen = app.screen
+        assert isinstance(screen, EventsScreen)
+        # An agent writes while the screen is open: it appears without a key press.
+        backend.events.log("[red]decided[/red] to mock the auth server", type="decision")
+        await wait_until(pilot, lambda: len(screen.shown) == 2, what="live event")
+        table = screen.query_one("#events-list", DataTable)
+        assert "[red]decided[/red]" in str(table.get_row_at(0)[-1])  # text, never markup
+        # Search narrows the list; an empty search shows everything again.
+        search = screen.query_one("#events-search", Input)
+        search.focus()
+        search.value = "pytest"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: [e.type for e in screen.shown] == ["action"])
+        search.focus()
+        search.value = ""
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(screen.shown) == 2)
+        # Erase asks first; "no" keeps it.
+        table.focus()
+        table.move_cursor(row=0)
+        await pilot.press("d")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("n")
+        await wait_until(pilot, lambda: app.screen is screen)
+        assert len(backend.events.events) == 2
+        await pilot.press("d")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_until(pilot, lambda: len(screen.shown) == 1)
+        assert [e.type for e in backend.events.events] == ["action"]
+
+
+async def test_palette_lists_agent_events(make_app) -> None:  # type: ignore[no-untyped-def]
+    from tui.actions import ACTIONS
+
+    assert any(a.name == "events" and a.title == "Agent events" for a in ACTIONS)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        app.chat_screen.action_events()
+        await wait_until(pilot, lambda: isinstance(app.screen, EventsScreen))
+
+
+def test_core_adapter_reads_and_erases_the_real_log(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from assistant.context import AppContext
+    from assistant.events.model import EventType, NewEvent
+    from assistant.events.store import EventStore
+    from tui.backend.events import EventsAdapter
+
+    ctx = AppContext.load(str(tmp_path / "home"))
+    writer = EventStore.open(ctx.paths.events_db)  # another process: the MCP server
+    adapter = EventsAdapter(ctx)
+    assert adapter.list() == []
+    before = adapter.version()
+    logged = writer.log(NewEvent(EventType.ERROR, "bcrypt import failed", agent="cursor"))
+    assert adapter.version() != before
+    assert [(e.id, e.agent, e.type) for e in adapter.list()] == [(logged.id, "cursor", "error")]
+    assert adapter.remove(logged.id) == 1
+    assert writer.count() == 0
+    adapter.close()
+    writer.close()

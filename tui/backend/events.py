@@ -1,0 +1,47 @@
+"""The agent event log for the events screen (blocking)."""
+
+from __future__ import annotations
+
+import builtins
+from typing import TYPE_CHECKING
+
+from assistant.context import AppContext
+from indexing.lazy import Lazy
+from tui.backend.convert import event_view
+from tui.views import EventView
+
+if TYPE_CHECKING:
+    from assistant.events.service import EventService
+
+LIST_LIMIT = 500
+SEARCH_TOP_K = 50
+
+
+class EventsAdapter:
+    def __init__(self, ctx: AppContext) -> None:
+        self.ctx = ctx
+        self._service = Lazy(self._open, close=lambda service: service.close())
+
+    def _open(self) -> EventService:
+        from assistant.events.service import EventService
+
+        return EventService.open(self.ctx)
+
+    def list(self) -> list[EventView]:
+        return [event_view(e) for e in self._service.get().store.list(limit=LIST_LIMIT)]
+
+    def search(self, text: str) -> builtins.list[EventView]:
+        # Events a server has not embedded yet are still found by their words.
+        hits = self._service.get().search(text, top_k=SEARCH_TOP_K)
+        return [event_view(h.event) for h in hits]
+
+    def remove(self, event_id: str) -> int:
+        from assistant.events.erase import remove_events
+
+        return len(remove_events(self._service.get().store, [event_id]))
+
+    def version(self) -> int:
+        return self._service.get().store.change_count()
+
+    def close(self) -> None:
+        self._service.close()
