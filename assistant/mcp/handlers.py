@@ -10,7 +10,6 @@ rendering for clients that show only text.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from assistant.context import AppContext
 from assistant.errors import UserError
 from assistant.mcp.arguments import ToolInputError
+from indexing.lazy import Lazy
 
 if TYPE_CHECKING:
     from assistant.conversations.index import ConversationIndex
@@ -29,6 +29,12 @@ if TYPE_CHECKING:
     from indexing.knowledge import KnowledgeBase
 
 SNIPPET_CHARS = 300
+
+
+def _close_retriever(retriever: HybridRetriever) -> None:
+    from assistant.retrieval.open import close_retriever
+
+    close_retriever(retriever)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,72 +95,63 @@ class BrainTools:
         self.ctx = ctx
         self.allow_writes = ctx.config.mcp.allow_writes
         self._on_event = on_event
-        self._lock = threading.Lock()
-        self._retriever: HybridRetriever | None = None
-        self._memory: MemoryService | None = None
-        self._conversations: ConversationIndex | None = None
-        self._events: EventService | None = None
-        self._plain: KnowledgeBase | None = None
+        self._retriever = Lazy(self._open_retriever, close=_close_retriever)
+        self._plain = Lazy(self._open_plain, close=lambda kb: kb.close())
+        self._memory = Lazy(self._open_memory, close=lambda service: service.store.close())
+        self._conversations = Lazy(self._open_conversations,
+                                   close=lambda index: index.store.close())
+        self._events = Lazy(self._open_events, close=lambda service: service.close())
 
     # --- stores, opened on first use ---------------------------------------------------------
 
     def retriever(self) -> HybridRetriever:
-        if self._retriever is None:
-            from assistant.retrieval.open import open_retriever
-
-            self._retriever = open_retriever(self.ctx, origin="mcp")
-        return self._retriever
+        return self._retriever.get()
 
     def plain_knowledge(self) -> KnowledgeBase:
         """The knowledge base without the embedding model (resources: folders, files)."""
-        if self._plain is None:
-            from assistant.knowledge_service import open_knowledge
-
-            self._plain = open_knowledge(self.ctx, with_embedder=False)
-        return self._plain
+        return self._plain.get()
 
     def memory(self) -> MemoryService:
-        if self._memory is None:
-            from assistant.memory.service import MemoryService
-
-            self._memory = MemoryService.open(self.ctx)
-        return self._memory
+        return self._memory.get()
 
     def conversations(self) -> ConversationIndex:
-        if self._conversations is None:
-            from assistant.conversations.service import open_conversations
-
-            self._conversations = open_conversations(self.ctx)
-        return self._conversations
+        return self._conversations.get()
 
     def events(self) -> EventService:
-        with self._lock:  # also used by the background thread (background.py)
-            if self._events is None:
-                from assistant.events.service import EventService
+        return self._events.get()  # also from the idle thread (background.py)
 
-                self._events = EventService.open(self.ctx)
-            return self._events
+    def _open_retriever(self) -> HybridRetriever:
+        from assistant.retrieval.open import open_retriever
+
+        return open_retriever(self.ctx, origin="mcp")
+
+    def _open_plain(self) -> KnowledgeBase:
+        from assistant.knowledge_service import open_knowledge
+
+        return open_knowledge(self.ctx, with_embedder=False)
+
+    def _open_memory(self) -> MemoryService:
+        from assistant.memory.service import MemoryService
+
+        return MemoryService.open(self.ctx)
+
+    def _open_conversations(self) -> ConversationIndex:
+        from assistant.conversations.service import open_conversations
+
+        return open_conversations(self.ctx)
+
+    def _open_events(self) -> EventService:
+        from assistant.events.service import EventService
+
+        return EventService.open(self.ctx)
 
     def close(self) -> None:
         from contextlib import suppress
 
-        if self._retriever is not None:
-            from assistant.retrieval.open import close_retriever
-
-            with suppress(Exception):
-                close_retriever(self._retriever)
-        if self._plain is not None:
-            with suppress(Exception):
-                self._plain.close()
-        if self._memory is not None:
-            with suppress(Exception):
-                self._memory.store.close()
-        if self._conversations is not None:
-            with suppress(Exception):
-                self._conversations.store.close()
-        if self._events is not None:
-            with suppress(Exception):
-                self._events.close()
+        for store in (self._retriever, self._plain, self._memory, self._conversations,
+                      self._events):
+            with suppress(Exception):  # closing must reach every store
+                store.close()
 
     # --- tools -------------------------------------------------------------------------------
 
