@@ -1,6 +1,7 @@
-"""`brain mcp` as tests start it: the real server in its own process, with the fast
-HashEmbedder (behind the real embedding cache) in place of the embedding model, the same one
-`tests/fixtures/mcp.py` indexes the notes with. Run as `python -m tests.mcp_launch ARGS…`."""
+"""`brain ARGS…` as the MCP tests start it (`mcp`, `index --watch`): the real command in its
+own process, with the fast HashEmbedder (behind the real embedding cache) in place of the
+embedding model, the same one `tests/fixtures/mcp.py` indexes the notes with.
+Run as `python -m tests.mcp_launch ARGS…`."""
 
 from __future__ import annotations
 
@@ -22,4 +23,4 @@ if __name__ == "__main__":
     AppContext.embedder = _embedder  # type: ignore[method-assign]  # the test model, see above
     from assistant.cli.main import main
 
-    sys.exit(main(["mcp", *sys.argv[1:]]))
+    sys.exit(main(sys.argv[1:]))
