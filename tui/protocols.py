@@ -141,6 +141,8 @@ class EventsApi(Protocol):
         """Erase an event for good (and summaries written from it); how many went."""
     def version(self) -> int:
         """Grows whenever the log changes, in any process (the screen polls it)."""
+    def summarize_due(self) -> int:
+        """Summarise the runs that are due with the chat model; how many summaries."""
 
 
 class Backend(Protocol):

@@ -425,6 +425,8 @@ class FakeEvents:
     def __init__(self) -> None:
         self.events: list[EventView] = []
         self.changes = 0
+        self.due = 0  # runs waiting for a summary
+        self.summary_calls = 0
 
     def log(self, text: str, *, type: str = "action", agent: str = "claude-code") -> EventView:
         event = EventView(f"ev{len(self.events):04d}", "2026-01-15 09:30", type, 0.5, agent,
@@ -448,6 +450,15 @@ class FakeEvents:
 
     def version(self) -> int:
         return self.changes
+
+    def summarize_due(self) -> int:
+        """One summary per call while `due` runs remain (the real one asks the model)."""
+        self.summary_calls += 1
+        if not self.due:
+            return 0
+        self.due -= 1
+        self.log("summary of a run", type="summary", agent="second-brain")
+        return 1
 
 
 class FakeBackend:

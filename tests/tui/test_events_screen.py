@@ -79,3 +79,24 @@ def test_core_adapter_reads_and_erases_the_real_log(tmp_path) -> None:  # type: 
     assert writer.count() == 0
     adapter.close()
     writer.close()
+
+
+async def test_due_runs_are_summarised_when_idle_and_not_before(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+    backend.events.due = 1
+    app = make_app(extract_idle_seconds=0.3)
+    async with app.run_test(size=SIZE) as pilot:
+        summaries = app.chat_screen.event_summaries
+        await wait_until(pilot, lambda: summaries.written == 1, what="idle summary")
+        assert backend.events.events[0].type == "summary"
+        # The next idle check finds nothing due; then the tries wait (no model call per check).
+        await wait_until(pilot, lambda: backend.events.summary_calls == 2, what="empty pass")
+        await pilot.pause(0.8)
+        assert backend.events.summary_calls == 2
+
+
+async def test_no_summaries_without_idle_time(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+    backend.events.due = 1
+    app = make_app(extract_idle_seconds=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.5)
+        assert backend.events.summary_calls == 0

@@ -43,5 +43,14 @@ class EventsAdapter:
     def version(self) -> int:
         return self._service.get().store.change_count()
 
+    def summarize_due(self) -> int:
+        from assistant.events.summaries import summarize_due
+        from assistant.memory.service import configured_chat_fn
+
+        config = self.ctx.config.events
+        return len(summarize_due(
+            self._service.get().store, configured_chat_fn(self.ctx.config),
+            every=config.summarize_every, idle_seconds=config.summarize_idle_seconds))
+
     def close(self) -> None:
         self._service.close()

@@ -18,6 +18,7 @@ from textual.widgets import Footer
 from assistant.chat.turn import CONTINUE_MESSAGE
 from assistant.context import AppContext
 from tui.controllers.chat import ChatController
+from tui.controllers.event_summaries import IdleEventSummaries
 from tui.controllers.extraction import Activity
 from tui.controllers.indexing import IndexingController
 from tui.controllers.memory import MemoryController
@@ -69,6 +70,9 @@ class ChatScreen(Screen[None]):
             activity=activity, extract_idle_seconds=options.extract_idle_seconds,
         )
         self.memory = MemoryController(self, poll_seconds=options.memory_poll_seconds)
+        self.event_summaries = IdleEventSummaries(
+            self, activity, options.extract_idle_seconds,
+            busy=lambda: self.chat.generating is not None)
         self.indexing = IndexingController(self, watch=options.watch)
         self.status = StatusController(self, ollama_poll_seconds=options.ollama_poll_seconds)
 
@@ -96,6 +100,7 @@ class ChatScreen(Screen[None]):
         self.status.start()
         self.memory.start()
         self.chat.start()
+        self.event_summaries.start()
 
     async def shutdown(self) -> None:
         """Quitting: stop syncing and watching, store the answer being written, let the chat

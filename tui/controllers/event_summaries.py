@@ -1,0 +1,60 @@
+"""Idle-time summaries of agent event runs (brain mcp's log): with the same rule as memory
+extraction — after memory.extract_idle_seconds without input and no answer being written — the
+runs that are due (events.summarize_every / summarize_idle_seconds) become `summary` events,
+also when no MCP server is running any more. Nothing due, or the model down: the next try
+waits RETRY_SECONDS; quitting never waits for it (a run left unsummarised stays due)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from assistant.daemon_pool import in_thread
+from tui.controllers.extraction import Activity
+
+if TYPE_CHECKING:
+    from tui.screens.chat import ChatScreen
+
+log = logging.getLogger(__name__)
+
+RETRY_SECONDS = 300.0
+CHECKS_PER_WINDOW = 4
+
+
+class IdleEventSummaries:
+    def __init__(self, screen: ChatScreen, activity: Activity, idle_seconds: float, *,
+                 busy: Callable[[], bool]) -> None:
+        self.screen = screen
+        self.activity = activity
+        self.idle_seconds = idle_seconds
+        self._busy = busy
+        self._running = False
+        self._next = 0.0
+        self.written = 0  # summaries written in this run
+
+    def start(self) -> None:
+        if self.idle_seconds > 0:
+            every = max(0.05, min(self.idle_seconds / CHECKS_PER_WINDOW, 5.0))
+            self.screen.set_interval(every, self._check)
+
+    def _check(self) -> None:
+        if (self._running or self._busy() or self.screen.quitting
+                or time.monotonic() < self._next
+                or self.activity.idle_for() < self.idle_seconds):
+            return
+        self._running = True
+        self.screen.run_worker(self._summarize(), group="event-summaries")
+
+    async def _summarize(self) -> None:
+        written = 0
+        try:
+            written = await in_thread(self.screen.backend.events.summarize_due)
+        except Exception:  # the model or the log unavailable: tried again later, quietly
+            log.exception("agent event summaries failed")
+        finally:
+            self._running = False
+        self.written += written
+        if not written:
+            self._next = time.monotonic() + RETRY_SECONDS
