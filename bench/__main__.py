@@ -19,6 +19,7 @@ BENCHMARKS: dict[str, str] = {
     "chat": "bench.chat",
     "tui": "bench.tui",
     "startup": "bench.startup",
+    "mcp": "bench.mcp",
     "chunking": "bench.chunking_stats",
     "scale": "bench.scale",
     "real_model": "bench.real_model",  # skipped unless `make test-real` installed its lane
