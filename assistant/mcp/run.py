@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 import time
 from typing import Any
@@ -15,9 +14,8 @@ from assistant.mcp.server import BrainServer
 
 
 def _setup(ctx: AppContext) -> tuple[BrainServer, IdleWork]:
-    # stdout is the protocol on stdio: every log line goes to stderr.
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
-                        format="brain mcp: %(levelname)s %(name)s: %(message)s")
+    # stdout is the protocol on stdio; our records go to the log file (assistant/logfile.py,
+    # installed by the CLI), so a client's stderr pane shows only what the SDK itself warns.
     holder: list[IdleWork] = []
     tools = BrainTools(ctx, on_event=lambda: holder[0].poke())
     server = BrainServer(tools)
