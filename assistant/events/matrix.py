@@ -9,12 +9,11 @@ applied to these arrays before the dot product.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from assistant.events.model import EventType
+from assistant.events.model import Event, EventType
 from assistant.events.store import EventStore
 
 
@@ -28,6 +27,7 @@ class Filters:
 
 
 NO_FILTERS = Filters()
+TYPE_CODES = {t.value: i for i, t in enumerate(EventType)}
 
 
 class EventMatrix:
@@ -42,14 +42,15 @@ class EventMatrix:
         self._vectors = np.zeros((0, dimension), dtype=np.float32)
         self._ts = np.zeros(0)
         self._importance = np.zeros(0)
-        self._types: list[str] = []
+        self._types = np.zeros(0, dtype=np.int8)  # index in TYPE_CODES
         self._sessions: list[str | None] = []
 
     def _refresh(self) -> None:
         generation = self._store.generation()
         if generation != self._generation:
             self._generation, self._vec_seq = generation, 0
-            self._ids, self._types, self._sessions = [], [], []
+            self._ids, self._sessions = [], []
+            self._types = np.zeros(0, dtype=np.int8)
             self._vectors = np.zeros((0, self._dim), dtype=np.float32)
             self._ts, self._importance = np.zeros(0), np.zeros(0)
         rows = self._store.vectors_since(self._vec_seq, model_id=self._model_id)
@@ -66,7 +67,8 @@ class EventMatrix:
             self._vectors = np.vstack([self._vectors, added.reshape(len(fresh), self._dim)])
             self._ids += [r[1] for r in fresh]
             self._ts = np.concatenate([self._ts, [r[3] for r in fresh]])
-            self._types += [r[4] for r in fresh]
+            self._types = np.concatenate([self._types, np.fromiter(
+                (TYPE_CODES.get(r[4], -1) for r in fresh), np.int8, len(fresh))])
             self._importance = np.concatenate([self._importance, [r[5] for r in fresh]])
             self._sessions += [r[6] for r in fresh]
         self._vec_seq = rows[-1][0]
@@ -78,8 +80,7 @@ class EventMatrix:
         if filters.until is not None:
             mask &= self._ts < filters.until
         if filters.types:
-            wanted = {t.value for t in filters.types}
-            mask &= np.fromiter((t in wanted for t in self._types), bool, len(self._types))
+            mask &= np.isin(self._types, [TYPE_CODES[t.value] for t in filters.types])
         if filters.session is not None:
             mask &= np.fromiter((s == filters.session for s in self._sessions), bool,
                                 len(self._sessions))
@@ -109,14 +110,10 @@ class EventMatrix:
             return len(self._ids)
 
 
-def pass_filters(ids: Sequence[str], store: EventStore, filters: Filters) -> set[str]:
-    """Those of `ids` that pass `filters` (for keyword candidates, read from the rows)."""
-    events = store.get_many(list(ids))
-    return {
-        event_id for event_id, e in events.items()
-        if e.importance >= filters.min_importance
-        and (filters.since is None or e.ts >= filters.since)
-        and (filters.until is None or e.ts < filters.until)
-        and (not filters.types or e.type in filters.types)
-        and (filters.session is None or e.session == filters.session)
-    }
+def passes(event: Event, filters: Filters) -> bool:
+    """Whether `event` passes `filters` (for keyword candidates, read from their rows)."""
+    return (event.importance >= filters.min_importance
+            and (filters.since is None or event.ts >= filters.since)
+            and (filters.until is None or event.ts < filters.until)
+            and (not filters.types or event.type in filters.types)
+            and (filters.session is None or event.session == filters.session))

@@ -21,13 +21,13 @@ import time
 from dataclasses import dataclass
 
 from assistant.config import EventsConfig
-from assistant.events.matrix import NO_FILTERS, EventMatrix, Filters, pass_filters
-from assistant.events.model import EventHit
+from assistant.events.matrix import NO_FILTERS, EventMatrix, Filters, passes
+from assistant.events.model import Event, EventHit
 from assistant.events.store import EventStore
 from indexing.embedder import Embedder
 
 KEYWORD_SHARE = 0.5  # weight of the normalised BM25 score inside relevance
-MIN_POOL = 100  # candidates taken from each list, at least
+MIN_POOL = 50  # candidates taken from each list, at least
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,19 +54,24 @@ def search_events(
     pool = max(MIN_POOL, top_k * 5)
     cosines: dict[str, float] = {}
     keywords: dict[str, float] = {}
+    events: dict[str, Event] = {}
     text = (query or "").strip()
     if text:
         if embedder is not None and matrix is not None:
             cosines = dict(matrix.search(embedder.embed_query(text), pool, filters))
-        found = store.keyword_search(text, pool * 2)
-        allowed = pass_filters([i for i, _ in found], store, filters)
-        keywords = {i: s for i, s in found if i in allowed}
+        found = store.keyword_search(text, pool)
+        # One read of the keyword candidates: filtered here, kept for the ranking below.
+        events = {i: e for i, e in store.get_many([i for i, _ in found]).items()
+                  if passes(e, filters)}
+        keywords = {i: s for i, s in found if i in events}
         ids = list(dict.fromkeys([*cosines, *keywords]))
+        events |= store.get_many([i for i in cosines if i not in events])
     else:
-        ids = [e.id for e in store.list(
+        listed = store.list(
             types=filters.types, since=filters.since, until=filters.until,
-            session=filters.session, min_importance=filters.min_importance, limit=pool * 10)]
-    events = store.get_many(ids)
+            session=filters.session, min_importance=filters.min_importance, limit=pool * 10)
+        events = {e.id: e for e in listed}
+        ids = list(events)
     best_keyword = max(keywords.values(), default=0.0)
     hits = []
     for event_id in ids:
