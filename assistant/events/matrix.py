@@ -95,14 +95,17 @@ class EventMatrix:
             if not self._ids:
                 return []
             mask = self._mask(filters)
-            rows = np.flatnonzero(mask)
-            if rows.size == 0:
+            valid = int(np.count_nonzero(mask))
+            if valid == 0:
                 return []
-            scores = self._vectors[rows] @ np.asarray(query_vector, dtype=np.float32)
-            take = min(k, rows.size)
+            # All rows in one product over the contiguous matrix, the filtered ones pushed to
+            # -inf: no copy of the selected rows (that copy cost more than the product).
+            scores = self._vectors @ np.asarray(query_vector, dtype=np.float32)
+            scores = np.where(mask, scores, -np.inf)
+            take = min(k, valid)
             best = np.argpartition(-scores, take - 1)[:take]
             best = best[np.argsort(-scores[best])]
-            return [(self._ids[rows[i]], float(scores[i])) for i in best]
+            return [(self._ids[i], float(scores[i])) for i in best]
 
     def size(self) -> int:
         with self._lock:
