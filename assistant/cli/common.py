@@ -111,11 +111,3 @@ def rate(per_second: float, unit: str) -> str:
         return f"– {unit}/s"
     return f"{1 / per_second:.1f} s/{unit.removesuffix('s')}"
 
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def terminal_safe(text: str) -> str:
-    """Stored text (documents, events, model output) as plain text for a terminal: control
-    characters — escape sequences could recolour, retitle or hide output — shown as `\\x1b`."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)

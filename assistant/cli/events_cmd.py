@@ -9,8 +9,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from assistant.cli.common import context, positive_int, print_json, terminal_safe
+from assistant.cli.common import context, positive_int, print_json
 from assistant.errors import UserError
+from assistant.plain_text import plain
 
 if TYPE_CHECKING:
     from assistant.events.matrix import Filters
@@ -94,7 +95,7 @@ def line(event: Event, *, score: float | None = None) -> str:
     text = " ".join(event.text.split())
     if len(text) > 100:
         text = text[:99] + "…"
-    return terminal_safe(f"{event.id}  {when}  {event.type.value:<11} {event.importance:.2f}"
+    return plain(f"{event.id}  {when}  {event.type.value:<11} {event.importance:.2f}"
                          f"{scored}  {event.agent}{session}  {text}")
 
 
@@ -139,13 +140,13 @@ def _show(args: argparse.Namespace) -> int:
     shown = event.to_json()
     for key in ("id", "type", "ts", "importance", "agent", "session", "parent"):
         if shown.get(key) is not None:
-            print(terminal_safe(f"{key}: {shown[key]}"))
+            print(plain(f"{key}: {shown[key]}"))
     if parent is not None:
         print(f"follows: {line(parent)}")
     if event.summary_of:
         print(f"summary of: {' '.join(event.summary_of)}")
     print()
-    print(terminal_safe(event.text))
+    print(plain(event.text))
     return 0
 
 

@@ -37,7 +37,7 @@ def test_list_show_search(logged: dict[str, str], capsys: pytest.CaptureFixture[
     assert main(["events", "show", logged["step"][:8]]) == 0
     out = capsys.readouterr().out
     assert f"parent: {logged['goal']}" in out
-    assert "\x1b" not in out and "\\x1b[31mred" in out  # stored text is never a terminal escape
+    assert "\x1b" not in out and "\u241b[31mred" in out  # stored text is never a terminal escape
     assert main(["events", "search", "aria labels", "--json", "--since", "1d"]) == 0
     found = json.loads(capsys.readouterr().out)["events"]
     assert found[0]["id"] == logged["step"]
