@@ -151,10 +151,10 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _rm(args: argparse.Namespace) -> int:
-    from assistant.events.erase import remove_events
+    from assistant.erasure.actions import remove_events
 
     with _opened(args) as service:
-        removed = remove_events(service.store, args.ids)
+        removed = remove_events(service.ctx, service.store, args.ids)
     extra = len(removed) - len(set(args.ids))
     note = f" (and {extra} summaries written from them)" if extra > 0 else ""
     print(f"erased {len(set(args.ids))} events{note}; nothing remains on disk")
@@ -165,9 +165,9 @@ def _forget_all(args: argparse.Namespace) -> int:
     if not args.yes:
         raise UserError("this erases every agent event and summary for good",
                         hint="run `brain events forget-all --yes` to confirm")
-    from assistant.events.erase import forget_all_events
+    from assistant.erasure.actions import forget_all_events
 
     with _opened(args) as service:
-        count = forget_all_events(service.store)
+        count = forget_all_events(service.ctx, service.store)
     print(f"forgot {count} events; nothing remains on disk", file=sys.stdout)
     return 0

@@ -24,6 +24,7 @@ from indexing.errors import HintedError
 
 if TYPE_CHECKING:
     from assistant.chat.sessions import SessionStore
+    from assistant.events.store import EventStore
     from assistant.memory.store import MemoryStore
     from indexing.knowledge import FolderRemoved, KnowledgeBase
 
@@ -244,7 +245,38 @@ def _all_sessions(ctx: AppContext, data: dict[str, Any], store: SessionStore | N
     return count
 
 
+def remove_events(ctx: AppContext, store: EventStore, ids: Sequence[str]) -> list[str]:
+    """Erase agent events and the summaries written from them (assistant/events/erase.py)."""
+    wanted = sorted({store.get(i).id for i in ids})  # EventError for an unknown id: nothing
+    covering = store.summaries_of(wanted)
+    intent = Intent("events", f"{len(wanted)} agent events", {"ids": wanted + covering})
+    return _carry_out(ctx, intent, lambda data: _events(ctx, data, store))
+
+
+def forget_all_events(ctx: AppContext, store: EventStore) -> int:
+    intent = Intent("all-events", "every agent event", {})
+    return _carry_out(ctx, intent, lambda data: _all_events(ctx, data, store))
+
+
+def _events(ctx: AppContext, data: dict[str, Any], store: EventStore | None) -> list[str]:
+    from assistant.events import erase
+
+    with _event_store(ctx, store) as live:
+        # On a replay some may be gone already (deleted, then killed before the scrub).
+        present = sorted(live.get_many([str(i) for i in data["ids"]]))
+        return erase.remove_events(live, present)
+
+
+def _all_events(ctx: AppContext, data: dict[str, Any], store: EventStore | None) -> int:
+    from assistant.events import erase
+
+    with _event_store(ctx, store) as live:
+        return erase.forget_all_events(live)
+
+
 _APPLY: dict[str, Callable[[AppContext, dict[str, Any], Any], object]] = {
+    "events": _events,
+    "all-events": _all_events,
     "folder": _folder,
     "memory": _memory,
     "all-memories": _all_memories,
@@ -262,6 +294,20 @@ def _memory_store(ctx: AppContext, store: MemoryStore | None) -> Iterator[Memory
     from assistant.memory.service import open_memory
 
     own = open_memory(ctx, eager_vectors=False)
+    try:
+        yield own
+    finally:
+        own.close()
+
+
+@contextlib.contextmanager
+def _event_store(ctx: AppContext, store: EventStore | None) -> Iterator[EventStore]:
+    if store is not None:
+        yield store
+        return
+    from assistant.events.store import EventStore
+
+    own = EventStore.open(ctx.paths.events_db)
     try:
         yield own
     finally:

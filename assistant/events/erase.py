@@ -1,10 +1,10 @@
 """Removing events without a trace: rows, keywords (the trigger removes them in the same
 transaction), vectors (stored in the rows) and the free pages of the file (scrub).
 
-Kept in its own module so it can move onto the shared removal intents (assistant/erasure/):
-the delete is one transaction, and a scrub that did not finish is repeated by the next removal
-or `brain events forget-all` (scrubbing is idempotent), so a kill between the two leaves the
-events removed and at worst their bytes in free pages until then.
+The user-facing removals (`brain events rm/forget-all`, the TUI) go through
+assistant/erasure/actions.py `remove_events`/`forget_all_events`: the intent (the exact ids,
+with the summaries covering them) is on disk first, so a kill between the delete and the scrub
+is finished by the next command.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from indexing.scrub import scrub_connection
 
 
 def remove_events(store: EventStore, ids: Sequence[str]) -> list[str]:
-    """Erase the events (and summaries written from them); returns the ids removed."""
-    removed = store.delete(ids)
+    """Erase the events (and summaries written from them); returns the ids removed. Callers
+    go through assistant/erasure/actions.py, which records the removal as an intent first."""
+    removed = store.delete(ids) if ids else []
     _scrub(store)
     return removed
 

@@ -204,6 +204,19 @@ class EventStore:
             self.keywords.add((e.id, e.text) for e in stored)
         return stored
 
+    def summaries_of(self, ids: Sequence[str]) -> builtins.list[str]:
+        """The summaries written from these events, and from those summaries, and so on."""
+        found: set[str] = set()
+        frontier = builtins.list(ids)
+        with self._lock:
+            while frontier:
+                above = {str(r[0]) for r in self.conn.execute(
+                    "SELECT summary_id FROM summary_links WHERE event_id IN "
+                    "(SELECT value FROM json_each(?))", (_json(frontier),))}
+                frontier = builtins.list(above - found - set(ids))
+                found |= above
+        return sorted(found)
+
     def delete(self, ids: Sequence[str]) -> builtins.list[str]:
         """Remove events by id, with the summaries written from them (their text came from
         the removed events); returns every id removed. Unknown ids raise before anything is

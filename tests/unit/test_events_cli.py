@@ -91,3 +91,28 @@ def test_runs_are_summarised_once_due(tmp_path: Path) -> None:
     assert summarize_due(store, chat, every=2, idle_seconds=0)[0].summary_of == \
         tuple(sorted(more))
     store.close()
+
+
+def test_a_recorded_event_removal_is_finished_by_the_next_command(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from assistant.erasure import intents
+
+    ctx = AppContext.load(str(home))
+    store = EventStore.open(ctx.paths.events_db)
+    gone = store.log(NewEvent(EventType.NOTE, "the quokka plan", session="s"))
+    kept = store.log(NewEvent(EventType.NOTE, "keep this one", session="s"))
+    summary = store.log(NewEvent(EventType.SUMMARY, "quokka and more", covers=(gone.id,)))
+    store.close()
+    # `brain events rm` killed right after recording its intent: nothing erased yet.
+    intent = intents.Intent("events", "1 agent events", {"ids": [gone.id, summary.id]})
+    with intents.recorded(ctx.paths.data_dir, intent):
+        pass
+    assert main(["events", "list", "--json"]) == 0  # any command finishes it first
+    shown = json.loads(capsys.readouterr().out)["events"]
+    assert [e["id"] for e in shown] == [kept.id]
+    for path in (home / "data").glob("events.sqlite3*"):
+        assert b"quokka" not in path.read_bytes()
+    assert main(["events", "rm", kept.id]) == 0
+    assert main(["events", "list", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["events"] == []

@@ -36,9 +36,9 @@ class EventsAdapter:
         return [event_view(h.event) for h in hits]
 
     def remove(self, event_id: str) -> int:
-        from assistant.events.erase import remove_events
+        from assistant.erasure.actions import remove_events
 
-        return len(remove_events(self._service.get().store, [event_id]))
+        return len(remove_events(self.ctx, self._service.get().store, [event_id]))
 
     def version(self) -> int:
         return self._service.get().store.change_count()
