@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from assistant.plain_text import plain
+from tui.plain import plain_text
 from tui.protocols import EventsApi
 from tui.screens.confirm import ConfirmScreen
 from tui.views import EventView
@@ -90,8 +89,8 @@ class EventsScreen(ModalScreen[None]):
         table.clear()
         for e in events:
             # Agents wrote these: Text cells, since DataTable reads a str cell as markup.
-            table.add_row(e.when, e.type, f"{e.importance:.2f}", Text(plain(e.agent)),
-                          Text(plain(e.session)), Text(plain(_line(e.text))), key=e.id)
+            table.add_row(e.when, e.type, f"{e.importance:.2f}", plain_text(e.agent),
+                          plain_text(e.session), plain_text(_line(e.text)), key=e.id)
         if events:
             table.move_cursor(row=min(keep, len(events) - 1))
         what = f" for {self.query_text!r}" if self.query_text else ""
@@ -110,7 +109,7 @@ class EventsScreen(ModalScreen[None]):
     def _detail(self) -> None:
         event = self._selected()
         self.query_one("#events-detail", Static).update(
-            Text(plain(f"{event.id} · {event.text}")) if event is not None else "")
+            plain_text(f"{event.id} · {event.text}") if event is not None else "")
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
