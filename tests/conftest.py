@@ -54,6 +54,21 @@ def _close_vector_clients() -> Iterator[None]:
         vectors.close_all()
 
 
+@pytest.fixture(autouse=True)
+def detached_runs(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The background `brain sessions finish` an in-process `brain ask` would start: recorded,
+    not started (it would run without the test's fakes, after the test). Subprocess tests
+    start the real one."""
+    started: list[list[str]] = []
+
+    def record(argv: list[str]) -> bool:
+        started.append(list(argv))
+        return True
+
+    monkeypatch.setattr("assistant.cli.session_end.start_detached", record)
+    return started
+
+
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """An isolated `--home` (also exported as $BRAIN_HOME for subprocesses)."""

@@ -1116,11 +1116,25 @@ class ChatEngine:
         prompt prefix Ollama caches."""
         return tool_specs(conversations=self.conversations is not None)
 
+    async def catch_up(self, timeout: float | None = None) -> None:
+        """Fold the current session's old turns into its rolling summary, as the job after a
+        reply does — for a process that did not answer the turn (the detached `brain sessions
+        finish` after `brain ask`). A background job already running is waited for instead."""
+        session = self._session
+        if session is not None and not self.jobs.running:
+            self.jobs.start(lambda: self._fold_session(session.id, 0))
+        await self.jobs.wait(timeout)
+
     async def _background_job(self, session_id: str, dropped: int) -> None:
         every = self.settings.extract_every_turns
         extraction = self.extraction
         if every > 0 and len(extraction.unextracted(session_id)) >= every:
             await extraction.extract(session_id, extraction.unextracted(session_id))
+        await self._fold_session(session_id, dropped)
+        await self._summarize_sessions(include_current=False)
+        await self._warm_cache()
+
+    async def _fold_session(self, session_id: str, dropped: int) -> None:
         session = self.store.get(session_id)
         pending = self.store.turns(session_id, after_seq=session.summary_through)
         fold = turns_to_fold(pending, keep=self.settings.history_turns, dropped=dropped,
@@ -1132,8 +1146,6 @@ class ChatEngine:
             fold = [t for t in fold if t.seq > session.summary_through]
             if step and session.summary_through < step[-1].seq:
                 break  # the summary could not be written: retry after the next turn
-        await self._summarize_sessions(include_current=False)
-        await self._warm_cache()
 
     async def _warm_cache(self) -> None:
         """After background requests (Ollama keeps one prompt in its cache, and theirs replaced

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -24,8 +23,6 @@ if TYPE_CHECKING:
     from assistant.chat.service import ChatService
     from assistant.chat.turn import Recalled, Source
 
-log = logging.getLogger(__name__)
-
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
@@ -36,8 +33,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "saved (see `brain sessions`). Relevant turns of your earlier conversations are "
         "recalled and cited as [c1] (with memory). After the answer, memories about you are "
         "extracted from your question (unless --no-memory or memory is disabled) and a session "
-        "of two turns or more is summarised, both bounded by the request timeout (a failure "
-        "is a note on stderr).",
+        "of two turns or more is summarised: by a background `brain sessions finish` that "
+        "never holds the terminal, so `ask` exits as soon as the answer is out (--wait: "
+        "here, bounded by the request timeout; a failure is a note on stderr).",
     )
     p.add_argument("question", nargs="*", metavar="QUESTION", help="the question; - reads stdin")
     which = p.add_mutually_exclusive_group()
@@ -63,8 +61,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    "of the answer)")
     p.add_argument("--json", action="store_true",
                    help='print one JSON object: {"answer", "sources", "memories", '
-                   '"conversations", "low_confidence", "timings", …}; printed once memory '
-                   'extraction from the exchange is over')
+                   '"conversations", "low_confidence", "timings", …}, as soon as the answer '
+                   'ends (with --wait: once memory extraction from the exchange is over)')
+    p.add_argument("--wait", action="store_true",
+                   help="run memory extraction and the session summary before exiting, "
+                   "instead of in the background")
     p.set_defaults(func=run)
 
 
@@ -202,14 +203,14 @@ async def _ask(
                         f"{_session_of(final)})")
             raise
         assert final is not None
-        if args.json:  # one JSON object, printed once extraction is over
+        if args.json and args.wait:  # one JSON object, printed once extraction is over
             await _end_session(engine, final, args)
-            code = _report(final, True, retrieved)
-        else:
-            code = _report(final, False, retrieved)
+            return _report(final, True, retrieved)
+        code = _report(final, args.json, retrieved)
+        if args.wait:
             await _end_session(engine, final, args)  # the answer is out before the user waits
-        await _summarize_session(engine, final)
-        await _keep_cached(engine, final)
+        else:
+            _end_in_background(engine, final, args)
         return code
     finally:
         await service.aclose()
@@ -217,60 +218,32 @@ async def _ask(
 
 async def _end_session(engine: ChatEngine, final: Done | Failed,
                        args: argparse.Namespace) -> None:
-    """The process ending is the end of the session: let the rolling summary finish (so a
-    later `--continue` finds the session folded), then run exit memory extraction. Bounded by
-    the request timeout; a failure is a note and never changes the exit code."""
+    """`--wait`: the session's after-work here (see session_end); nothing to extract from a
+    failed turn, but the rolling summary still finishes."""
+    from assistant.cli.session_end import end_session
+
+    await end_session(engine, memory=not args.no_memory and _answered(final))
+
+
+def _end_in_background(engine: ChatEngine, final: Done | Failed,
+                       args: argparse.Namespace) -> None:
+    """Leave the session's after-work to a detached `brain sessions finish`: the job this
+    process started after the reply is cancelled at exit, and redone there from the stored
+    turns."""
+    from assistant.cli import session_end
+
+    turn = final.turn
+    if turn is None:
+        return  # nothing was stored: nothing follows
+    session_end.start_detached(session_end.finish_command(
+        turn.session_id, home=args.home,
+        memory=not args.no_memory and engine.memory is not None and _answered(final)))
+
+
+def _answered(final: Done | Failed) -> bool:
     from assistant.chat.events import Done
 
-    timeout = engine.settings.timeout
-    answered = isinstance(final, Done) and final.turn is not None
-    if args.no_memory or engine.memory is None or not answered:
-        await engine.drain(timeout=timeout)
-        return
-    try:
-        ok = await asyncio.wait_for(engine.finish(timeout=timeout), timeout)
-    except TimeoutError:
-        ok = False
-        reason = f"timed out after {timeout:g} s"
-    except Exception as exc:  # extraction must never fail the command
-        ok = False
-        reason = str(exc) or type(exc).__name__
-    else:
-        reason = "the model's reply was unusable"
-    if not ok:
-        _eprint(f"note: memory extraction failed ({reason}); nothing new was remembered, "
-                "the session's turns are tried again later (when it continues, or at the "
-                "terminal UI's next idle moment)")
-
-
-async def _summarize_session(engine: ChatEngine, final: Done | Failed) -> None:
-    """The session is closed: summarise it (two turns or more, and not summarised up to its
-    last turn yet), bounded by the request timeout. Not done in time, it is summarised later,
-    when the app is idle; nothing is printed either way (the summary is for search)."""
-    from assistant.chat.events import Done
-
-    if not isinstance(final, Done) or final.turn is None:
-        return
-    try:
-        await asyncio.wait_for(engine.summarize(timeout=engine.settings.timeout),
-                               engine.settings.timeout + 5)
-    except Exception:  # a summary must never fail the command
-        log.info("session summary at the end of ask failed", exc_info=True)
-
-
-async def _keep_cached(engine: ChatEngine, final: Done | Failed) -> None:
-    """Extraction and the summary replaced the conversation in the server's prompt cache:
-    have it read the conversation again, so a following `brain ask -c` starts answering after
-    reading only what is new (bounded by the request timeout; a failure only costs that)."""
-    from assistant.chat.events import Done
-
-    if not isinstance(final, Done) or final.turn is None:
-        return
-    try:
-        await asyncio.wait_for(engine.keep_cached(timeout=engine.settings.timeout),
-                               engine.settings.timeout + 5)
-    except Exception:  # never fails the command
-        log.info("re-reading the conversation at the end of ask failed", exc_info=True)
+    return isinstance(final, Done) and final.turn is not None
 
 
 class _Status:

@@ -90,6 +90,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "reindex", help="rebuild the conversation search index from the sessions database")
     reindex.set_defaults(func=_reindex)
 
+    finish = actions.add_parser(
+        "finish", help="what follows an answer, now: the rolling summary, memory extraction "
+        "from the turns not extracted yet, the session summary (`brain ask` runs this in the "
+        "background after its answer)")
+    finish.add_argument("session", metavar="ID", help="session id or prefix")
+    finish.add_argument("--no-memory", action="store_true", help="no memory extraction")
+    finish.set_defaults(func=_finish)
+
 
 def _store(args: argparse.Namespace) -> SessionStore:
     from assistant.chat.service import open_sessions
@@ -414,4 +422,26 @@ def _reindex(args: argparse.Namespace) -> int:
     with closing(index.store):
         report = index.rebuild()
     print(f"conversation index rebuilt: {report.summary()}")
+    return 0
+
+
+def _finish(args: argparse.Namespace) -> int:
+    """The session's after-work in this process (memory follows the config unless
+    --no-memory); a failure is a note on stderr, as after `ask --wait`."""
+    import asyncio
+
+    from assistant.chat.service import open_chat
+    from assistant.cli.session_end import end_session
+
+    memory = not args.no_memory
+    service = open_chat(context(args), session_id=args.session, knowledge=False,
+                        memory=False if args.no_memory else None, origin="ask")
+
+    async def finish() -> None:
+        try:
+            await end_session(service.engine, memory=memory)
+        finally:
+            await service.aclose()
+
+    asyncio.run(finish())
     return 0

@@ -62,7 +62,7 @@ def main(workdir: Path) -> dict[str, Any]:
         fake.script_chat("Run restic restore latest [1].",
                          match=lambda body: not body.get("format"))
         fake.script_chat(format_json=EXTRACTED, match=lambda body: bool(body.get("format")))
-        result["ask"] = run("ask", "my NAS is called vaultbox. How do I restore a file?")
+        result["ask"] = run("ask", "--wait", "my NAS is called vaultbox. How do I restore a file?")
         result["memories"] = run("memory", "list")
         result["extraction_requests"] = sum(
             1 for body in fake.chat_requests if isinstance(body, dict) and body.get("format")

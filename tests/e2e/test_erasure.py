@@ -92,7 +92,7 @@ def _session(home: Path, session_id: str) -> dict[str, Any]:
 
 
 def _ask(home: Path, question: str, *args: str) -> str:
-    ran = run_brain(home, "ask", question, "--json", *args).ok()
+    ran = run_brain(home, "ask", question, "--json", "--wait", *args).ok()
     sessions = json.loads(run_brain(home, "sessions", "list", "--json").ok().out)
     assert ran.out
     return str(sessions["sessions"][0]["id"])

@@ -207,7 +207,8 @@ def test_sigkill_during_memory_extraction_converges(tmp_path: Path, fake_ollama:
         fake_ollama.script_chat(format_json=EXTRACTED, delay=delay, match=_is_extraction)
 
     def ask(home: Path, *extra: str) -> None:
-        run_brain(home, "ask", *extra, "My NAS is vaultbox and I back up with restic.").ok()
+        run_brain(home, "ask", "--wait", *extra,
+                  "My NAS is vaultbox and I back up with restic.").ok()
 
     clean_home = _home(tmp_path, "clean", fake_ollama, EXTRACT_CONFIG)
     edited = _user_memory(clean_home)
@@ -230,7 +231,7 @@ def test_sigkill_during_memory_extraction_converges(tmp_path: Path, fake_ollama:
         script(delay=1.0)
         delay = rng.uniform(0.0, 2.0)
         outcomes.append(_kill_after(
-            ["ask", "My NAS is vaultbox and I back up with restic."], home, delay,
+            ["ask", "--wait", "My NAS is vaultbox and I back up with restic."], home, delay,
             wait_for="Noted, restic"))
         _drop_scripts(fake_ollama)  # what the killed run did not consume
         script()

@@ -58,8 +58,8 @@ def test_injected_instructions_never_reach_memory(tmp_path: Path, fake_ollama: F
                             match=lambda body: bool(body.get("format")))
     # The day is the user's own words too: a name or number only the document (or the
     # answer quoting it) holds never becomes a memory (issue 21).
-    ran = run_brain(home, "ask", "My quarterly review is on Thursday, right? Check my meeting "
-                    "notes.").ok()
+    ran = run_brain(home, "ask", "--wait", "My quarterly review is on Thursday, right? Check my "
+                    "meeting notes.").ok()
     assert "Thursday" in ran.out
 
     # The document really was in the answer's prompt: the attack had its chance.

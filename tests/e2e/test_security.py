@@ -46,7 +46,7 @@ def _flow(tmp_path: Path, fake: FakeOllama) -> tuple[Path, Path]:
     fake.script_chat(format_json={"memories": [{
         "type": "fact", "key": "lantern", "text": f"The user owns a {MEMORY_MARKER}.",
         "confidence": 0.9, "importance": 0.6}]}, match=lambda body: bool(body.get("format")))
-    run_brain(home, "ask", f"I own a {MEMORY_MARKER}. Where is my passport?").ok()
+    run_brain(home, "ask", "--wait", f"I own a {MEMORY_MARKER}. Where is my passport?").ok()
     run_brain(home, "memory", "add", f"My lamp is a {MEMORY_MARKER} too").ok()
     run_brain(home, "memory", "search", "lamp").ok()
     return home, notes

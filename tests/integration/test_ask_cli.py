@@ -426,7 +426,8 @@ def test_ask_extracts_memories_at_the_end_of_its_session(
     fake_ollama.script_chat(format_json={"memories": [{
         "type": "fact", "key": "home_city", "text": "The user lives in Lisbon since last year.",
         "confidence": 0.9, "importance": 0.7}]}, match=_is_extraction)
-    code, out, err = brain("ask", "I moved to Lisbon last year, what's the time zone?")
+    code, out, err = brain("ask", "I moved to Lisbon last year, what's the time zone?",
+                           "--wait")
     assert code == 0, err
     assert "Western European Time" in out and "memory extraction" not in err
     [extraction] = [b for b in fake_ollama.chat_requests if _is_extraction(b)]
@@ -446,7 +447,7 @@ def test_ask_json_is_one_object_printed_after_extraction(
         "type": "preference", "key": "reply_style", "text": "The user likes terse replies.",
         "confidence": 0.9, "importance": 0.5}]}, match=_is_extraction)
     code, out, err = brain("ask", "I like terse replies. What is 2+2?", "--json",
-                           "--no-knowledge")
+                           "--no-knowledge", "--wait")
     assert code == 0, err
     obj = json.loads(out)  # one object, nothing else on stdout
     assert obj["status"] == "complete"
@@ -461,7 +462,8 @@ def test_failed_extraction_is_a_note_and_the_answer_stands(
     for _ in range(4):  # every attempt (and its retry) gets a broken reply
         fake_ollama.script_chat(raw_body=b'{"message": {"content": "{not json', fail=500,
                                 match=_is_extraction)
-    code, out, err = brain("ask", "I moved to Lisbon last year, what's the time zone?")
+    code, out, err = brain("ask", "I moved to Lisbon last year, what's the time zone?",
+                           "--wait")
     assert code == 0, err
     assert "echo: I moved to Lisbon" in out
     notes = [line for line in err.splitlines() if "memory extraction failed" in line]
@@ -469,6 +471,28 @@ def test_failed_extraction_is_a_note_and_the_answer_stands(
     assert any(_is_extraction(b) for b in fake_ollama.chat_requests)
     _, listed, _ = brain("memory", "list", "--json")
     assert json.loads(listed)["memories"] == []
+
+
+def test_ask_leaves_extraction_to_a_detached_finish(
+    brain: Run, fake_ollama: FakeOllama, detached_runs: list[list[str]], ollama_home: Path
+) -> None:
+    code, out, err = brain("ask", "I moved to Lisbon last year, what's the time zone?",
+                           "--json")
+    assert code == 0, err
+    session = json.loads(out)["session_id"]
+    assert not any(_is_extraction(b) for b in fake_ollama.chat_requests)  # not here
+    [argv] = detached_runs
+    assert argv[-5:] == ["--home", str(ollama_home), "sessions", "finish", session]
+    # What the detached run does, in-process: the extraction this ask skipped.
+    fake_ollama.script_chat(format_json={"memories": [{
+        "type": "fact", "key": "home_city", "text": "The user lives in Lisbon.",
+        "confidence": 0.9, "importance": 0.7}]}, match=_is_extraction)
+    code, _out, err = brain(*argv[argv.index("sessions"):])
+    assert code == 0, err
+    _, listed, _ = brain("memory", "list", "--json")
+    assert [m["text"] for m in json.loads(listed)["memories"]] == ["The user lives in Lisbon."]
+    brain("ask", "no memory here", "--no-memory")
+    assert detached_runs[-1][-1] == "--no-memory"
 
 
 def test_no_memory_sends_no_extraction_request(brain: Run, fake_ollama: FakeOllama) -> None:
