@@ -257,8 +257,9 @@ def _ollama_checks(ctx: AppContext) -> list[Check]:
 
 def _model_check(client: Any, model: str, *, wants_tools: bool = False) -> Check:
     if not client.has_model(model):
-        installed = ", ".join(m.name for m in client.list_models()) or "none"
-        return Check("chat model", False, f"{model} is not pulled (installed: {installed})",
+        installed = ", ".join(m.name for m in client.chat_models()) or "none"
+        return Check("chat model", False, f"{model} is not pulled (chat models installed: "
+                     f"{installed})",
                      f"ollama pull {model}")
     info = client.show(model)
     if not info.supports_chat:

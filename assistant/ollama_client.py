@@ -321,6 +321,23 @@ class OllamaClient:
             ))
         return out
 
+    def chat_models(self) -> list[ModelSummary]:
+        """The installed models that can chat: /api/tags does not say (its entries carry no
+        capabilities), so each is asked /api/show, whose `capabilities` list "completion" for
+        a chat model and only "embedding" for an embedding model (ollama api/types.go
+        ShowResponse, server/routes.go ShowHandler). One whose show fails is kept: the chat
+        request will say what is wrong with it."""
+        chat = []
+        for summary in self.list_models():
+            try:
+                info = self.show(summary.name)
+            except OllamaError:
+                chat.append(summary)
+                continue
+            if info.supports_chat:
+                chat.append(summary)
+        return chat
+
     def has_model(self, model: str) -> bool:
         return any(model_matches(model, m.name) for m in self.list_models())
 

@@ -428,7 +428,8 @@ class ChatEngine:
         return self.store.turns(self._session.id) if self._session else []
 
     def available_models(self) -> list[str]:
-        """Installed chat models (/api/tags). Blocking: call from a worker thread."""
+        """Installed chat models (/api/tags, embedding models left out by their /api/show
+        capabilities). Blocking: call from a worker thread."""
         return self.catalog.list_models()
 
     def set_model(self, name: str, *, check: bool = True) -> None:

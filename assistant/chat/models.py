@@ -63,7 +63,7 @@ class OllamaCatalog:
     def list_models(self) -> list[str]:
         try:
             with self._client() as client:
-                return sorted(m.name for m in client.list_models() if m.name)
+                return sorted(m.name for m in client.chat_models() if m.name)
         except Exception as exc:
             raise self._mapped(exc, "") from exc
 

@@ -112,7 +112,8 @@ def list_models(link: Link, timeout: float) -> list[ListedModel]:
     from assistant.ollama_client import OllamaClient
 
     with OllamaClient(link.url, timeout=timeout) as client:
-        return [ListedModel(m.name, m.size, m.family) for m in client.list_models()]
+        # Chat models only: an embedding model (nomic-embed-text) cannot answer.
+        return [ListedModel(m.name, m.size, m.family) for m in client.chat_models()]
 
 
 ChatFn = Callable[[list[dict[str, str]], dict[str, Any]], str]

@@ -159,7 +159,12 @@ def test_model_missing_says_pull(ollama_home: Path, fake_ollama: FakeOllama,
     model = checks["chat model"]
     assert model["ok"] is False and model["essential"] is True
     assert model["hint"] == "ollama pull qwen3:4b"
-    assert "nomic-embed-text:latest" in model["detail"]  # what is installed instead
+    # What could chat instead: the embedding model installed is no alternative.
+    assert model["detail"] == "qwen3:4b is not pulled (chat models installed: none)"
+    fake_ollama.add_model("llama3.2:1b", capabilities=("completion",))
+    _code, report = _doctor_json(capsys)
+    assert _by_name(report)["chat model"]["detail"] == (
+        "qwen3:4b is not pulled (chat models installed: llama3.2:1b)")
 
 
 def test_tools_setting_on_a_model_without_tools(ollama_home: Path, fake_ollama: FakeOllama,

@@ -177,7 +177,10 @@ async def test_missing_model_banner_says_pull(core, fake_ollama) -> None:  # typ
         assert "ollama pull qwen3:4b" in str(banner.render())
         assert app.query_one(StatusBar).ollama == "no model"
     _ctx, backend = core
-    assert [m.name for m in backend.ollama.models()] == ["nomic-embed-text:latest"]
+    # The picker (F4) offers chat models only: nomic-embed-text is installed but cannot chat.
+    assert [m.name for m in backend.ollama.models()] == []
+    fake_ollama.add_model("llama3.2:1b", capabilities=("completion", "tools"))
+    assert [m.name for m in backend.ollama.models()] == ["llama3.2:1b"]
 
 
 async def test_watch_mode_syncs_changes_live(ollama_home: Path, tmp_path: Path) -> None:
