@@ -351,10 +351,11 @@ def _export(args: argparse.Namespace) -> int:
 class Progress:
     """A one-line progress bar on stderr (only when it is a terminal, or for long imports)."""
 
-    def __init__(self) -> None:
+    def __init__(self, unit: str = "lines") -> None:
         self.start = time.perf_counter()
         self.shown = False
-        self.base = 0  # lines a resumed import had stored before: not part of this run's rate
+        self.unit = unit  # what `done` counts: memory imports count lines, sessions turns
+        self.base = 0  # items a resumed import had stored before: not part of this run's rate
 
     def __call__(self, done: int, total: int) -> None:
         width = 30
@@ -362,13 +363,16 @@ class Progress:
         speed = (done - self.base) / max(1e-6, time.perf_counter() - self.start)
         err = terminal(sys.stderr)  # \r rewrites the line in place: our own control
         err.write(f"\rimporting [{'#' * filled}{'.' * (width - filled)}] "
-                  f"{done}/{total} ({rate_text(speed, 'lines')})")
+                  f"{done}/{total} {self.unit} ({rate_text(speed, self.unit)})")
         err.flush()
         self.shown = True
 
     def finish(self) -> None:
-        if self.shown:
-            sys.stderr.write("\n")
+        if self.shown:  # on the stream the bar was drawn on, so the next line starts clean
+            err = terminal(sys.stderr)
+            err.write("\n")
+            err.flush()
+            self.shown = False
 
 
 def _import(args: argparse.Namespace) -> int:

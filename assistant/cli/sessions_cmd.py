@@ -380,7 +380,7 @@ def _import(args: argparse.Namespace) -> int:
     name = "stdin" if args.file == "-" else args.file
     skipped: list[str] = []  # odd conversations of a ChatGPT export: the others are imported
     lines, kind = read_source(args.file, skipped=skipped)
-    progress = Progress()
+    progress = Progress("turns")  # import_conversations counts turns, not the file's lines
 
     def resuming(run: ImportRun) -> None:
         progress.base = run.committed
