@@ -252,15 +252,19 @@ def test_an_answer_from_the_models_own_knowledge_is_said_to_be(
 
 
 def test_ask_continue_finds_its_history_in_the_servers_prompt_cache(
-    brain: Run, indexed: Path, fake_ollama: FakeOllama
+    brain: Run, indexed: Path, fake_ollama: FakeOllama, detached_runs: list[list[str]]
 ) -> None:
-    # Each `ask` ends with extraction and the session summary, whose prompts replace the
-    # conversation in the server's one-slot cache: the next `ask -c` would re-read it all.
+    # Each `ask` is followed by extraction and the session summary (in its detached `sessions
+    # finish`, run here in-process), whose prompts replace the conversation in the server's
+    # one-slot cache: the next `ask -c` would re-read it all.
     answers = ["Run `git stash` to put changes away [1]. " * 12, "Use tar -xf [1]. " * 8]
     for n, question in enumerate(["how do I stash the changes in a dirty directory?",
                                   "and how do I extract a tar archive?"]):
         fake_ollama.script_chat(answers[n], match=chat_turn)
         code, _, err = brain("ask", question, *(["-c"] if n else []))
+        assert code == 0, err
+        argv = detached_runs[-1]
+        code, _, err = brain(*argv[argv.index("sessions"):])
         assert code == 0, err
     assert any(b.get("format") for b in fake_ollama.chat_requests)  # the background work ran
     turns = [g for g in fake_ollama.generations
