@@ -294,9 +294,14 @@ class FakeOpenAI:
         response_format = body.get("response_format") or {}
         if self.json_object_only and response_format.get("type") not in (None, "text",
                                                                         "json_object"):
-            self._json(handler, 422, {"detail": [{
-                "type": "literal_error", "loc": ["body", "response_format", "type"],
-                "msg": "Input should be 'text' or 'json_object'"}]})
+            # As llama-cpp-python 0.3.36 answers (seen on the real server): its route handler
+            # catches the body's validation error and wraps it as a 500.
+            self._json(handler, 500, {"error": {
+                "message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
+                           "'response_format', 'type'), 'msg': \"Input should be 'text' or "
+                           "'json_object'\", 'input': 'json_schema', 'ctx': {'expected': "
+                           "\"'text' or 'json_object'\"}}",
+                "type": "internal_server_error", "param": None, "code": None}})
             return
         script = self._next_script(body)
         if script is not None and script.fail is not None and not script.in_stream_error:

@@ -100,8 +100,8 @@ def request_body(model: str, messages: list[dict[str, Any]], *, stream: bool,
 
 def json_object_format(body: dict[str, Any]) -> dict[str, Any] | None:
     """The same request with the older schema form, `{type: json_object, schema}` — what
-    llama-cpp-python's server accepts (it refuses `json_schema` with a 422) and llama.cpp's
-    llama-server also reads; None when the body asks for no schema."""
+    llama-cpp-python's server accepts (it refuses `json_schema`: a 500 naming the field) and
+    llama.cpp's llama-server also reads; None when the body asks for no schema."""
     current = body.get("response_format") or {}
     if current.get("type") != "json_schema":
         return None
@@ -110,9 +110,13 @@ def json_object_format(body: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def refused_format(status: int, message: str) -> bool:
-    """A 400/422 about response_format (not about the prompt): try the other form."""
-    return status in (400, 422) and ("response_format" in message or "json_object" in message
-                                     or status == 422)
+    """A refusal of response_format (not of the prompt): try the other form. A 400/422 from a
+    server validating the body itself; a 500 from llama-cpp-python, whose route handler turns
+    its own validation error into an internal error that names the field
+    (llama_cpp/server/errors.py, error_message_wrapper)."""
+    if status in (400, 422):
+        return "response_format" in message or "json_object" in message or status == 422
+    return status == 500 and "response_format" in message and "json_object" in message
 
 
 # --- streaming ----------------------------------------------------------------------------------
