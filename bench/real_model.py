@@ -216,7 +216,9 @@ def _run_case(case: Case, home: Path, server: LlamaServer, before: set[str]) -> 
     result = CaseResult(case.name, case.question)
     offset = server.offset()
     began = time.monotonic()
-    done = _brain(home, "ask", *(["-c"] if case.continue_session else []), "--json",
+    # --wait: extraction and the summary run before `ask` exits (else in a detached
+    # `brain sessions finish`), so the memories read next are this case's.
+    done = _brain(home, "ask", "--wait", *(["-c"] if case.continue_session else []), "--json",
                   case.question)
     result.wall_s = round(time.monotonic() - began, 2)
     if done.returncode != 0:
