@@ -20,6 +20,7 @@ import sys
 import threading
 from pathlib import Path
 from types import TracebackType
+from typing import TextIO
 
 from assistant.paths import AppPaths, ensure_private_dir
 
@@ -29,6 +30,9 @@ MAX_BYTES = 1 << 20
 BACKUPS = 3
 OWN_LOGGERS = ("assistant", "indexing", "tui")
 FORMAT = "%(asctime)s %(process)d %(brain_process)s %(levelname)s %(name)s: %(message)s"
+
+# `log.error(..., extra=FILE_ONLY)`: for the log file only, not the terminal.
+FILE_ONLY = {"file_only": True}
 
 _installed: Path | None = None
 _lock = threading.Lock()
@@ -65,6 +69,32 @@ class _PrivateRotatingHandler(logging.handlers.RotatingFileHandler):
         return
 
 
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]  # typeshed: generic stream
+    """What Python's `logging.lastResort` did before this module gave the root a handler:
+    warnings and errors, message only, on the current `sys.stderr` (read at each record, so the
+    CLI's sanitising wrapper and the TUI's capture apply). Commands print some warnings this way
+    ("recalling memories by keywords only…"). Tracebacks stay in the file, and a record
+    logged with `extra=FILE_ONLY` (the CLI's own bug report, which prints its one line itself)
+    goes to the file alone."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setLevel(logging.WARNING)
+        self.setFormatter(logging.Formatter("%(message)s"))
+        self.addFilter(lambda record: not getattr(record, "file_only", False))
+
+    def format(self, record: logging.LogRecord) -> str:
+        return record.getMessage()
+
+    @property
+    def stream(self) -> TextIO:  # StreamHandler's attribute, made dynamic
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: object) -> None:
+        pass
+
+
 class _ProcessName(logging.Filter):
     def __init__(self, name: str) -> None:
         super().__init__()
@@ -97,6 +127,7 @@ def install_log(paths: AppPaths, process: str) -> Path:
         handler.addFilter(_ProcessName(process))
         handler.setLevel(logging.INFO)
         root.addHandler(handler)
+        root.addHandler(_Stderr())
         if root.level > logging.WARNING or root.level == logging.NOTSET:
             root.setLevel(logging.WARNING)
         for name in OWN_LOGGERS:
