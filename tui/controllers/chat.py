@@ -163,7 +163,7 @@ class ChatController:
         answer.noted = event.noted is not None
         if event.noted is None:
             return await self.show_context(answer)
-        await screen.memory_pane.add_fresh([event.noted])
+        await screen.memory_pane.add_fresh([event.noted], to_used=True)
         screen.memory.remember_change(event.noted, "added")
         screen.notify(f"Remembered: {event.noted.text}", timeout=4)
         screen.status.refresh_stats()

@@ -219,8 +219,14 @@ class MemoryPane(Vertical):
                         item.refresh_memory(memory)
                     return
 
-    async def add_fresh(self, memories: list[MemoryView]) -> None:
-        """Memories from background extraction: shown at once with a short highlight."""
+    async def add_fresh(self, memories: list[MemoryView], *, to_used: bool = False) -> None:
+        """Memories from background extraction: shown at once with a short highlight.
+        `to_used`: the user's own "remember that…": also added to the used list, first, so the
+        pane shows it whichever list is open."""
+        if to_used and not self.all_active:
+            fresh = {m.id for m in memories}
+            await self.show_used((*memories, *(m for m in self.used if m.id not in fresh)))
+            return
         async with self._updating:
             if not self.all_active:
                 return
