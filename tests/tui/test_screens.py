@@ -118,18 +118,18 @@ async def test_help_lists_keys_with_config_override(home: Path, backend: FakeBac
     config = home / "config"
     config.mkdir(parents=True)
     (config / "config.toml").write_text(
-        '[ui]\nkeybindings = { help = "f10", bogus = "x" }\n', encoding="utf-8"
+        '[ui]\nkeybindings = { help = "f13", bogus = "x" }\n', encoding="utf-8"
     )
     ctx = AppContext.load(str(home))
     app = BrainTestApp(ctx, backend, watch=False)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: any("unknown action 'bogus'" in n.message
                                             for n in app._notifications))
-        await pilot.press("f10")
+        await pilot.press("f13")
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
         table = app.screen.query_one(DataTable)
         rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
-        assert ["anywhere", "F10", "Keys", "help"] in rows
+        assert ["anywhere", "F13", "Keys", "help"] in rows
         assert any(r[0] == "memory pane" and r[2] == "Undo" for r in rows)
         await pilot.press("escape")
         await pilot.press("f5")
