@@ -89,8 +89,8 @@ def test_editor_command(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_keymap_validation() -> None:
-    good, problems = validate_keymap({"help": "f10", "nope": "x", "quit": " "})
-    assert good == {"help": "f10"}
+    good, problems = validate_keymap({"help": "f13", "nope": "x", "quit": " "})
+    assert good == {"help": "f13"}
     assert problems == ["ui.keybindings: unknown action 'nope'", "ui.keybindings.quit: empty key"]
     # Issue 23: a key no terminal sends, or one another action has, was accepted silently.
     good, problems = validate_keymap({"help": "f99", "sessions": "f9", "models": "ctrl+plus"})
