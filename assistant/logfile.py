@@ -31,8 +31,8 @@ BACKUPS = 3
 OWN_LOGGERS = ("assistant", "indexing", "tui")
 FORMAT = "%(asctime)s %(process)d %(brain_process)s %(levelname)s %(name)s: %(message)s"
 
-# `log.error(..., extra=FILE_ONLY)`: for the log file only, not the terminal.
-FILE_ONLY = {"file_only": True}
+# `log.warning(..., extra=TO_USER)`: also on the terminal (stderr), message only.
+TO_USER = {"to_user": True}
 
 _installed: Path | None = None
 _lock = threading.Lock()
@@ -70,21 +70,16 @@ class _PrivateRotatingHandler(logging.handlers.RotatingFileHandler):
 
 
 class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]  # typeshed: generic stream
-    """What Python's `logging.lastResort` did before this module gave the root a handler:
-    warnings and errors, message only, on the current `sys.stderr` (read at each record, so the
-    CLI's sanitising wrapper and the TUI's capture apply). Commands print some warnings this way
-    ("recalling memories by keywords only…"). Tracebacks stay in the file, and a record
-    logged with `extra=FILE_ONLY` (the CLI's own bug report, which prints its one line itself)
-    goes to the file alone."""
+    """The records meant for the user as well (`log.warning(..., extra=TO_USER)`, e.g.
+    "recalling memories by keywords only…", which `logging.lastResort` used to print before the
+    root had a handler): message only, on the current `sys.stderr` (read at each record, so
+    the CLI's sanitising wrapper and the TUI's capture apply). Everything else, tracebacks too,
+    stays in the file: commands say their own one-line notes."""
 
     def __init__(self) -> None:
         super().__init__()
         self.setLevel(logging.WARNING)
-        self.setFormatter(logging.Formatter("%(message)s"))
-        self.addFilter(lambda record: not getattr(record, "file_only", False))
-
-    def format(self, record: logging.LogRecord) -> str:
-        return record.getMessage()
+        self.addFilter(lambda record: bool(getattr(record, "to_user", False)))
 
     @property
     def stream(self) -> TextIO:  # StreamHandler's attribute, made dynamic
@@ -93,6 +88,9 @@ class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]  # typeshed: gen
     @stream.setter
     def stream(self, value: object) -> None:
         pass
+
+    def format(self, record: logging.LogRecord) -> str:
+        return record.getMessage()
 
 
 class _ProcessName(logging.Filter):

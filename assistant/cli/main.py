@@ -122,9 +122,9 @@ def _run(handler: Handler, args: argparse.Namespace) -> int:
         return 1
     except Exception as exc:
         # A bug: its traceback goes to the log file, the user gets one line saying where.
-        from assistant.logfile import FILE_ONLY, log_hint
+        from assistant.logfile import log_hint
 
-        log.exception("brain %s failed", args.command or "(tui)", extra=FILE_ONLY)
+        log.exception("brain %s failed", args.command or "(tui)")
         print(f"brain: internal error: {type(exc).__name__}: {exc}\n  hint: {log_hint()}",
               file=sys.stderr)
         return 1

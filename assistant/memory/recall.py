@@ -13,6 +13,7 @@ import logging
 import math
 from dataclasses import dataclass, field
 
+from assistant.logfile import TO_USER
 from assistant.memory.clock import days_between, parse_iso
 from assistant.memory.model import Memory, MemoryStatus, MemoryType, Profile, RecalledMemory
 from assistant.memory.scoring import (
@@ -63,7 +64,7 @@ def search(
         vectors_usable = True
     except VectorStoreDamaged as exc:  # recall goes on with keywords; the damage is said
         log.warning("%s Recalling memories by keywords only; to repair: %s", exc.message,
-                    exc.hint)
+                    exc.hint, extra=TO_USER)
         dense, vectors_usable = {}, False
     keyword: dict[str, float] = dict(store.keyword_candidates(query, pool))
     ids = list(dict.fromkeys([*dense, *keyword]))
