@@ -8,18 +8,11 @@ home; embeddings come from the fake Ollama in both processes, so they share one 
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from assistant.context import AppContext
-from tests.e2e.conftest import Ran, run_brain, write_config
-from tests.fake_ollama import FakeOllama
+from tests.tui import test_memory_live as live
 from tests.tui.conftest import BrainTestApp
 from tests.tui.helpers import answer_finished, ask, wait_until
-from tui.backend import CoreBackend
 from tui.screens.sessions import SessionsScreen
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.sources_pane import SourcesPane
@@ -27,27 +20,9 @@ from tui.widgets.sources_pane import SourcesPane
 SIZE = (140, 40)
 EXPORT = Path(__file__).parents[1] / "data" / "chatgpt_conversations.json"
 
-
-@pytest.fixture
-def core(home: Path, fake_ollama: FakeOllama) -> Iterator[tuple[AppContext, CoreBackend]]:
-    write_config(home, fake_ollama, embedding="ollama:nomic-embed-text")
-    ctx = AppContext.load(str(home))
-    backend = CoreBackend(ctx)
-    try:
-        yield ctx, backend
-    finally:
-        backend.close()
-
-
-def make(core: tuple[AppContext, CoreBackend]) -> BrainTestApp:
-    ctx, backend = core
-    return BrainTestApp(ctx, backend, ollama_poll_seconds=0.5, memory_poll_seconds=0.1,
-                        watch=False)
-
-
-async def brain(home: Path, *args: str) -> Ran:
-    """`brain ARGS…` in its own process, off the UI's loop (the app keeps running meanwhile)."""
-    return (await asyncio.to_thread(run_brain, home, *args)).ok()
+# The live-memory tests' core backend on the fake Ollama (a fixture), app factory, CLI runner.
+core = live.core
+make, brain = live.make, live.brain
 
 
 def errors(app: BrainTestApp) -> list[str]:
