@@ -253,6 +253,8 @@ def chat_turn(body: dict[str, Any]) -> bool:
     """`match=` for a script meant for the app's chat turns: a request with messages that is
     neither the preload (no messages), nor a background job (a JSON `format`), nor the cache
     warm-up that has Ollama read the conversation's opening (one generated token)."""
+    if not isinstance(body, dict):
+        return False  # an empty or non-JSON body (a client cut off mid-request) is no turn
     options = body.get("options") if isinstance(body.get("options"), dict) else {}
     return (bool(body.get("messages")) and not body.get("format")
             and (options or {}).get("num_predict") != 1)

@@ -85,6 +85,8 @@ def _english(text: str) -> str | None:
     if contraction:
         verb = _IRREGULAR["'" + contraction[1:].lower()]
         return f"{match.group('lead')}The user {verb} {_rest_in_third_person(rest)}".rstrip()
+    if _WORD.match(rest) is None:
+        return None  # "I:0", "I." — no verb follows, so nothing reads as a first-person claim
     words: list[str] = []
     while True:
         found = _WORD.match(rest)

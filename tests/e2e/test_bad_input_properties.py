@@ -29,6 +29,7 @@ from assistant.config import (
     render_config,
 )
 from assistant.memory.extraction import MAX_MEMORIES, InvalidReply, parse_reply, validate
+from assistant.memory.restate import in_third_person
 from assistant.memory.secrets import find_secret
 from assistant.memory.transfer import parse_line
 
@@ -146,7 +147,9 @@ def test_every_returned_memory_is_kept_verbatim_or_rejected_with_a_reason(
     kept, rejected = validate(parsed, user_turns)
     assert len(kept) + len(rejected) == min(len(items), MAX_MEMORIES)
     kept_texts = [m.text for m in kept]
-    normalised = [" ".join(i["text"].split()) for i in items[:MAX_MEMORIES]]
+    said = [" ".join(i["text"].split()) for i in items[:MAX_MEMORIES]]
+    # kept as said, or as said with the person changed ("I …" → "The user …")
+    normalised = said + [in_third_person(text) for text in said]
     for text in kept_texts:
         assert text in normalised
         assert not find_secret(text)
