@@ -34,10 +34,10 @@ def _opt(default: Any, help: str, **kwargs: Any) -> Any:
 
 
 def _default_ollama_host() -> str:
-    from assistant.ollama_host import normalize_host
+    from assistant.ollama_host import DEFAULT_HOST, env_host
 
-    # OLLAMA_HOST uses the server's syntax (`0.0.0.0`, `host:port`); make it a client URL.
-    return normalize_host(os.environ.get("OLLAMA_HOST"))
+    # OLLAMA_HOST uses the server's syntax (`0.0.0.0`, `host:port`); env_host makes it a URL.
+    return env_host() or DEFAULT_HOST
 
 
 @dataclass(slots=True)
@@ -682,6 +682,12 @@ def render_config(config: Config | None = None, *, commented: bool = True) -> st
             current = section
         allowed = range_text(section, key)
         out.append(f"# {help_text}" + (f" Range: {allowed}." if allowed else ""))
+        if commented and (section, key) == ("ollama", "host"):
+            # The file outlives this shell: the default written is the real one, not whatever
+            # OLLAMA_HOST is now (which keeps applying as long as the line stays commented).
+            from assistant.ollama_host import DEFAULT_HOST
+
+            value = DEFAULT_HOST if value == _default_ollama_host() else value
         out.append(f"{prefix}{key} = {_toml_value(value)}")
     out += ["", "# System prompt presets; choose one with ollama.persona.", "[personas]"]
     for name, prompt in config.personas.items():

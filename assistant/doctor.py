@@ -233,6 +233,7 @@ def _openai_checks(ctx: AppContext) -> list[Check]:
 
 def _ollama_checks(ctx: AppContext) -> list[Check]:
     from assistant.ollama_client import OllamaClient, OllamaError
+    from assistant.ollama_host import host_origin
 
     config = ctx.config.ollama
     model = config.model
@@ -245,7 +246,7 @@ def _ollama_checks(ctx: AppContext) -> list[Check]:
                 Check("chat model", False, f"{model}: not checked (Ollama unreachable)",
                       f"start Ollama, then `ollama pull {model}` if it is missing"),
             ]
-        up = Check("ollama", True, f"Ollama {version} at {client.host}")
+        up = Check("ollama", True, f"Ollama {version} at {client.host}{host_origin(client.host)}")
         checks = [up, _guarded("chat model",
                                lambda: _model_check(client, model, wants_tools=config.tools))]
         if checks[-1].ok:

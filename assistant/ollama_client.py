@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from assistant.errors import UserError
-from assistant.ollama_host import DEFAULT_HOST, normalize_host
+from assistant.ollama_host import DEFAULT_HOST, host_origin, host_setting, normalize_host
 
 __all__ = ["DEFAULT_HOST", "normalize_host"]  # re-exported for callers of the client
 # Connecting to a local Ollama either succeeds at once or is refused; a long wait means a
@@ -72,8 +72,8 @@ def model_matches(requested: str, installed: str) -> bool:
 
 def unavailable(host: str) -> OllamaUnavailable:
     return OllamaUnavailable(
-        f"Ollama is not running at {host}",
-        "start it with `ollama serve` (or set [ollama] host in `brain config edit`)",
+        f"Ollama is not running at {host}{host_origin(host)}",
+        f"start it with `ollama serve`, or check {host_setting(host)}",
     )
 
 
@@ -110,8 +110,9 @@ def _from_status(status: int, error: str, host: str, model: str | None) -> Ollam
         return model_not_found(name, host)
     if status == 404:
         return OllamaProtocolError(
-            f"{host} does not look like an Ollama server (404: {error or 'not found'})",
-            "check [ollama] host in `brain config edit`",
+            f"{host}{host_origin(host)} does not look like an Ollama server "
+            f"(404: {error or 'not found'})",
+            f"check {host_setting(host)}",
         )
     hint = "see Ollama's log (`journalctl -u ollama` or ~/.ollama/logs/server.log)"
     if "does not support" in error:
@@ -169,8 +170,8 @@ def _map_one(
         return exc
     if isinstance(exc, httpx.ConnectTimeout):
         return OllamaUnavailable(
-            f"Ollama at {host} did not accept a connection",
-            "check that `ollama serve` is running and [ollama] host is right",
+            f"Ollama at {host}{host_origin(host)} did not accept a connection",
+            f"check that `ollama serve` is running and that {host_setting(host)} is right",
         )
     if isinstance(exc, httpx.TimeoutException):
         return timed_out(host, timeout)
@@ -203,7 +204,7 @@ def _map_one(
     if isinstance(exc, json.JSONDecodeError):
         return OllamaProtocolError(
             f"Ollama at {host} sent a malformed reply ({exc.msg})",
-            "check that [ollama] host points at Ollama and not another service",
+            f"check that {host_setting(host)} points at Ollama and not another service",
         )
     return None
 
@@ -402,7 +403,7 @@ class OllamaClient:
             raise OllamaProtocolError(
                 f"{self.host}{path} answered with {content_type or 'no content type'}, "
                 "not JSON — is this an Ollama server?",
-                "check [ollama] host in `brain config edit`",
+                f"check {host_setting(self.host)}",
             )
         try:
             data = response.json()
@@ -420,7 +421,8 @@ class OllamaClient:
     def _malformed(self, path: str, what: str) -> OllamaProtocolError:
         return OllamaProtocolError(
             f"malformed reply from {self.host}{path}: {what}",
-            "check that [ollama] host points at Ollama, and update Ollama if it is old",
+            f"check that {host_setting(self.host)} points at Ollama, and update Ollama if it "
+            "is old",
         )
 
 

@@ -13,6 +13,7 @@ from typing import Literal
 
 from assistant.errors import HintedError, UserError
 from assistant.logfile import log_hint
+from assistant.ollama_host import host_setting
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +73,8 @@ def protocol(detail: str, host: str) -> ChatError:
     return ChatError(
         "protocol",
         f"Ollama at {host} sent a reply second-brain cannot read ({detail})",
-        "check that [ollama] host points at Ollama (`curl HOST/api/version`), update Ollama "
-        "if it is old, and retry",
+        f"check that {host_setting(host)} points at Ollama (`curl HOST/api/version`), "
+        "update Ollama if it is old, and retry",
     )
 
 

@@ -394,3 +394,22 @@ def test_a_switchable_thinking_model_and_think_off(
     _, report = _doctor_json(capsys)
     thinking = _by_name(report)["thinking"]
     assert thinking["ok"] is True and "thinking is off (faster)" in thinking["detail"]
+
+
+def test_a_host_from_ollama_host_is_blamed_on_the_environment(
+    ollama_home: Path, fake_ollama: FakeOllama, fast_embedder: HashEmbedder,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 23 (9): the host came from OLLAMA_HOST, so the advice names OLLAMA_HOST, not a
+    config file that never set it; a host the file sets is still the file's."""
+    _write_config(ollama_home, "[ollama]\ntimeout = 5.0\n")
+    monkeypatch.setenv("OLLAMA_HOST", fake_ollama.url)
+    fake_ollama.stop()
+    assert main(["doctor"]) == 1
+    line = next(x for x in capsys.readouterr().out.splitlines() if " ollama " in x)
+    assert f"Ollama is not running at {fake_ollama.url} (from OLLAMA_HOST)" in line, line
+    assert "check OLLAMA_HOST in your environment" in line, line
+    _write_config(ollama_home, '[ollama]\nhost = "http://127.0.0.1:9"\ntimeout = 5.0\n')
+    assert main(["doctor"]) == 1
+    line = next(x for x in capsys.readouterr().out.splitlines() if " ollama " in x)
+    assert "OLLAMA_HOST" not in line and "[ollama] host in `brain config edit`" in line, line

@@ -352,3 +352,16 @@ def test_config_edit_validates_the_result(home: Path, monkeypatch: pytest.Monkey
     monkeypatch.setenv("VISUAL", "no-such-editor-binary")
     assert main(["config", "edit"]) == 1
     assert "cannot start editor" in capsys.readouterr().err
+
+
+def test_first_run_writes_the_real_default_host_not_the_environments(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 23 (9): OLLAMA_HOST at first run is not baked into the file as "the default"
+    (uncommenting the line would pin a host the user never chose); it still applies."""
+    monkeypatch.setenv("OLLAMA_HOST", "gpu-box:11500")
+    path = ensure_config_file(resolve_paths(str(home)).ensure())
+    text = path.read_text(encoding="utf-8")
+    assert 'host = "http://localhost:11434"' in text and "gpu-box" not in text
+    assert "$OLLAMA_HOST" in text  # the comment says the environment overrides the default
+    assert load_config(path).ollama.host == "http://gpu-box:11500"
