@@ -4,7 +4,10 @@ with its duration, and keeps pip's configuration noise out (requirements/bootstr
 from __future__ import annotations
 
 import importlib.util
+import io
 import re
+import shutil
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -68,7 +71,7 @@ def test_one_line_per_step_then_the_total(bootstrap: ModuleType, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     ran: list[list[str]] = []
 
-    def run(command: list[str], *, optional: bool) -> bool:
+    def run(command: list[str], *, optional: bool, meter: object = None) -> bool:
         ran.append(command)
         print("1.0 s")
         return True
@@ -82,3 +85,88 @@ def test_one_line_per_step_then_the_total(bootstrap: ModuleType, tmp_path: Path,
     assert "torch 2.13.0 (CPU build)" in steps[1]
     assert re.fullmatch(r"ready in \d+ s", lines[-1])
     assert ran[1][-1] == "torch==2.13.0"  # torch alone, before anything can pull another build
+
+
+def _record_steps(bootstrap: ModuleType, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    ran: list[list[str]] = []
+
+    def run(command: list[str], *, optional: bool, meter: object = None) -> bool:
+        ran.append(command)
+        print("1.0 s")
+        return True
+
+    monkeypatch.setattr(bootstrap, "_run", run)
+    return ran
+
+
+def test_an_interrupted_first_run_is_rebuilt_by_the_next(
+    bootstrap: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 23 (7): Ctrl+C during `python -m venv` leaves a .venv whose python runs but has
+    no pip, and no .installed marker. The next `make run` runs the bootstrap again (the marker
+    is missing), which must recreate the venv, not skip it and fail on "No module named pip"."""
+    venv = tmp_path / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    project = tmp_path / "project"  # the Makefile's view: a venv, no marker
+    (project / "requirements").mkdir(parents=True)
+    shutil.copy(ROOT / "Makefile", project / "Makefile")
+    for name in ("requirements/lock.txt", "requirements/bootstrap.py", "pyproject.toml"):
+        shutil.copy(ROOT / name, project / name)
+    (project / ".venv").symlink_to(venv)
+    planned = subprocess.run(["make", "-n", "-C", str(project), "run"], capture_output=True,
+                             text=True, check=True).stdout
+    assert "requirements/bootstrap.py --venv .venv" in planned, planned
+
+    ran = _record_steps(bootstrap, monkeypatch)
+    assert bootstrap.main(["--venv", str(venv)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert ran[0] == [sys.executable, "-m", "venv", "--clear", str(venv)], ran[0]
+    assert "the last install was interrupted (no pip in it)" in first, first
+    # A healthy venv is kept as it is.
+    ran.clear()
+    assert not bootstrap._has_pip(venv / "bin" / "python")
+    assert bootstrap._has_pip(Path(sys.executable))
+    monkeypatch.setattr(bootstrap, "_has_pip", lambda python: True)
+    assert bootstrap.main(["--venv", str(venv)]) == 0
+    assert "already there" in capsys.readouterr().out.splitlines()[0]
+    assert ran[0][1:3] == ["-m", "pip"]  # straight to the installs
+
+
+def test_the_long_install_steps_count_packages_as_pip_collects_them(
+    bootstrap: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 23 (7): the 166-package step was silent for minutes. pip (quiet on stdout) writes
+    each package it resolves to its --log; the step's line counts them while it runs."""
+    package = tmp_path / "fakepip" / "pip"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "__main__.py").write_text(textwrap.dedent("""
+        import sys, time
+        log = open(sys.argv[sys.argv.index("--log") + 1], "a")
+        for line in ["Collecting alpha==1.0", "Requirement already satisfied: beta==2 in /x",
+                     "Collecting Gamma_Pkg==3", "Installing collected packages: alpha, gamma"]:
+            log.write("2026-12-02T00:34:25,515 " + line + "\\n")
+            log.flush()
+            time.sleep(0.7)
+    """))
+    monkeypatch.setenv("PYTHONPATH", str(package.parent))
+    stream = io.StringIO()
+    meter = bootstrap.Meter(3, stream, live=lambda: True)
+    assert bootstrap._run([sys.executable, "-m", "pip", "install", "x"], optional=False,
+                          meter=meter)
+    drawn = stream.getvalue()
+    for shown in ("1/3 packages", "2/3 packages", "3/3 packages, installing"):
+        assert shown in drawn, drawn
+    visible: list[str] = []
+    for char in drawn:  # what the terminal shows after the backspaces: nothing left over
+        if char == "\b":
+            visible.pop()
+        else:
+            visible.append(char)
+    assert "".join(visible).strip() == ""
+    assert re.match(r"^\d+\.\d s\n", capsys.readouterr().out)
+    quiet = io.StringIO()  # not a terminal: no redrawn counts in a log file
+    bootstrap.Meter(3, quiet).update("Collecting alpha==1.0")
+    assert quiet.getvalue() == ""
