@@ -1,9 +1,9 @@
 """`pytest --stress`: run the tests with every CPU core saturated by other processes.
 
 A test that passes on an idle machine and fails under load waits for a proxy of the state it
-asserts, or the code has a race (issue 13). `make test-stress` runs the TUI and end-to-end
-tests this way: one busy process per core, started before the first test and stopped after the
-last, at normal priority like the other programs a user runs beside the app.
+asserts, or the code has a race (issue 13). `make test-stress` runs the whole suite this way,
+three times in a row: one busy process per core, started before the first test and stopped
+after the last, at normal priority like the other programs a user runs beside the app.
 """
 
 from __future__ import annotations

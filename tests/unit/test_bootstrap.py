@@ -87,6 +87,16 @@ def test_one_line_per_step_then_the_total(bootstrap: ModuleType, tmp_path: Path,
     assert ran[1][-1] == "torch==2.13.0"  # torch alone, before anything can pull another build
 
 
+def _project(tmp_path: Path) -> Path:
+    """The Makefile and the files its venv marker depends on, in a directory of their own."""
+    project = tmp_path / "project"
+    (project / "requirements").mkdir(parents=True)
+    shutil.copy(ROOT / "Makefile", project / "Makefile")
+    for name in ("requirements/lock.txt", "requirements/bootstrap.py", "pyproject.toml"):
+        shutil.copy(ROOT / name, project / name)
+    return project
+
+
 def _record_steps(bootstrap: ModuleType, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     ran: list[list[str]] = []
 
@@ -108,11 +118,7 @@ def test_an_interrupted_first_run_is_rebuilt_by_the_next(
     is missing), which must recreate the venv, not skip it and fail on "No module named pip"."""
     venv = tmp_path / ".venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    project = tmp_path / "project"  # the Makefile's view: a venv, no marker
-    (project / "requirements").mkdir(parents=True)
-    shutil.copy(ROOT / "Makefile", project / "Makefile")
-    for name in ("requirements/lock.txt", "requirements/bootstrap.py", "pyproject.toml"):
-        shutil.copy(ROOT / name, project / name)
+    project = _project(tmp_path)  # the Makefile's view: a venv, no marker
     (project / ".venv").symlink_to(venv)
     planned = subprocess.run(["make", "-n", "-C", str(project), "run"], capture_output=True,
                              text=True, check=True).stdout
@@ -170,3 +176,32 @@ def test_the_long_install_steps_count_packages_as_pip_collects_them(
     quiet = io.StringIO()  # not a terminal: no redrawn counts in a log file
     bootstrap.Meter(3, quiet).update("Collecting alpha==1.0")
     assert quiet.getvalue() == ""
+
+
+def _fake_project(tmp_path: Path, python_script: str) -> Path:
+    """A copy of the Makefile beside an installed venv whose python is `python_script`."""
+    project = _project(tmp_path)
+    python = project / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(python_script)
+    python.chmod(0o755)
+    (project / ".venv" / ".installed").touch()  # newer than the files it depends on
+    return project
+
+
+def test_make_test_stress_runs_the_whole_suite_three_times_and_stops_at_red(
+    tmp_path: Path
+) -> None:
+    """Issue 23 (8): zero flakes means the whole suite green three runs in a row with every
+    core busy; `make test-stress` ran only tests/tui and tests/e2e, once."""
+    calls = tmp_path / "calls"
+    project = _fake_project(tmp_path, f'#!/bin/sh\necho "$*" >> {calls}\n')
+    subprocess.run(["make", "-s", "-C", str(project), "test-stress"], check=True,
+                   capture_output=True)
+    assert calls.read_text().splitlines() == ["-m pytest --stress"] * 3
+    calls.unlink()
+    (project / ".venv" / "bin" / "python").write_text(
+        f'#!/bin/sh\necho "$*" >> {calls}\nexit 1\n')
+    done = subprocess.run(["make", "-s", "-C", str(project), "test-stress"],
+                          capture_output=True)
+    assert done.returncode != 0 and len(calls.read_text().splitlines()) == 1
