@@ -82,9 +82,16 @@ class IndexReport:
         return ", ".join(parts)
 
 
+# A turn the model never answered (Ollama down: failed; quit before the first token: an empty
+# interrupted one) is no earlier conversation: it becomes no unit, lends no words to its
+# neighbours and is no neighbour — else the question alone is recalled into later prompts and
+# listed by conversation search as if it had been discussed. (An imported message without a
+# reply is `complete`: what the user said there is kept.)
+_ANSWERED = ("{t}.status = 'complete' OR ({t}.status = 'interrupted' "
+             "AND trim({t}.answer) != '')")
 _TURN_SELECT = (
     "SELECT t.id, t.session_id, s.title, t.question, t.answer, t.created_at "
-    "FROM turns t JOIN sessions s ON s.id = t.session_id"
+    f"FROM turns t JOIN sessions s ON s.id = t.session_id WHERE ({_ANSWERED.format(t='t')})"
 )
 _SESSION_SELECT = (
     "SELECT s.id, s.title, COALESCE(ss.text, '') AS summary, "
@@ -96,8 +103,9 @@ _SESSION_SELECT = (
 # Each turn with the turns just before and after it in its session (None at either end).
 _NEIGHBOURS_SELECT = (
     "SELECT t.id, (SELECT p.id FROM turns p WHERE p.session_id = t.session_id AND p.seq < t.seq "
-    "ORDER BY p.seq DESC LIMIT 1), (SELECT n.id FROM turns n WHERE n.session_id = t.session_id "
-    "AND n.seq > t.seq ORDER BY n.seq LIMIT 1) FROM turns t"
+    f"AND ({_ANSWERED.format(t='p')}) ORDER BY p.seq DESC LIMIT 1), (SELECT n.id FROM turns n "
+    f"WHERE n.session_id = t.session_id AND n.seq > t.seq AND ({_ANSWERED.format(t='n')}) "
+    "ORDER BY n.seq LIMIT 1) FROM turns t"
 )
 
 
@@ -188,9 +196,10 @@ class ConversationIndex:
         neighbours, turns of a renamed session, new or rewritten summaries (the unit's text
         hashes tell)."""
         where, params = ("", ()) if session_id is None else (" WHERE s.id = ?", (session_id,))
+        also = where.replace(" WHERE ", " AND ")
         with self.store.lock:
             conn = self.store.conn
-            turns = conn.execute(f"{_TURN_SELECT}{where} ORDER BY t.session_id, t.seq",
+            turns = conn.execute(f"{_TURN_SELECT}{also} ORDER BY t.session_id, t.seq",
                                  params).fetchall()
             sessions = conn.execute(f"{_SESSION_SELECT}{where}", params).fetchall()
             units = f"SELECT id, text_hash, vector_hash FROM {UNITS_TABLE}"
@@ -220,7 +229,7 @@ class ConversationIndex:
             for start in range(0, len(names), 500):
                 part_names = names[start : start + 500]
                 rows = conn.execute(
-                    f"{_TURN_SELECT} WHERE t.session_id IN ({','.join('?' * len(part_names))}) "
+                    f"{_TURN_SELECT} AND t.session_id IN ({','.join('?' * len(part_names))}) "
                     "ORDER BY t.session_id, t.seq", part_names).fetchall()
                 docs += [d for d in _turn_docs(rows) if d.id in wanted]
             for start in range(0, len(session_ids), 500):
@@ -323,6 +332,7 @@ class ConversationIndex:
     def reconcile(self) -> tuple[int, int]:
         """Make Chroma hold exactly the units' vectors: (orphans removed, vectors re-embedded)."""
         with self._lock:
+            self._drop_unanswered()
             removed = self._remove_orphans()
             with self.store.lock:
                 units = {r[0] for r in self.store.conn.execute(f"SELECT id FROM {UNITS_TABLE}")}
@@ -330,6 +340,17 @@ class ConversationIndex:
             for start in range(0, len(missing), 256):
                 self._upsert(self._docs_for(missing[start : start + 256]))
             return removed, len(missing)
+
+    def _drop_unanswered(self) -> None:
+        """Units an older version made of turns that got no answer (see _ANSWERED); their
+        vectors then go as orphans. Looked for first: a sync that finds none writes nothing."""
+        stale = (f"SELECT u.id FROM {UNITS_TABLE} u JOIN turns t ON t.id = u.turn_id "
+                 f"WHERE NOT ({_ANSWERED.format(t='t')})")
+        with self.store.lock:
+            if self.store.conn.execute(f"{stale} LIMIT 1").fetchone() is None:
+                return
+        with self.store.transaction() as conn:
+            conn.execute(f"DELETE FROM {UNITS_TABLE} WHERE id IN ({stale})")
 
     def _upsert(self, docs: Sequence[UnitDoc]) -> None:
         if docs:

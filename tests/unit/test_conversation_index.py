@@ -268,3 +268,35 @@ def test_neighbouring_turns_lend_their_words(conversation_index: ConversationInd
     hits = search_conversations(conversation_index, "rainbow", now=NOW).hits
     assert {h.unit_id for h in hits} == {f"t:{first.id}", f"t:{first.id + 1}"}
     assert hits[0].unit_id == f"t:{first.id + 1}"  # its own words rank first
+
+
+def test_a_turn_that_got_no_answer_is_no_earlier_conversation(
+    conversation_index: ConversationIndex
+) -> None:
+    """Issue 23 (9): a question asked while Ollama was down (failed, no answer) or quit before
+    the first token (interrupted, empty) was indexed and then recalled and listed as an
+    earlier conversation. Units an older version made of such turns go at the next sync."""
+    from assistant.conversations.documents import turn_doc
+
+    store = conversation_index.store
+    session = store.create(title="Trip")
+    down = store.add_turn(session.id, "Which zebra kayak did I book?", "", status="failed",
+                          error="Ollama is not running")
+    store.add_turn(session.id, "Is the zebra kayak insured?", "", status="interrupted")
+    answered = store.add_turn(session.id, "What about the paddles?",
+                              "Two carbon paddles, booked.", status="complete")
+    conversation_index.sync()
+    result = search_conversations(conversation_index, "zebra kayak", now=NOW)
+    assert not [h for h in result.hits if "zebra" in h.question], result.hits
+    assert "zebra" not in fts_terms(conversation_index)  # nor in the neighbour's text
+    assert conversation_index.count() == 1
+    unit = f"t:{answered.id}"
+    assert conversation_index.neighbours([unit]) == {unit: []}
+    # A unit of the failed turn written by an older version is dropped, its vector too.
+    conversation_index.write([turn_doc(turn_id=down.id, session_id=session.id, title="Trip",
+                                       question=down.question, answer="",
+                                       created_at=down.created_at)])
+    assert conversation_index.count() == 2
+    conversation_index.sync()
+    assert conversation_index.count() == 1 and "zebra" not in fts_terms(conversation_index)
+    assert f"t:{down.id}" not in conversation_index.vectors().ids()
