@@ -353,8 +353,13 @@ class Manifest:
             marks = ",".join("?" * len(part))
             self.conn.execute(f"DELETE FROM chunks WHERE id IN ({marks})", tuple(part))
 
-    def set_chunk_mtime(self, source: str, mtime: float) -> None:
-        self.conn.execute("UPDATE chunks SET mtime = ? WHERE source = ?", (mtime, source))
+    def content_time(self, source: str) -> float | None:
+        """The content time indexed for a file (its chunks' mtime, see content_time.py); None
+        when it has no chunks."""
+        with self.lock:
+            row = self.conn.execute("SELECT mtime FROM chunks WHERE source = ? LIMIT 1",
+                                    (source,)).fetchone()
+        return None if row is None else float(row[0])
 
     def get_chunks(self, ids: Iterable[str]) -> dict[str, Chunk]:
         wanted = list(dict.fromkeys(ids))

@@ -17,13 +17,14 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from indexing.chunking import ChunkSettings, chunk_file, content_hash
+from indexing.content_time import content_time, copied_together
 from indexing.manifest import FileRecord, Manifest
 from indexing.progress import Phase, ProgressCallback, SyncProgress
 from indexing.readers import SkipFile, read_file
@@ -221,6 +222,7 @@ class Syncer:
         self._files_total = 0
         self._embedded = 0  # chunks embedded by this sync so far (progress)
         self._to_embed = 0  # chunks queued for embedding so far (progress)
+        self._copied: set[str] = set()  # new files of this sync that came in a bulk copy
 
     def _emit(self, phase: Phase, path: str = "") -> None:
         if self.progress:
@@ -268,6 +270,8 @@ class Syncer:
                 continue  # a parent being synced covers it (and absorbs it at the end)
             scans.append(self._scan(folder, nested.get(folder, ())))
         self._files_total = sum(len(s.to_read) for s in scans)
+        self._copied = copied_together({str(source.path): source.mtime for scan in scans
+                                        for source, known in scan.to_read if known is None})
         self.unchanged += sum(s.unchanged for s in scans)
         self._emit(Phase.indexing)
         pending: list[_Update] = []
@@ -368,7 +372,12 @@ class Syncer:
                 return _Update(
                     "touched", path, _replace_stat(record, source), [], [], []
                 )
-            chunks = chunk_file(source, decoded, self.settings.chunking)
+            known = None if record is None else self.manifest.content_time(path)
+            # Chunks carry the content time (content_time.py), the file record the stat.
+            dated = replace(source, mtime=content_time(
+                source.mtime, changed=record is None or digest != record.content_hash,
+                known=known, copied=path in self._copied))
+            chunks = chunk_file(dated, decoded, self.settings.chunking)
         except SkipFile as exc:
             self.skipped[str(exc.reason)].append((path, exc.detail))
             return self._removal(record) if record is not None else None
@@ -440,9 +449,8 @@ class Syncer:
                     stale.extend(ids)
                     continue
                 assert update.record is not None
-                if update.kind == "touched":
-                    self.manifest.set_chunk_mtime(update.path, update.record.mtime)
-                else:
+                # Touched (same content): the chunks keep their content time.
+                if update.kind != "touched":
                     if update.stale_ids:
                         self.manifest.delete_chunks(update.stale_ids)
                         keywords.delete(update.stale_ids)
