@@ -590,6 +590,12 @@ def load_config(path: Path) -> Config:
         config = config_from_dict(data)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from exc
+    return config_of_file(config, path)
+
+
+def config_of_file(config: Config, path: Path) -> Config:
+    """`config`, read from `path`, after the checks that need the file's place (the themes/
+    folder beside it). One set of rules for a loaded file and an edited one (config_edit.py)."""
     _check_theme(config.ui.theme, path.parent / "themes", path)
     return replace(config, source=path)
 

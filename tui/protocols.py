@@ -12,7 +12,7 @@ import builtins
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from tui.views import (
     ChatEvent,
@@ -102,6 +102,9 @@ class ChatApi(Protocol):
 
     def feedback(self, log_id: str, rating: int) -> None:
         """Blocking (a worker thread)."""
+
+    async def configure(self, changes: dict[str, Any]) -> None:
+        """Change chat settings for the following turns (`live_settings.live_changes`)."""
 
     async def pending_extraction(self) -> int:
         """How many turns memory extraction has not read yet, this run's and those an

@@ -12,6 +12,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from assistant.errors import UserError
 from tui.views import (
@@ -329,6 +330,7 @@ class FakeChat:
         self.cancelled = threading.Event()
         self.warmed = False
         self.preloaded: list[tuple[str | None, str]] = []  # (session, model) per preload
+        self.configured: list[dict[str, Any]] = []  # settings applied live, in order
 
     async def warm_up(self) -> None:
         self.warmed = True
@@ -345,6 +347,9 @@ class FakeChat:
     async def ask(self, session_id: str | None, text: str, *, model: str) -> FakeTurn:
         self.asked.append((session_id, text, model))
         return FakeTurn(self, model, text)
+
+    async def configure(self, changes: dict[str, Any]) -> None:
+        self.configured.append(dict(changes))
 
     def feedback(self, log_id: str, rating: int) -> None:
         self.feedback_log.append((log_id, rating))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from assistant.context import AppContext
 from assistant.daemon_pool import in_thread
@@ -167,6 +167,11 @@ class ChatAdapter:
             except UserError:  # the session is gone (deleted elsewhere): the model still loads
                 await in_thread(lambda: _select(engine, None, model))
         return await engine.preload()
+
+    async def configure(self, changes: dict[str, Any]) -> None:
+        """A setting edited on the settings screen, for the following turns."""
+        engine = (await self._open()).engine
+        engine.configure(**changes)
 
     def feedback(self, log_id: str, rating: int) -> None:
         from assistant.retrieval.log import RetrievalLog

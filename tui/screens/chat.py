@@ -16,6 +16,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer
 
 from assistant.chat.turn import CONTINUE_MESSAGE
+from assistant.config import Config
 from assistant.context import AppContext
 from tui.controllers.chat import ChatController
 from tui.controllers.event_summaries import IdleEventSummaries
@@ -56,6 +57,8 @@ class ChatScreen(Screen[None]):
         self.backend = backend
         self.state = state
         self.quitting = False
+        # The settings running: the start's, plus what F5 applied live since (settings.py).
+        self.running_config: Config = ctx.config
         self.banner = Banner(id="banner")
         self.chat_view = ChatView(id="chat")
         self.chat_input = ChatInput(id="input")
@@ -282,8 +285,11 @@ class ChatScreen(Screen[None]):
         from tui.screens.settings import SettingsScreen
 
         if not self._modal_open():
-            self.app.push_screen(
-                SettingsScreen(self.ctx.config, str(self.ctx.paths.config_file)))
+            def closed(config: Config | None) -> None:
+                self.running_config = config or self.running_config
+
+            self.app.push_screen(SettingsScreen(self.running_config, self.ctx.paths.config_file,
+                                                self.backend.chat.configure), closed)
 
     def action_log(self) -> None:
         from assistant.logfile import log_file
