@@ -35,6 +35,10 @@ def _show(value: object) -> str:
     return str(value)
 
 
+def _one_line(exc: ConfigError) -> str:
+    return exc.message + (f" ({exc.hint})" if exc.hint else "")
+
+
 def _value(config: Config, name: str) -> Any:
     section, key = name.split(".", 1)
     return getattr(getattr(config, section), key)
@@ -112,7 +116,7 @@ class SettingsScreen(ModalScreen[Config]):
             try:
                 prepare(self.config_path, section, key, raw)
             except ConfigError as exc:
-                return str(exc).split("\n", 1)[0]
+                return _one_line(exc)
             return None
 
         def chosen(raw: str | None) -> None:
@@ -130,8 +134,12 @@ class SettingsScreen(ModalScreen[Config]):
         try:  # again: the file may have changed while the prompt was open
             edit = prepare(self.config_path, section, key, raw)
             save(self.config_path, edit)
-        except (ConfigError, OSError) as exc:
-            self._say(f"{name} not changed: {str(exc).splitlines()[0]}")
+        except ConfigError as exc:
+            self._say(f"{name} not changed: {_one_line(exc)}")
+            return
+        except OSError as exc:
+            self._say(f"{name} not changed: cannot write {self.config_path}: "
+                      f"{exc.strerror or exc}")
             return
         self.saved = edit.config
         wanted = _with(self.running, section, key, edit.value)
