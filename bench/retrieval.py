@@ -403,6 +403,15 @@ class _SyntheticKB:
             for i, t in rows
         }
 
+    def chunk_places(self, ids: Sequence[str]) -> dict[str, Any]:
+        from indexing.types import ChunkPlace
+
+        marks = ",".join("?" * len(ids))
+        rows = self.conn.execute(
+            f"SELECT id FROM synth WHERE id IN ({marks})", list(ids)
+        ).fetchall() if ids else []
+        return {i: ChunkPlace(f"/synthetic/{i}.md", 0.0) for (i,) in rows}
+
     def sources_under(self, path_or_glob: str) -> list[str]:
         return []
 

@@ -28,7 +28,7 @@ import numpy as np
 from indexing.errors import HintedError
 from indexing.lock import IndexLock
 from indexing.manifest import SNAPSHOT_META, Manifest
-from indexing.types import Chunk
+from indexing.types import Chunk, ChunkPlace
 
 # Chunking and sync (with their readers and gitignore matching) load only when a sync runs: a
 # search, and the TUI's warm-up before "model ready", never need them.
@@ -664,6 +664,9 @@ class KnowledgeBase:
 
     def get_chunks(self, ids: Iterable[str]) -> dict[str, Chunk]:
         return self.manifest.get_chunks(ids)
+
+    def chunk_places(self, ids: Iterable[str]) -> dict[str, ChunkPlace]:
+        return self.manifest.chunk_places(ids)
 
     def chunk_terms(self, ids: Sequence[str]) -> dict[str, list[str]]:
         """The keyword tokens indexed for these chunks (`indexing.tokenize` of their text)."""

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from indexing.errors import HintedError
 from indexing.sqlite_db import Schema, open_database, schema_version
-from indexing.types import Chunk
+from indexing.types import Chunk, ChunkPlace
 
 if TYPE_CHECKING:
     from indexing.keywords import KeywordIndex
@@ -373,6 +373,20 @@ class Manifest:
                 for row in rows:
                     found[str(row[0])] = _row_chunk(row)
         return {i: found[i] for i in wanted if i in found}
+
+    def chunk_places(self, ids: Iterable[str]) -> dict[str, ChunkPlace]:
+        """Source and mtime of these chunks (unknown ids are left out), without reading their
+        text: a search ranks a few hundred candidates and shows ten."""
+        wanted = list(dict.fromkeys(ids))
+        found: dict[str, ChunkPlace] = {}
+        with self.lock:
+            for part in _chunks(wanted):
+                marks = ",".join("?" * len(part))
+                for cid, source, mtime in self.conn.execute(
+                    f"SELECT id, source, mtime FROM chunks WHERE id IN ({marks})", tuple(part)
+                ):
+                    found[str(cid)] = ChunkPlace(str(source), float(mtime))
+        return found
 
     def content_hashes(self, ids: Sequence[str]) -> set[str]:
         """The content hashes (= embedding cache keys) of these chunks."""

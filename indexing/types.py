@@ -46,6 +46,16 @@ class Chunk:
         return self.source
 
 
+
+@dataclass(frozen=True, slots=True)
+class ChunkPlace:
+    """What ranking needs of a candidate chunk before its text: its file and the file's mtime
+    (the per-file cap and the recency boost), read without the text (issue 25)."""
+
+    source: str
+    mtime: float
+
+
 def page_label(page: int | None, end_page: int | None) -> str | None:
     if page is None:
         return None

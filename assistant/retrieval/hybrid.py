@@ -33,7 +33,7 @@ from assistant.retrieval.rerank import Reranker
 from assistant.retrieval.scores import fused_display, keyword_score, term_coverage
 from assistant.retrieval.weights import dense_trusted, dense_weight
 from assistant.timerange import TimeRange
-from indexing.types import Chunk
+from indexing.types import Chunk, ChunkPlace
 
 if TYPE_CHECKING:
     from llama_index.core.schema import NodeWithScore
@@ -59,6 +59,8 @@ class KnowledgeSearch(Protocol):
 
     def get_chunks(self, ids: Sequence[str]) -> dict[str, Chunk]: ...
 
+    def chunk_places(self, ids: Sequence[str]) -> dict[str, ChunkPlace]: ...
+
     def sources_under(self, path_or_glob: str) -> list[str]: ...
 
     def sources_modified(self, since: float | None, until: float | None) -> list[str]: ...
@@ -80,7 +82,8 @@ class ResultLog(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class _Candidate:
-    chunk: Chunk
+    id: str
+    place: ChunkPlace
     rrf: float
     boost: float
     fused: float
@@ -217,19 +220,21 @@ class HybridRetriever:
 
         t = time.perf_counter()
         rerank_scores: dict[str, float] = {}
+        texts: dict[str, Chunk] = {}  # the full chunks read so far: only those shown or reranked
         if self.reranker is not None and ranked:
-            head = ranked[: max(top_k * 3, 20)]
-            scores = self.reranker.rerank(search_query, [c.chunk.text for c in head])
-            rerank_scores = {c.chunk.id: s for c, s in zip(head, scores, strict=True)}
-            head = sorted(head, key=lambda c: -rerank_scores[c.chunk.id])  # stable on ties
-            ranked = head + ranked[len(head):]
+            texts = self.kb.get_chunks([c.id for c in ranked[: max(top_k * 3, 20)]])
+            head = [c for c in ranked[: max(top_k * 3, 20)] if c.id in texts]
+            scores = self.reranker.rerank(search_query, [texts[c.id].text for c in head])
+            rerank_scores = {c.id: s for c, s in zip(head, scores, strict=True)}
+            head = sorted(head, key=lambda c: -rerank_scores[c.id])  # stable on ties
+            ranked = head + [c for c in ranked if c.id not in rerank_scores]
         timings["rerank"] = (time.perf_counter() - t) * 1000
 
         t = time.perf_counter()
-        chosen = cap_per_file(ranked, top_k, self.settings.per_file, _source_of)
+        chosen = self._shown(ranked, top_k, texts)
         query_terms = self._tokenize(search_query)
         best_raw = keyword[0][1] if keyword else 0.0
-        terms = self._chunk_terms([c.chunk for c, _ in chosen if c.bm25 is not None])
+        terms = self._chunk_terms([chunk for c, chunk, _ in chosen if c.bm25 is not None])
 
         def cover(chunk: Chunk) -> float:
             return term_coverage(query_terms, terms[chunk.id])
@@ -237,11 +242,11 @@ class HybridRetriever:
         best_possible = 1.0 + max(0.0, self.settings.recency_boost)
         hits = [
             SearchHit(
-                chunk=c.chunk,
+                chunk=chunk,
                 rank=position,
                 score=(
-                    round(rerank_scores[c.chunk.id], 6)
-                    if c.chunk.id in rerank_scores
+                    round(rerank_scores[c.id], 6)
+                    if c.id in rerank_scores
                     else fused_display(c.fused, best_possible)
                 ),
                 fused=c.fused,
@@ -250,14 +255,14 @@ class HybridRetriever:
                 dense_rank=c.dense_rank,
                 bm25=c.bm25,
                 keyword=(
-                    keyword_score(c.bm25, best_raw, cover(c.chunk)) if c.bm25 is not None else None
+                    keyword_score(c.bm25, best_raw, cover(chunk)) if c.bm25 is not None else None
                 ),
                 keyword_rank=c.keyword_rank,
                 recency_boost=c.boost,
-                rerank_score=rerank_scores.get(c.chunk.id),
+                rerank_score=rerank_scores.get(c.id),
                 more_from_file=more,
             )
-            for position, (c, more) in enumerate(chosen, start=1)
+            for position, (c, chunk, more) in enumerate(chosen, start=1)
         ]
         # The gate vouches only with evidence from what is shown: a strong match the list
         # does not hold must not make a list of weak ones look confident. An English-only
@@ -281,6 +286,22 @@ class HybridRetriever:
             entry_id = self.log.append(result, origin=self.origin, in_path=in_path)
             result = _with_log_id(result, entry_id)
         return result
+
+    def _shown(
+        self, ranked: list[_Candidate], top_k: int, texts: dict[str, Chunk]
+    ) -> list[tuple[_Candidate, Chunk, int]]:
+        """The top `top_k` under the per-file cap, with their full chunks (read only now, for
+        the few shown: `texts` holds those already read). A chunk deleted since ranking (a
+        sync is running) leaves its slot to the next candidate."""
+        while True:
+            chosen = cap_per_file(ranked, top_k, self.settings.per_file, _source_of)
+            missing = [c.id for c, _ in chosen if c.id not in texts]
+            if missing:
+                texts.update(self.kb.get_chunks(missing))
+            gone = {c.id for c, _ in chosen if c.id not in texts}
+            if not gone:
+                return [(c, texts[c.id], more) for c, more in chosen]
+            ranked = [c for c in ranked if c.id not in gone]
 
     def _chunk_terms(self, chunks: Sequence[Chunk]) -> dict[str, list[str]]:
         """Each chunk's keyword tokens: as the keyword index stored them when the knowledge
@@ -362,24 +383,26 @@ class HybridRetriever:
         """Convex fusion of the normalised lists, the recency boost, and the keyword #1 kept
         in view when it is a strong match. `trust` scales the dense list's share."""
         fused = self._fused_scores(dense, keyword, trust)
-        chunks = self.kb.get_chunks([f.id for f in fused])
+        # Source and mtime only: the text is read for the few shown (`_shown`).
+        places = self.kb.chunk_places([f.id for f in fused])
         cosine = dict(dense)
         bm25 = dict(keyword)
         now = self._clock()
         out: list[_Candidate] = []
         for f in fused:
-            chunk = chunks.get(f.id)
-            if chunk is None:  # deleted between search and fetch (a sync is running)
+            place = places.get(f.id)
+            if place is None:  # deleted between search and fetch (a sync is running)
                 continue
             boost = recency_boost(
-                chunk.mtime,
+                place.mtime,
                 now,
                 days=self.settings.recency_days,
                 boost=self.settings.recency_boost,
             )
             out.append(
                 _Candidate(
-                    chunk=chunk,
+                    id=f.id,
+                    place=place,
                     rrf=f.score,
                     boost=boost,
                     fused=f.score * (1.0 + boost),
@@ -415,10 +438,12 @@ class HybridRetriever:
         if not keyword:
             return ranked
         top = keyword[0][0]
-        index = next((i for i, c in enumerate(ranked) if c.chunk.id == top), None)
+        index = next((i for i, c in enumerate(ranked) if c.id == top), None)
         if index is None or index < KEEP_KEYWORD_TOP:
             return ranked
-        chunk = ranked[index].chunk
+        chunk = self.kb.get_chunks([top]).get(top)
+        if chunk is None:  # deleted since ranking (a sync is running)
+            return ranked
         coverage = term_coverage(self._tokenize(query), self._chunk_terms([chunk])[chunk.id])
         if coverage < self.settings.keyword_threshold:
             return ranked
@@ -426,7 +451,7 @@ class HybridRetriever:
 
 
 def _source_of(candidate: _Candidate) -> str:
-    return candidate.chunk.source
+    return candidate.place.source
 
 
 def _best(values: Iterable[float | None]) -> float | None:

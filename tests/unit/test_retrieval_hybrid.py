@@ -313,3 +313,44 @@ def test_keyword_scores_use_the_stored_tokens_without_retokenizing() -> None:
     ]
     assert any(h.keyword for h in got.hits)
     assert seen and all(text == "compress archive files" for text in seen)
+
+
+class _CountingKB(FakeKnowledgeBase):
+    """Records which chunks' full rows (with text) a search reads; `vanish` are deleted after
+    ranking (a sync running beside the search)."""
+
+    def __init__(self) -> None:
+        super().__init__(HashEmbedder())
+        self.texts_read: list[str] = []
+        self.vanish: set[str] = set()
+
+    def get_chunks(self, ids):  # type: ignore[no-untyped-def]
+        self.texts_read += list(ids)
+        return {i: c for i, c in super().get_chunks(ids).items() if i not in self.vanish}
+
+
+def _many_files_kb() -> _CountingKB:
+    kb = _CountingKB()
+    for n in range(60):
+        kb.add(make_chunk(f"/notes/n{n:02}.md", f"archive tar note {n} words w{n}", mtime=OLD))
+    return kb
+
+
+def test_a_search_reads_the_text_of_only_the_chunks_it_shows() -> None:
+    """Ranking needs each candidate's file and mtime, not its text: the text of the few shown
+    is read, not that of every candidate (issue 25: ~400 rows per query at 32k chunks)."""
+    kb = _many_files_kb()
+    result = retriever(kb).search("archive tar", top_k=5)
+    assert len(result.hits) == 5
+    assert sorted(kb.texts_read) == sorted(h.chunk.id for h in result.hits)
+
+
+def test_a_chunk_deleted_after_ranking_leaves_its_slot_to_the_next() -> None:
+    kb = _many_files_kb()
+    before = retriever(kb).search("archive tar", top_k=5)
+    kb.vanish = {before.hits[1].chunk.id}
+    after = retriever(kb).search("archive tar", top_k=5)
+    assert len(after.hits) == 5
+    assert [h.chunk.id for h in after.hits[:4]] == [
+        h.chunk.id for h in before.hits if h.chunk.id not in kb.vanish][:4]
+    assert before.hits[1].chunk.id not in {h.chunk.id for h in after.hits}
