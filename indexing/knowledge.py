@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from indexing import vectors_match
 from indexing.errors import HintedError
 from indexing.lock import IndexLock
 from indexing.manifest import SNAPSHOT_META, Manifest
@@ -342,6 +343,7 @@ class KnowledgeBase:
         snapshot are still cleaned)."""
         self._coverage = None
         with self.lock:
+            vectors_match.forget(self.manifest)  # it deletes vectors: the next sync reconciles
             files = self.manifest.files(plan.path)
             ids = list(dict.fromkeys([*plan.chunk_ids,
                                       *self.manifest.chunk_ids_for_sources(files)]))
@@ -417,6 +419,12 @@ class KnowledgeBase:
             current = collection_name(embedder.model_id, embedder.dimension)
             recorded = self.manifest.get_meta(META_COLLECTION)
             reembed = recorded is not None and recorded != current
+            # Nothing wrote to the store since the last complete sync left it matching the
+            # manifest: no reconcile, and Chroma is opened only if a file changed.
+            skip_vectors = not rebuild and recorded == current and vectors_match.matches(
+                self.manifest, current, self.vector_location)
+            if not skip_vectors:
+                vectors_match.forget(self.manifest)  # committed before any write to the store
             # A rebuild is one transaction around all its batches: until its commit every
             # reader (other processes: WAL) sees the old index, and a kill or a cancel rolls
             # back to it whole. Vectors it upserted meanwhile are orphans the old index
@@ -427,7 +435,7 @@ class KnowledgeBase:
                 if rebuild:
                     self.manifest.clear_index()
                 syncer = self._sync_in(embedder, settings, selected, registered, current,
-                                       recorded, rebuild, progress)
+                                       recorded, rebuild, progress, skip_vectors)
             if rebuild:
                 if recorded is not None and recorded != current and None not in old:
                     try:
@@ -436,6 +444,7 @@ class KnowledgeBase:
                         log.warning("could not drop the old collection %s", recorded)
                 syncer.repair()
             self._refresh_snapshot()
+            vectors_match.record(self.manifest, current, self.vector_location)
             return syncer.report(selected, started, reembedded=reembed, rebuilt=rebuild)
 
     def _sync_in(
@@ -448,14 +457,31 @@ class KnowledgeBase:
         recorded: str | None,
         rebuild: bool,
         progress: ProgressCallback | None,
+        skip_vectors: bool = False,
     ) -> Syncer:
-        """The sync proper, under the index lock (inside a rebuild's transaction)."""
+        """The sync proper, under the index lock (inside a rebuild's transaction).
+        `skip_vectors`: the store is known to match the manifest (vectors_match.py): it is
+        opened only when a change needs it, and not reconciled."""
         chunking = _chunking_fingerprint(settings)
         recorded_chunking = self.manifest.get_meta(META_CHUNKING)
         rechunk = recorded_chunking is not None and recorded_chunking != chunking
         if rechunk:
             selected = registered  # chunks of every folder must follow the new settings
         self._vectors = None
+        from indexing.sync import Syncer
+
+        if skip_vectors:
+            syncer = Syncer(
+                self.manifest,
+                lambda: self._open_store(current, embedder.model_id, embedder.dimension),
+                embedder, settings, progress, rechunk=rechunk,
+                before_vector_write=lambda: vectors_match.forget(self.manifest),
+            )
+            syncer.repair(vectors=False)
+            syncer.sync_folders(selected)
+            self._vectors = syncer.opened_vectors
+            self._record_chunking(recorded_chunking, chunking)
+            return syncer
         store = self._open_store(current, embedder.model_id, embedder.dimension)
         reusable: set[str] = set()
         if rebuild:
@@ -468,8 +494,6 @@ class KnowledgeBase:
             except Exception:  # an unreadable collection: start it afresh
                 self._drop_collection(current, embedder.model_id, embedder.dimension)
                 store = self._open_store(current, embedder.model_id, embedder.dimension)
-        from indexing.sync import Syncer
-
         syncer = Syncer(
             self.manifest, store, embedder, settings, progress,
             rechunk=rechunk, reusable=reusable,
@@ -488,10 +512,13 @@ class KnowledgeBase:
                 self.manifest.set_model_for_all_files(embedder.model_id)
         self._vectors = store
         syncer.sync_folders(selected)
-        if recorded_chunking != chunking:
+        self._record_chunking(recorded_chunking, chunking)
+        return syncer
+
+    def _record_chunking(self, recorded: str | None, chunking: str) -> None:
+        if recorded != chunking:
             with self.manifest.transaction():
                 self.manifest.set_meta(META_CHUNKING, chunking)
-        return syncer
 
     def _select(
         self, folders: Sequence[str | os.PathLike[str]], registered: list[str]

@@ -188,13 +188,14 @@ class Syncer:
     def __init__(
         self,
         manifest: Manifest,
-        vectors: VectorStore,
+        vectors: VectorStore | Callable[[], VectorStore],
         embedder: Embedder,
         settings: SyncSettings,
         progress: ProgressCallback | None = None,
         *,
         rechunk: bool = False,
         reusable: set[str] | None = None,
+        before_vector_write: Callable[[], None] | None = None,
     ) -> None:
         self.manifest = manifest
         # Chunk settings changed: every file is re-chunked even if its bytes did not change
@@ -202,7 +203,12 @@ class Syncer:
         self.rechunk = rechunk
         # Chunk ids whose vectors are known to be in the store already (a rebuild).
         self.reusable = reusable or set()
-        self.vectors = vectors
+        # A callable opens the store on first use: a sync that changes nothing never imports
+        # Chroma (seconds of a re-sync; issue 25). `before_vector_write` runs once, before
+        # the first write to the store (the caller records that the store may now differ).
+        self._vectors = vectors if not callable(vectors) else None
+        self._open_vectors = vectors if callable(vectors) else None
+        self._before_write = before_vector_write
         self.embedder = embedder
         self.settings = settings
         self.progress = progress
@@ -224,6 +230,24 @@ class Syncer:
         self._to_embed = 0  # chunks queued for embedding so far (progress)
         self._copied: set[str] = set()  # new files of this sync that came in a bulk copy
 
+    @property
+    def vectors(self) -> VectorStore:
+        if self._vectors is None:
+            assert self._open_vectors is not None
+            self._vectors = self._open_vectors()
+        return self._vectors
+
+    @property
+    def opened_vectors(self) -> VectorStore | None:
+        """The store if this sync opened it (None: it never needed to)."""
+        return self._vectors
+
+    def _writing_vectors(self) -> VectorStore:
+        if self._before_write is not None:
+            before, self._before_write = self._before_write, None
+            before()
+        return self.vectors
+
     def _emit(self, phase: Phase, path: str = "") -> None:
         if self.progress:
             embedding = phase == Phase.embedding
@@ -240,7 +264,9 @@ class Syncer:
 
     # --- steps ------------------------------------------------------------------------------
 
-    def repair(self) -> None:
+    def repair(self, *, vectors: bool = True) -> None:
+        """Re-tokenise a stale keyword index; with `vectors`, reconcile the vector store with
+        the manifest (the caller leaves it out only when it knows they match)."""
         self._emit(Phase.repairing)
         keywords = self.manifest.keywords
         if keywords.stale:
@@ -248,9 +274,11 @@ class Syncer:
             with self.manifest.transaction():
                 keywords.clear()
                 keywords.add(self.manifest.iter_chunk_texts())
+        if not vectors:
+            return
         self.repaired += reconcile(
             self.manifest,
-            self.vectors,
+            self._writing_vectors(),
             self.counters,
             batch=self.settings.batch_chunks,
             progress=self.progress,
@@ -430,7 +458,7 @@ class Syncer:
                 self._embedded += len(texts)
                 self._emit(Phase.embedding, part[first].source)
             embeddings = slices[0] if len(slices) == 1 else np.concatenate(slices)
-            self.vectors.upsert(
+            self._writing_vectors().upsert(
                 [c.id for c in part], embeddings, [_metadata(c.source) for c in part]
             )
         # 2. manifest + chunks + keywords, atomically.
@@ -461,7 +489,7 @@ class Syncer:
                 self.manifest.put_file(update.record)
         # 3. obsolete vectors last: a crash before this leaves orphans reconcile removes.
         if stale:
-            self.vectors.delete(stale)
+            self._writing_vectors().delete(stale)
         for update in pending:
             if update.kind == "added":
                 self.added.append(update.path)

@@ -199,6 +199,74 @@ def test_reconcile_repairs_orphan_and_missing_vectors(knowledge, kb) -> None:
     index_state(kb).assert_consistent()
 
 
+def test_an_unchanged_resync_opens_no_vector_store(knowledge, kb, monkeypatch) -> None:
+    """After a complete sync the store is recorded as matching the manifest: a re-sync that
+    finds nothing changed neither opens Chroma nor lists its ids (issue 25: 28 of 36 s at 31k
+    chunks); one that finds a change opens it, and the stores still match afterwards."""
+    import indexing.vectors as vectors
+
+    for i in range(3):
+        path = knowledge.write(f"n{i}.md", note_text(f"n{i}"))
+    kb.sync(knowledge.settings())
+    real_open = vectors.VectorStore.open
+    opened: list[str] = []
+
+    def counting_open(*args, **kwargs):  # type: ignore[no-untyped-def]
+        opened.append(args[1] if len(args) > 1 else kwargs.get("collection", "?"))
+        return real_open(*args, **kwargs)
+
+    monkeypatch.setattr(vectors.VectorStore, "open", counting_open)
+    fresh = knowledge.open()
+    report = fresh.sync(knowledge.settings())
+    assert report.unchanged == 3 and not report.changed
+    assert opened == []
+    path.write_text(note_text("n2", seed="edited"))
+    report = fresh.sync(knowledge.settings())
+    assert report.updated == (str(path),) and opened
+    index_state(fresh).assert_consistent()
+
+
+def test_a_sync_that_stops_while_writing_vectors_leaves_no_match_record(
+    knowledge, kb, monkeypatch
+) -> None:
+    """The record is deleted (committed) before the first write to the store: a sync that
+    dies after writing leaves none, so the next one reconciles the orphans it may have left."""
+    import indexing.vectors as vectors
+    from indexing.vectors_match import META_KEY
+
+    path = knowledge.write("a.md", note_text("a"))
+    kb.sync(knowledge.settings())
+    assert kb.manifest.get_meta(META_KEY)
+    real_upsert = vectors.VectorStore.upsert
+
+    def upsert_then_die(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        real_upsert(self, *args, **kwargs)
+        raise KeyboardInterrupt  # the vectors are written, the SQLite commit never comes
+
+    monkeypatch.setattr(vectors.VectorStore, "upsert", upsert_then_die)
+    path.write_text(note_text("a", seed="edited"))
+    with pytest.raises(KeyboardInterrupt):
+        knowledge.open().sync(knowledge.settings())
+    assert knowledge.open().manifest.get_meta(META_KEY) is None
+    monkeypatch.setattr(vectors.VectorStore, "upsert", real_upsert)
+    report = knowledge.open().sync(knowledge.settings())
+    assert report.repaired > 0  # the orphans the dead sync upserted
+    index_state(knowledge.open()).assert_consistent()
+
+
+def test_a_store_written_after_the_last_sync_is_reconciled(knowledge, kb) -> None:
+    """The record names Chroma's database file: anything writing to the store since (another
+    collection, a tool, a store moved aside and recreated) makes the next sync reconcile."""
+    for i in range(3):
+        knowledge.write(f"n{i}.md", note_text(f"n{i}"))
+    kb.sync(knowledge.settings())
+    victim = sorted(index_state(kb).chunk_ids)[0]
+    kb.vectors().delete([victim])
+    report = kb.sync(knowledge.settings())
+    assert report.repaired == 1
+    index_state(kb).assert_consistent()
+
+
 def test_search_filters_by_sources(knowledge, kb) -> None:
     a = knowledge.write("docs/a.md", "# Sockets\n\nHow to open a socket and read a packet.\n")
     b = knowledge.write("other/b.md", "# Gardens\n\nHow to water a garden by the river.\n")
