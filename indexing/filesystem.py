@@ -50,6 +50,13 @@ def _kind(exc: BaseException) -> str | None:
     return None
 
 
+def can_write(directory: Path) -> bool:
+    """Whether this process may create files in `directory` (False on a read-only mount, or
+    a folder it may only read): the reads that also write (a search's log entry) skip that
+    part there, and SQLite databases are opened read-only (indexing/sqlite_db.py)."""
+    return os.access(_existing(directory), os.W_OK)
+
+
 def _unopenable(exc: BaseException) -> bool:
     return "unable to open database file" in str(exc) or (
         isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EPERM))

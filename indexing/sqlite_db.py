@@ -10,7 +10,12 @@ n-1 to n. `open_database` connects, sets the store's pragmas and runs the missin
   opening the same new home at the same moment may have applied the step while we waited;
 - a database written by a newer release is refused with a hint, never "upgraded" backwards;
 - a file that is not a database (damaged, truncated) becomes the store's own user-facing error;
-  an operational failure (locked, read-only) is raised as it is, since it is not damage.
+  an operational failure (locked, read-only) is raised as it is, since it is not damage;
+- in a folder this process cannot write (a read-only mount, a home it may only read) the
+  database is opened read-only, so reading needs no write access: SQLite cannot make the WAL's
+  `-shm` there, so a database whose WAL is empty or gone is opened `immutable` (nobody can
+  write it either), one with a WAL and its `-shm` left by a writer `mode=ro` (which reads the
+  WAL). Any write through such a connection fails as SQLite's "readonly database".
 
 Steps are plain DDL/DML (no triggers, no ';' inside string literals), so each is run statement
 by statement inside its one transaction. Never edit a released step: add a new one.
@@ -74,9 +79,10 @@ def open_database(
                 # truncated file. Read as empty it would silently stand for "nothing stored".
                 raise error(f"the {schema.label} {file} is empty (0 bytes): it was truncated or "
                             "damaged, so it is not read as empty", damaged_hint)
+    read_only = None if str(path) == ":memory:" else read_only_uri(Path(path))
     conn = sqlite3.connect(
-        str(path), timeout=timeout, check_same_thread=False,
-        isolation_level=None if autocommit else "DEFERRED",
+        read_only or str(path), timeout=timeout, check_same_thread=False,
+        isolation_level=None if autocommit else "DEFERRED", uri=read_only is not None,
     )
     try:
         for pragma in pragmas:
@@ -94,6 +100,26 @@ def open_database(
         conn.close()
         raise
     return conn
+
+
+def read_only_uri(file: Path) -> str | None:
+    """The URI opening `file` read-only when its folder is not writable by this process (see
+    the module doc); None when it is writable, or when a WAL left without its `-shm` could be
+    read by no mode (then the open fails as SQLite says: read-only, never damage)."""
+    from urllib.parse import quote
+
+    from indexing.filesystem import can_write
+
+    if can_write(file.parent):
+        return None
+    wal, shm = Path(f"{file}-wal"), Path(f"{file}-shm")
+    try:
+        pending = wal.stat().st_size > 0
+    except FileNotFoundError:
+        pending = False
+    if not pending:
+        return f"file:{quote(str(file.absolute()))}?mode=ro&immutable=1"
+    return f"file:{quote(str(file.absolute()))}?mode=ro" if shm.exists() else None
 
 
 def _create(

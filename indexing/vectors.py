@@ -9,6 +9,7 @@ Chroma failure surfaces as a `VectorStoreError` with a message meant for the use
 from __future__ import annotations
 
 import contextlib
+import errno
 import re
 import sqlite3
 import threading
@@ -34,6 +35,11 @@ class VectorStoreError(HintedError):
 
 class VectorStoreDamaged(VectorStoreError):
     """The embedded store's database is damaged: it can only be rebuilt (see `recovery_hint`)."""
+
+
+class VectorStoreReadOnly(VectorStoreError):
+    """The embedded store is in a folder this process cannot write (a read-only mount): the
+    embedded Chroma cannot open it at all, so searches go on by keywords and say so."""
 
 
 def recovery_hint(directory: str | Path) -> str:
@@ -246,6 +252,7 @@ def _connect(key: tuple[str, ...], location: str | Path) -> Any:
     from indexing.memory_hygiene import wipe_freed_memory
 
     check_store_file(path)
+    _check_writable(path)
     wipe_freed_memory()  # before Chroma's index buffers exist: see memory_hygiene
     from indexing.quiet_panics import rust_panics_silenced
 
@@ -262,6 +269,28 @@ def _connect(key: tuple[str, ...], location: str | Path) -> Any:
             f"The vector store at {path} cannot be opened ({_first_line(exc)}).",
             hint=_NOT_DAMAGE_HINT,
         ) from exc
+
+
+def _check_writable(path: Path) -> None:
+    """Embedded Chroma opens its database for writing (and migrates it) even to read: in a
+    folder this process cannot write it fails with its own words; said here, before trying."""
+    from indexing.filesystem import can_write, full_or_read_only
+
+    if can_write(path):
+        return
+    where = full_or_read_only(OSError(errno.EROFS, "read-only"), path) \
+        if _read_only_mount(path) else f"{path} is not writable by this user"
+    raise VectorStoreReadOnly(f"The vector store cannot be opened: {where}.",
+                              hint="make the home writable to search by meaning again")
+
+
+def _read_only_mount(path: Path) -> bool:
+    import os
+
+    try:
+        return bool(os.statvfs(path if path.exists() else path.parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def _first_line(exc: BaseException) -> str:

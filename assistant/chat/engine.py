@@ -45,6 +45,7 @@ import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from assistant.chat import errors
@@ -237,7 +238,9 @@ class TurnStream:
     """Async iterator over one turn's events; `cancel()` interrupts the answer."""
 
     def __init__(self, run: Callable[[Callable[[ChatEvent], None]], Coroutine[Any, Any, None]],
-                 on_abort: Callable[[Callable[[ChatEvent], None]], None]) -> None:
+                 on_abort: Callable[[Callable[[ChatEvent], None]], None],
+                 saved_in: str | Path | None = None) -> None:
+        self._saved_in = saved_in  # the sessions database, named when it cannot be written
         self._queue: asyncio.Queue[ChatEvent | None] = asyncio.Queue()  # None: the end
         self._final: Done | Failed | None = None
         self._task = asyncio.get_running_loop().create_task(run(self._emit))
@@ -259,7 +262,7 @@ class TurnStream:
                 on_abort(self._emit)
             except Exception as exc:  # e.g. the sessions database is not writable
                 log.exception("could not record the turn")
-                self._emit(Failed(errors.not_saved(exc), "", None))
+                self._emit(Failed(errors.not_saved(exc, self._saved_in), "", None))
         self._queue.put_nowait(None)
 
     def __aiter__(self) -> TurnStream:
@@ -562,6 +565,7 @@ class ChatEngine:
         self._active = TurnStream(
             lambda emit: self._run(state, emit, use_knowledge, use_memory),
             lambda emit: self._record_interrupted(state, emit),
+            saved_in=self.store.path,
         )
         return self._active
 
@@ -602,10 +606,11 @@ class ChatEngine:
         except ChatError as exc:
             self._record_failed(state, emit, exc)
         except (UserError, sqlite3.Error) as exc:
+            failed = errors.not_saved(exc, self.store.path)
             if state.recorded:  # storing the turn itself failed: it cannot be stored as failed
-                emit(Failed(errors.not_saved(exc), state.answer, None))
+                emit(Failed(failed, state.answer, None))
             else:
-                self._record_failed(state, emit, errors.not_saved(exc))
+                self._record_failed(state, emit, failed)
         except ContextOverflow as exc:
             self._record_failed(state, emit, errors.context_overflow(str(exc)))
         except Exception as exc:

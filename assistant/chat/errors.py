@@ -9,6 +9,7 @@ stores the turn before reporting the error.
 from __future__ import annotations
 
 import logging
+import os
 from typing import Literal
 
 from assistant.errors import HintedError, UserError
@@ -88,10 +89,16 @@ def stage_failed(kind: ErrorKind, what: str, exc: BaseException) -> ChatError:
     )
 
 
-def not_saved(exc: BaseException) -> ChatError:
+def not_saved(exc: BaseException, where: str | os.PathLike[str] | None = None) -> ChatError:
+    """`where`: the sessions database, to name its filesystem when that is full or read-only
+    (a read-only home: everything else of a turn works, only saving it cannot)."""
+    from indexing.filesystem import full_or_read_only
+
+    reason = full_or_read_only(exc, where) if where not in (None, ":memory:") else None
+    detail = f"{reason} ({_without_hint(exc)})" if reason else _without_hint(exc)
     return ChatError(
         "server",
-        f"could not save the conversation: {_without_hint(exc)}",
+        f"could not save the conversation: {detail}",
         getattr(exc, "hint", None) or "check the free disk space and the permissions of the "
         "data folder (`brain config path` shows where it is)",
     )

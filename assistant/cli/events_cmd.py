@@ -155,6 +155,9 @@ def _rm(args: argparse.Namespace) -> int:
 
     with _opened(args) as service:
         removed = remove_events(service.ctx, service.store, args.ids)
+    if not removed:
+        print("the events were erased earlier; nothing remains on disk")
+        return 0
     extra = len(removed) - len(set(args.ids))
     note = f" (and {extra} summaries written from them)" if extra > 0 else ""
     print(f"erased {len(set(args.ids))} events{note}; nothing remains on disk")

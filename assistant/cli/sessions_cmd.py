@@ -293,6 +293,7 @@ def _open_index(args: argparse.Namespace) -> ConversationIndex:
 def _search(args: argparse.Namespace) -> int:
     from assistant.conversations.search import search_conversations
     from assistant.timerange import local_now, range_from_flags
+    from indexing.filesystem import can_write
 
     query = " ".join(args.query).strip()
     if args.queries is not None and query:
@@ -307,7 +308,8 @@ def _search(args: argparse.Namespace) -> int:
             raise UserError("nothing to search for", hint='brain sessions search "what did we …"')
     index = _open_index(args)
     with closing(index.store):
-        index.sync()
+        if can_write(Path(index.store.path).parent):  # a read-only home: searched as it is
+            index.sync()
         if batch is not None:
             for line_query, since, until in batch:
                 result = search_conversations(

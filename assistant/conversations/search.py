@@ -13,6 +13,7 @@ discussed, and must not come back empty. Flags are never dropped.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ import numpy as np
 from assistant.conversations.dense_context import context_scores
 from assistant.conversations.topic import topic_text
 from assistant.errors import UserError
+from assistant.logfile import TO_USER
 from assistant.retrieval.fusion import rrf
 from assistant.retrieval.weights import dense_weight as language_dense_weight
 from assistant.timephrases import split_query
@@ -29,6 +31,8 @@ from assistant.timerange import TimeRange, local_now
 
 if TYPE_CHECKING:
     from assistant.conversations.index import ConversationIndex
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,12 +169,20 @@ def _rank(
     # The dense ranking reads the question without the words of nearly every turn (`topic`).
     topic = topic_text(text, index.common_terms)
     topic_vector = query_vector if topic == text else embedder.embed_query(topic)
-    dense: list[tuple[str, float, float]] = [(i, c, c) for i, c in
-                                             index.dense(topic_vector, pool, allowed)]
+    from indexing.vectors import VectorStoreReadOnly
+
+    dense: list[tuple[str, float, float]] = []
     fetched: dict[str, np.ndarray] = {}
-    if settings.context_share > 0:
-        dense, fetched = _with_context(index, topic_vector, [(i, c) for i, _, c in dense],
-                                       allowed, settings.context_share)
+    try:
+        dense = [(i, c, c) for i, c in index.dense(topic_vector, pool, allowed)]
+        if settings.context_share > 0:
+            dense, fetched = _with_context(index, topic_vector, [(i, c) for i, _, c in dense],
+                                           allowed, settings.context_share)
+        vectors_usable = True
+    except VectorStoreReadOnly as exc:  # a read-only home: the keywords answer, and it is said
+        log.warning("%s Searching conversations by keywords only.", exc.message,
+                    extra=TO_USER)
+        vectors_usable = False
     keyword = index.keyword(text, pool, allowed)
     # Chinese on an English-only model: the knowledge retrieval's rule (its dense ranking of
     # such a query is noise).
@@ -180,7 +192,8 @@ def _rank(
     # The cosine shown (and gated on) is the question's as asked.
     cosine = ({i: c for i, _, c in dense} if topic == text else
               {f.id: float(fetched[f.id] @ query_vector) for f in fused if f.id in fetched})
-    cosine.update(index.cosines(query_vector, [f.id for f in fused if f.id not in cosine]))
+    if vectors_usable:
+        cosine.update(index.cosines(query_vector, [f.id for f in fused if f.id not in cosine]))
     best_bm25 = max((s for _, s in keyword), default=0.0)
     bm25 = dict(keyword)
     return [

@@ -171,7 +171,8 @@ def _finish(ctx: AppContext, intent: Intent, apply: Callable[[dict[str, Any]], o
 
 def _done(ctx: AppContext, intent: Intent) -> None:
     keys = {"folder": lambda d: [d["path"]], "memory": lambda d: [d["id"]],
-            "sessions": lambda d: list(d["ids"])}.get(intent.kind)
+            "sessions": lambda d: list(d["ids"]), "events": lambda d: list(d["ids"])
+            }.get(intent.kind)
     if keys is not None:
         intents.note_done(ctx.paths.data_dir, intent.kind, keys(intent.data))
     intents.clear(intent)
@@ -246,8 +247,20 @@ def _all_sessions(ctx: AppContext, data: dict[str, Any], store: SessionStore | N
 
 
 def remove_events(ctx: AppContext, store: EventStore, ids: Sequence[str]) -> list[str]:
-    """Erase agent events and the summaries written from them (assistant/events/erase.py)."""
-    wanted = sorted({store.get(i).id for i in ids})  # EventError for an unknown id: nothing
+    """Erase agent events and the summaries written from them (assistant/events/erase.py).
+    An id a completed removal erased is accepted (a re-run of an interrupted `events rm`)."""
+    from assistant.events.model import EventError
+
+    found: set[str] = set()
+    for ref in ids:
+        try:
+            found.add(store.get(ref).id)
+        except EventError:  # an unknown id: nothing is erased
+            if not intents.done_before(ctx.paths.data_dir, "events", ref.strip(), prefix=True):
+                raise
+    wanted = sorted(found)
+    if not wanted:
+        return []
     covering = store.summaries_of(wanted)
     intent = Intent("events", f"{len(wanted)} agent events", {"ids": wanted + covering})
     return _carry_out(ctx, intent, lambda data: _events(ctx, data, store))

@@ -54,7 +54,7 @@ def search(
     """Active memories ranked by the recall score (no forced items, no side effects)."""
     if top_k <= 0 or not query.strip():
         return []
-    from indexing.vectors import VectorStoreDamaged
+    from indexing.vectors import VectorStoreDamaged, VectorStoreReadOnly
 
     pool = max(settings.candidates, top_k * 3)
     query_vector = store.embedder().embed_query(query)
@@ -62,7 +62,7 @@ def search(
         # dense_candidates catches the vectors up first (two index probes when nothing is due).
         dense: dict[str, float] = dict(store.dense_candidates(query_vector, pool))
         vectors_usable = True
-    except VectorStoreDamaged as exc:  # recall goes on with keywords; the damage is said
+    except (VectorStoreDamaged, VectorStoreReadOnly) as exc:  # keywords go on; said
         log.warning("%s Recalling memories by keywords only; to repair: %s", exc.message,
                     exc.hint, extra=TO_USER)
         dense, vectors_usable = {}, False

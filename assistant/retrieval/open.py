@@ -23,6 +23,7 @@ def open_retriever(ctx: AppContext, *, origin: str = "cli", log: bool = True) ->
     from assistant.retrieval.hybrid import HybridRetriever
     from indexing import vectors
     from indexing.embedder import preload
+    from indexing.filesystem import can_write
 
     # A cold start's slow loads side by side: the embedding model, and Chroma unless the
     # index's dense snapshot answers without it.
@@ -36,7 +37,9 @@ def open_retriever(ctx: AppContext, *, origin: str = "cli", log: bool = True) ->
 
             assert kb.embedder is not None
             raise ReembedNeeded(kb.indexed_model or "?", kb.embedder.model_id)
-        retrieval_log = RetrievalLog.open(ctx.paths.retrieval_log_db) if log else None
+        # On a home this process may only read, the search is answered and not logged.
+        logged = log and can_write(ctx.paths.retrieval_log_db.parent)
+        retrieval_log = RetrievalLog.open(ctx.paths.retrieval_log_db) if logged else None
     except BaseException:
         kb.close()
         raise

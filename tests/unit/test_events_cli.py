@@ -57,6 +57,12 @@ def test_rm_and_forget_all(logged: dict[str, str], home: Path,
                            capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["events", "rm", logged["step"]]) == 0
     assert "erased 1 events" in capsys.readouterr().out
+    # A re-run (of a removal killed after it erased, finished by a later command) is accepted,
+    # also by a short id; an id never erased still is not.
+    assert main(["events", "rm", logged["step"][:10]]) == 0
+    assert "erased earlier" in capsys.readouterr().out
+    assert main(["events", "rm", logged["step"], "evnothing"]) == 1
+    assert "no event with id 'evnothing'" in capsys.readouterr().err
     assert main(["events", "forget-all", "--yes"]) == 0
     assert "forgot 1 events" in capsys.readouterr().out
     for path in (home / "data").glob("events.sqlite3*"):

@@ -152,3 +152,41 @@ def test_every_store_uses_the_runner(tmp_path: Path) -> None:
         conn = sqlite3.connect(tmp_path / f"{name}.db")
         assert schema_version(conn) == schema.version >= 1, name
         conn.close()
+
+
+def _wal_notes(path: Path) -> sqlite3.Connection:
+    return open_database(path, Schema("notes database", STEPS), error=StoreError,
+                         damaged_hint="move it away", pragmas=("journal_mode=WAL",))
+
+
+def test_a_folder_it_cannot_write_is_read_without_writing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read-only home (issue 22): the database opens read-only, with its WAL gone (immutable)
+    or left by a writer that still has it open (mode=ro reads it); writes fail as read-only."""
+    path = tmp_path / "n.db"
+    conn = _wal_notes(path)
+    conn.execute("INSERT INTO notes (text) VALUES ('checkpointed')")
+    conn.close()  # the last connection: the WAL is folded in and removed
+    assert not Path(f"{path}-wal").exists()
+    monkeypatch.setattr("indexing.filesystem.can_write", lambda directory: False)
+    reader = _wal_notes(path)
+    assert reader.execute("SELECT text FROM notes").fetchall() == [("checkpointed",)]
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        reader.execute("INSERT INTO notes (text) VALUES ('no')")
+    reader.close()
+    assert not Path(f"{path}-wal").exists() and not Path(f"{path}-shm").exists()
+
+    monkeypatch.undo()
+    writer = _wal_notes(path)
+    writer.execute("PRAGMA wal_autocheckpoint = 0")
+    writer.execute("INSERT INTO notes (text) VALUES ('in the wal')")
+    monkeypatch.setattr("indexing.filesystem.can_write", lambda directory: False)
+    try:
+        reader = _wal_notes(path)
+        assert [r[0] for r in reader.execute("SELECT text FROM notes ORDER BY id")] == [
+            "checkpointed", "in the wal"]
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            reader.execute("DELETE FROM notes")
+        reader.close()
+    finally:
+        writer.close()
