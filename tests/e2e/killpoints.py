@@ -9,6 +9,10 @@ the program, with no hook in the product. With `count`, the child writes the num
 of its whole run and the call number at which each of `MARKS` was first entered, so the test
 can draw kill points from the part of the run that matters (after the removal's intent).
 The worker answers each job with `{"code": exit status, "killed": bool}`.
+
+Calls are counted with a trace function (`sys.settrace`), which Python calls once per new
+frame, not for every C call and return as a profile function is; a job that neither kills
+nor counts runs untraced, at full speed.
 """
 
 from __future__ import annotations
@@ -16,13 +20,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
-MARKS = ("recorded", "finish_removal", "erase_traces", "clear", "sync_folders", "repair")
+MARKS = ("recorded", "finish_removal", "erase_traces", "clear", "sync_folders", "repair",
+         "begin_import", "begin_run", "embed_documents", "_upsert_vectors")
 
 WORKER = r"""
 import json, os, signal, sys, threading
@@ -39,13 +46,15 @@ def child(job):
     out = os.open(job["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(out, 1)
     os.dup2(out, 2)
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # the jobs' pipe is the worker's alone
     state = {"n": 0, "first": {}}
     kill_at = job.get("kill_at")
     lock = threading.Lock()
 
-    def profile(frame, event, arg):
-        if event != "call" or not frame.f_code.co_filename.startswith(prefixes):
-            return
+    def trace(frame, event, arg):
+        # Called for event "call" only (a new frame); None: no line tracing inside it.
+        if not frame.f_code.co_filename.startswith(prefixes):
+            return None
         with lock:
             state["n"] += 1
             n = state["n"]
@@ -54,17 +63,20 @@ def child(job):
                 state["first"][name] = n
         if kill_at is not None and n >= kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
+        return None
 
-    threading.setprofile(profile)
-    sys.setprofile(profile)
+    traced = kill_at is not None or bool(job.get("count"))
+    if traced:
+        threading.settrace(trace)
+        sys.settrace(trace)
     code = 1
     try:
         code = cli.main(job["argv"])
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     finally:
-        sys.setprofile(None)
-        threading.setprofile(None)
+        sys.settrace(None)
+        threading.settrace(None)
         if job.get("count"):
             with open(job["count"], "w") as f:
                 json.dump({"calls": state["n"], "first": state["first"]}, f)
@@ -119,6 +131,16 @@ class KillWorker:
             counted.unlink()
             return Outcome(answer["code"], answer["killed"], text, info["calls"], info["first"])
         return Outcome(answer["code"], answer["killed"], text)
+
+    @classmethod
+    @contextmanager
+    def started(cls, env: dict[str, str], scratch: Path) -> Iterator[KillWorker]:
+        """One worker for a whole test module: the CLI and Chroma are imported once."""
+        worker = cls(env, scratch)
+        try:
+            yield worker
+        finally:
+            worker.close()
 
     def close(self) -> None:
         if self.proc.stdin:
