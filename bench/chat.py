@@ -154,7 +154,7 @@ async def _engine_only(report: Report, fake: Any, questions: list[str]) -> dict[
     """The engine's own share: instant knowledge (6 chunk-sized excerpts) and memory (5)."""
     from assistant.chat.engine import ChatEngine, EngineSettings
     from assistant.chat.models import OllamaCatalog
-    from assistant.chat.sessions import SessionStore
+    from assistant.sessions.store import SessionStore
     from tests.fixtures.chat import FakeKnowledge, FakeMemory, knowledge_item, memory_item
 
     text = "tar -xvf archive.tar extracts files verbosely from an archive. " * 16  # ~1 kB
@@ -193,10 +193,10 @@ async def _measure(
     from assistant.chat.engine import ChatEngine, EngineSettings
     from assistant.chat.models import OllamaCatalog
     from assistant.chat.service import RetrieverKnowledge, ServiceMemory
-    from assistant.chat.sessions import SessionStore
     from assistant.memory.service import MemoryService
     from assistant.memory.transfer import import_memories
     from assistant.retrieval.open import open_retriever
+    from assistant.sessions.store import SessionStore
 
     memory_service = MemoryService.open(memory_ctx)
     lines = _memory_lines(MEMORIES)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from assistant.chat.turn import Turn
+from assistant.sessions.turn import Turn
 
 NONE_CITED = "the model cited none of these sources"
 OWN_KNOWLEDGE = "not found in your files; this answer is the model's own knowledge"

@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from assistant.chat.turn import Recalled, Source
+from assistant.sessions.turn import Recalled, Source
 
 # `[2]`, `[1, 3]`, `[2-4]`, `[2–4]`; not `items[1]` (indexing in prose or code) nor `[1](url)`.
 _CITATION = re.compile(r"(?<![\w])\[(\d{1,3}(?:\s*[,;–-]\s*\d{1,3})*)\](?!\()")

@@ -63,7 +63,6 @@ from assistant.chat.prompt import Prompt, PromptInputs, PromptMessage, assemble
 from assistant.chat.recital import history_turn, without_recital
 from assistant.chat.reply import ReplyReader, WaitInfo
 from assistant.chat.retrieval_history import retrieval_history
-from assistant.chat.sessions import SessionNotFound, SessionStore
 from assistant.chat.summarizer import SessionSummarizer
 from assistant.chat.summary import (
     NUM_PREDICT as SUMMARY_NUM_PREDICT,
@@ -79,7 +78,11 @@ from assistant.chat.summary import (
 from assistant.chat.thinking import think_value
 from assistant.chat.tokens import MESSAGE_OVERHEAD, count_tokens
 from assistant.chat.tools import MAX_TOOL_ROUNDS, run_tool, tool_specs
-from assistant.chat.turn import (
+from assistant.daemon_pool import DaemonThreadPool
+from assistant.errors import UserError
+from assistant.llm.provider import ChatTransport, Link, make_transport
+from assistant.sessions.store import SessionNotFound, SessionStore
+from assistant.sessions.turn import (
     CONTINUE_MESSAGE,
     MemoryItem,
     Recalled,
@@ -90,9 +93,6 @@ from assistant.chat.turn import (
     ToolUse,
     Turn,
 )
-from assistant.daemon_pool import DaemonThreadPool
-from assistant.errors import UserError
-from assistant.llm.provider import ChatTransport, Link, make_transport
 
 if TYPE_CHECKING:
     from assistant.config import Config

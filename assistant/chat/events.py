@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from assistant.chat.errors import ChatError
-from assistant.chat.turn import MemoryItem, Recalled, Source, ToolUse, Turn
+from assistant.sessions.turn import MemoryItem, Recalled, Source, ToolUse, Turn
 
 if TYPE_CHECKING:
     from assistant.timerange import TimeRange

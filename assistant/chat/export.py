@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from assistant.chat.turn import Recalled, Session, Source, Turn
+from assistant.sessions.turn import Recalled, Session, Source, Turn
 
 
 def _when(ts: float) -> str:

@@ -18,8 +18,8 @@ from functools import partial
 from typing import Any, Protocol
 
 from assistant.chat.background import BackgroundComplete, BackgroundJobs
-from assistant.chat.sessions import SessionStore
-from assistant.chat.turn import Turn
+from assistant.sessions.store import SessionStore
+from assistant.sessions.turn import Turn
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ import re
 from dataclasses import replace
 from typing import Literal
 
-from assistant.chat.turn import Retrieval
+from assistant.sessions.turn import Retrieval
 
 MessageKind = Literal["question", "statement", "small_talk"]
 

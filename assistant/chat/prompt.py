@@ -29,7 +29,7 @@ from typing import Any
 from assistant.chat.budget import Budget, plan, select_by_score, select_recent
 from assistant.chat.citations import strip_citations
 from assistant.chat.tokens import MESSAGE_OVERHEAD, count_tokens
-from assistant.chat.turn import (
+from assistant.sessions.turn import (
     ConversationItem,
     KnowledgeItem,
     MemoryItem,

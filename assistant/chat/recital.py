@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from assistant.chat.prompt import HistoryTurn
-from assistant.chat.turn import Source, Turn
+from assistant.sessions.turn import Source, Turn
 
 # Tokens in a row shared with an excerpt that make a run a recital (~two lines of prose).
 RUN_TOKENS = 16

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from assistant.chat.turn import Turn
+from assistant.sessions.turn import Turn
 
 
 def topic_heading(turn: Turn) -> str:

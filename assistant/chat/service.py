@@ -17,11 +17,18 @@ from typing import TYPE_CHECKING, Any
 
 from assistant.chat.calibration import TokenCalibration
 from assistant.chat.engine import ChatEngine, ChatFn, EngineSettings
-from assistant.chat.sessions import SessionStore
-from assistant.chat.turn import HitScores, KnowledgeItem, MemoryItem, Recollection, Retrieval
 from assistant.context import AppContext
 from assistant.errors import UserError
 from assistant.llm.provider import Link, make_catalog
+from assistant.sessions.service import open_sessions
+from assistant.sessions.store import SessionStore
+from assistant.sessions.turn import (
+    HitScores,
+    KnowledgeItem,
+    MemoryItem,
+    Recollection,
+    Retrieval,
+)
 from indexing.lazy import Lazy
 
 if TYPE_CHECKING:
@@ -285,11 +292,6 @@ class ChatService:
         """Close the engine and what it uses: knowledge, memory and the session store, each on
         the thread that uses it, waiting at most `patience` seconds (see ChatEngine.aclose)."""
         await self.engine.aclose(patience=patience, then=self.store.close)
-
-
-def open_sessions(ctx: AppContext) -> SessionStore:
-    ctx.paths.ensure()
-    return SessionStore.open(ctx.paths.sessions_db)
 
 
 def open_chat(

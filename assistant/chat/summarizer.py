@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from assistant.chat.background import BackgroundComplete
-from assistant.chat.sessions import SessionNotFound, SessionStore
+from assistant.sessions.store import SessionNotFound, SessionStore
 
 log = logging.getLogger(__name__)
 

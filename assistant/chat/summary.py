@@ -20,7 +20,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from assistant.chat.turn import Turn
+from assistant.sessions.turn import Turn
 
 SUMMARY_WORDS = 200
 FOLD_BATCH = 4  # fold when this many turns are beyond `history_turns`

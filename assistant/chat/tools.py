@@ -13,8 +13,8 @@ from typing import Any
 
 from assistant.chat.prompt import conversation_block, source_block
 from assistant.chat.tokens import count_tokens
-from assistant.chat.turn import Recalled, Recollection, Retrieval, Source, ToolUse
 from assistant.errors import UserError
+from assistant.sessions.turn import Recalled, Recollection, Retrieval, Source, ToolUse
 
 MAX_TOOL_ROUNDS = 3
 MAX_TOP_K = 10

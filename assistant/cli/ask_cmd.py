@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from assistant.chat.engine import ChatEngine
     from assistant.chat.events import Done, Failed, Retrieved
     from assistant.chat.service import ChatService
-    from assistant.chat.turn import Recalled, Source
+    from assistant.sessions.turn import Recalled, Source
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     if args.retry and not (session_id or args.continue_):
         raise UserError("--retry needs the session", hint="brain ask --session ID --retry")
     if args.continue_:
-        from assistant.chat.service import open_sessions
+        from assistant.sessions.service import open_sessions
 
         store = open_sessions(ctx)
         try:
@@ -336,7 +336,7 @@ def conversation_line(recalled: Recalled) -> str:
 def _report(final: Done | Failed, as_json: bool, retrieved: Retrieved | None = None) -> int:
     from assistant.chat.answer_notes import NONE_CITED, OWN_KNOWLEDGE, answer_notes
     from assistant.chat.events import Failed
-    from assistant.chat.turn import TRUNCATED_NOTE
+    from assistant.sessions.turn import TRUNCATED_NOTE
 
     turn = final.turn
     if as_json:

@@ -15,9 +15,9 @@ from assistant.errors import UserError
 from assistant.plain_text import plain
 
 if TYPE_CHECKING:
-    from assistant.chat.sessions import SessionStore
-    from assistant.chat.turn import Session, Turn
     from assistant.conversations.index import ConversationIndex
+    from assistant.sessions.store import SessionStore
+    from assistant.sessions.turn import Session, Turn
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -100,7 +100,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _store(args: argparse.Namespace) -> SessionStore:
-    from assistant.chat.service import open_sessions
+    from assistant.sessions.service import open_sessions
 
     return open_sessions(context(args))
 
@@ -241,8 +241,8 @@ def _rename(args: argparse.Namespace) -> int:
 
 
 def _rm(args: argparse.Namespace) -> int:
-    from assistant.chat.sessions import SessionNotFound
     from assistant.erasure.actions import delete_sessions, finished_sessions
+    from assistant.sessions.store import SessionNotFound
 
     ctx = context(args)
     with closing(_store(args)) as store:

@@ -80,7 +80,7 @@ def turn_doc(
     the final fusion: own words only 0.653, + neighbours 0.710, own words doubled 0.727; two
     neighbours a side 0.711. Only the turn's own words are embedded (the search adds its
     neighbours' meaning from their vectors: `dense_context`)."""
-    from assistant.chat.sessions import title_from
+    from assistant.sessions.store import title_from
 
     said = said_text(question, answer)
     # A title that is only this question cut short would count its words twice.

@@ -14,8 +14,8 @@ from contextlib import suppress
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from assistant.chat.sessions import SessionStore
     from assistant.conversations.index import ConversationIndex
+    from assistant.sessions.store import SessionStore
 
 
 def delete_sessions(store: SessionStore, session_ids: Sequence[str]) -> int:

@@ -30,14 +30,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assistant.chat.sessions import title_from
 from assistant.errors import UserError
 from assistant.memory.clock import check_plausible
 from assistant.memory.transfer import LineError
+from assistant.sessions.store import title_from
 
 if TYPE_CHECKING:
-    from assistant.chat.sessions import SessionStore
     from assistant.conversations.index import ConversationIndex
+    from assistant.sessions.store import SessionStore
 
 _FIELDS = {"session", "role", "text", "created_at", "title", "ref"}
 

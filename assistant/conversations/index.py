@@ -37,7 +37,7 @@ from assistant.conversations.documents import (
 from assistant.conversations.topic import COMMON_SHARE
 
 if TYPE_CHECKING:
-    from assistant.chat.sessions import SessionStore
+    from assistant.sessions.store import SessionStore
     from indexing.embedder import Embedder
     from indexing.keywords import KeywordIndex
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from assistant.chat.turn import ConversationItem, Recollection
 from assistant.conversations.search import ConversationHit, ConversationResult, search_conversations
+from assistant.sessions.turn import ConversationItem, Recollection
 from assistant.timerange import local_now, range_from_flags
 
 if TYPE_CHECKING:

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from assistant.conversations.index import ConversationIndex, VectorIndex
 
 if TYPE_CHECKING:
-    from assistant.chat.sessions import SessionStore
     from assistant.context import AppContext
+    from assistant.sessions.store import SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +41,10 @@ def open_conversations(ctx: AppContext, store: SessionStore | None = None) -> Co
     """The conversation index over `store` (default: the sessions database of `ctx`).
 
     Nothing heavy happens here: the embedding model and Chroma load on first use."""
-    from assistant.erasure.conversations import purge_conversations
     from assistant.private_embedding import PrivateEmbedder
 
     if store is None:
-        from assistant.chat.service import open_sessions
+        from assistant.sessions.service import open_sessions
 
         store = open_sessions(ctx)
     index: ConversationIndex | None = None
@@ -58,3 +57,17 @@ def open_conversations(ctx: AppContext, store: SessionStore | None = None) -> Co
     index = ConversationIndex(store, embedder=lambda: PrivateEmbedder(ctx.embedder()),
                               vectors=lambda: conversation_vectors(ctx), purge=purge)
     return index
+
+
+def has_vectors(ctx: AppContext) -> bool:
+    """Whether a vector store exists (opening one only to purge it would create it)."""
+    return bool(ctx.config.store.vector_store) or ctx.paths.vectors_dir.exists()
+
+
+def purge_conversations(ctx: AppContext, index: ConversationIndex) -> None:
+    if has_vectors(ctx):
+        vectors = index.vectors()
+        compact = getattr(vectors, "compact", None)
+        if compact is not None:
+            compact()
+    index.store.scrub()

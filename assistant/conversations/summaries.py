@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from assistant.conversations.documents import strip_reasoning
 
 if TYPE_CHECKING:
-    from assistant.chat.sessions import SessionStore
+    from assistant.sessions.store import SessionStore
 
 SUMMARY_SCHEMA: dict[str, Any] = {
     "type": "object",

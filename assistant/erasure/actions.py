@@ -23,9 +23,9 @@ from assistant.errors import UserError
 from indexing.errors import HintedError
 
 if TYPE_CHECKING:
-    from assistant.chat.sessions import SessionStore
     from assistant.events.store import EventStore
     from assistant.memory.store import MemoryStore
+    from assistant.sessions.store import SessionStore
     from indexing.knowledge import FolderRemoved, KnowledgeBase
 
 T = TypeVar("T")
@@ -332,7 +332,7 @@ def _session_store(ctx: AppContext, store: SessionStore | None) -> Iterator[Sess
     if store is not None:
         yield store
         return
-    from assistant.chat.service import open_sessions
+    from assistant.sessions.service import open_sessions
 
     own = open_sessions(ctx)
     try:

@@ -13,7 +13,7 @@ def sessions(ctx: AppContext, removal: Removal) -> None:
     path = ctx.paths.sessions_db
     if not path.exists() or not (removal.folders or removal.memories or removal.sessions):
         return
-    from assistant.chat.sessions import SessionStore
+    from assistant.sessions.store import SessionStore
 
     store = SessionStore.open(path)
     try:

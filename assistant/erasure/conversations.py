@@ -1,22 +1,12 @@
 """The conversation index as a trace holder: `conversation_index` is its trace eraser (a removal
-of sessions takes their vectors and keyword segments along, whichever path deleted them), and
-`purge_conversations` its purge hook (after its rows and keywords were deleted, its Chroma
-collection is compacted and the sessions database scrubbed; see the package doc)."""
+of sessions takes their vectors and keyword segments along, whichever path deleted them).
+Its purge hook (Chroma compacted, the sessions database scrubbed) is `conversations.service
+.purge_conversations`, beside the index it purges; see the package doc."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from assistant.context import AppContext
 from assistant.erasure.removal import Removal
-
-if TYPE_CHECKING:
-    from assistant.conversations.index import ConversationIndex
-
-
-def has_vectors(ctx: AppContext) -> bool:
-    """Whether a vector store exists (opening one only to purge it would create it)."""
-    return bool(ctx.config.store.vector_store) or ctx.paths.vectors_dir.exists()
 
 
 def conversation_index(ctx: AppContext, removal: Removal) -> None:
@@ -26,21 +16,12 @@ def conversation_index(ctx: AppContext, removal: Removal) -> None:
     path = ctx.paths.sessions_db
     if not removal.sessions or removal.sessions == ("*",) or not path.exists():
         return
-    from assistant.chat.sessions import SessionStore
     from assistant.conversations.erase import forget_deleted
-    from assistant.conversations.service import open_conversations
+    from assistant.conversations.service import has_vectors, open_conversations
+    from assistant.sessions.store import SessionStore
 
     store = SessionStore.open(path)
     try:
         forget_deleted(open_conversations(ctx, store), vectors=has_vectors(ctx))
     finally:
         store.close()
-
-
-def purge_conversations(ctx: AppContext, index: ConversationIndex) -> None:
-    if has_vectors(ctx):
-        vectors = index.vectors()
-        compact = getattr(vectors, "compact", None)
-        if compact is not None:
-            compact()
-    index.store.scrub()

@@ -38,7 +38,7 @@ root, marks = sys.argv[1], tuple(sys.argv[2].split(","))
 prefixes = (os.path.join(root, "assistant") + os.sep, os.path.join(root, "indexing") + os.sep)
 
 from assistant.cli import main as cli
-import assistant.erasure.actions, assistant.memory.store, assistant.chat.sessions
+import assistant.erasure.actions, assistant.memory.store, assistant.sessions.store
 import indexing.knowledge, indexing.vectors, indexing.sync
 import chromadb
 

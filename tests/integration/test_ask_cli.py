@@ -396,7 +396,7 @@ def test_ctrl_c_keeps_the_partial_answer(ollama_home: Path, fake_ollama: FakeOll
     assert proc.returncode == 130, err.decode()
     assert (seen + out).decode().startswith("w0 w1 w2 ")  # what was shown stays shown
     assert "interrupted" in err.decode() and "Traceback" not in err.decode()
-    from assistant.chat.sessions import SessionStore
+    from assistant.sessions.store import SessionStore
 
     store = SessionStore.open(ollama_home / "data" / "sessions.sqlite3")
     [session] = store.list()

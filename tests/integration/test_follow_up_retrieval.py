@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from assistant.chat.retrieval_history import retrieval_history
-from assistant.chat.turn import KnowledgeItem, Source, Turn
 from assistant.config import RetrievalConfig
 from assistant.retrieval.hybrid import HybridRetriever
+from assistant.sessions.turn import KnowledgeItem, Source, Turn
 from tests.fixtures.retrieval import FakeKnowledgeBase, make_chunk
 
 FOLLOW_UP = "And how do I list its contents without extracting it?"

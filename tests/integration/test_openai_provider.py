@@ -16,13 +16,13 @@ import pytest
 
 from assistant.chat.engine import ChatEngine, EngineSettings
 from assistant.chat.events import Done, Failed, Thinking, Token, ToolCalled, Waiting
-from assistant.chat.sessions import SessionStore
 from assistant.cli.main import main
 from assistant.context import AppContext
 from assistant.llm.openai_catalog import OpenAICatalog
 from assistant.llm.openai_transport import OpenAITransport
 from assistant.llm.openai_wire import Endpoint
 from assistant.llm.provider import Link, make_catalog
+from assistant.sessions.store import SessionStore
 from tests.fake_openai import DEFAULT_MODEL, FakeOpenAI
 from tests.fixtures.chat import FakeKnowledge, FakeMemory, knowledge_item
 

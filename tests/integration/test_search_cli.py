@@ -448,8 +448,8 @@ def test_a_pdf_chunk_over_a_page_break_is_cited_with_its_page_range(  # type: ig
     """Issue 15 snag 5: the range survives the index (manifest), the search output and JSON,
     the chat's citation label and a stored session."""
     from assistant.chat.service import item_from_hit
-    from assistant.chat.sessions import SessionStore
-    from assistant.chat.turn import Source
+    from assistant.sessions.store import SessionStore
+    from assistant.sessions.turn import Source
     from tests.unit.test_readers import make_pdf
 
     run, _ = real_cli

@@ -515,7 +515,7 @@ async def test_esc_stops_a_back_to_back_stream_at_once(core, fake_ollama, tmp_pa
     GPU; the old blocking wrapper only passed a cancel on after 50 ms without a token): Esc
     must still stop the model within a fraction of a second (the HTTP stream is closed), store
     the turn as interrupted with its partial text, and the next question must be accepted."""
-    from assistant.chat.sessions import SessionStore
+    from assistant.sessions.store import SessionStore
     from tui.widgets.message import AnswerMessage
 
     ctx, backend = core
@@ -576,7 +576,7 @@ async def test_esc_stops_a_back_to_back_stream_at_once(core, fake_ollama, tmp_pa
 
 def only_turn(ctx: AppContext) -> Any:
     """The one turn of the one session stored in `ctx`'s home."""
-    from assistant.chat.sessions import SessionStore
+    from assistant.sessions.store import SessionStore
 
     store = SessionStore.open(ctx.paths.sessions_db)
     try:
@@ -648,7 +648,7 @@ async def test_quitting_while_the_question_goes_on_screen_keeps_it(  # type: ign
 
 
 async def test_quitting_mid_answer_stores_the_turn(core, fake_ollama, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from assistant.chat.sessions import SessionStore
+    from assistant.sessions.store import SessionStore
     from tui.widgets.message import AnswerMessage
 
     ctx, backend = core

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from assistant.chat.sessions import SessionStore
-from assistant.chat.turn import KnowledgeItem, Source
 from assistant.context import AppContext
 from assistant.retrieval.hit import RetrievalResult, SearchHit
 from assistant.retrieval.log import RetrievalLog
+from assistant.sessions.store import SessionStore
+from assistant.sessions.turn import KnowledgeItem, Source
 from tests.fakes import HashEmbedder
 from tests.fixtures.retrieval import make_chunk
 from tests.tui.conftest import BrainTestApp

@@ -134,7 +134,7 @@ def test_source_label_counts_the_files_folded_chunks() -> None:
 
 def test_a_pdf_source_row_names_its_page(ctx) -> None:  # type: ignore[no-untyped-def]
     """Issue 23: the PDF row in the sources pane had no page (the answer cites `p. 3`)."""
-    from assistant.chat.turn import KnowledgeItem, Source
+    from assistant.sessions.turn import KnowledgeItem, Source
     from tui.backend.convert import source_view
     from tui.widgets.sources_pane import source_label
 

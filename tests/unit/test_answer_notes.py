@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from assistant.chat.answer_notes import NONE_CITED, OWN_KNOWLEDGE, answer_notes, disclaims_files
-from assistant.chat.turn import Source, Turn
+from assistant.sessions.turn import Source, Turn
 from tests.fixtures.chat import knowledge_item
 
 

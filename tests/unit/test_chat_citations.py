@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from assistant.chat.citations import cited_numbers, mark_cited
-from assistant.chat.turn import Source
+from assistant.sessions.turn import Source
 from tests.fixtures.chat import knowledge_item
 
 

@@ -18,7 +18,7 @@ from assistant.chat.prompt import (
     PromptInputs,
     assemble,
 )
-from assistant.chat.turn import Retrieval
+from assistant.sessions.turn import Retrieval
 from tests.fixtures.chat import knowledge_item, memory_item
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"

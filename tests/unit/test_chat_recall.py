@@ -16,10 +16,10 @@ from assistant.chat.engine import ChatEngine
 from assistant.chat.events import Done, Retrieved, ToolCalled
 from assistant.chat.export import session_markdown
 from assistant.chat.service import IndexConversations
-from assistant.chat.turn import CONVERSATION_DELETED, Recollection
 from assistant.cli.sessions_cmd import turn_json
 from assistant.conversations.index import ConversationIndex
 from assistant.conversations.summaries import summary_of
+from assistant.sessions.turn import CONVERSATION_DELETED, Recollection
 from tests.fakes import HashEmbedder
 from tests.fixtures.chat import ChatRig, knowledge_item, memory_item
 from tests.fixtures.conversations import ConversationVectors

@@ -6,7 +6,7 @@ from __future__ import annotations
 from assistant.chat.events import Done
 from assistant.chat.prompt import source_block
 from assistant.chat.recital import RECITED, history_turn, recited_spans, without_recital
-from assistant.chat.turn import Source
+from assistant.sessions.turn import Source
 from tests.fixtures.chat import ChatRig, knowledge_item
 
 OD = ("od dumps files in octal and other formats. Display the file using the default "

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from assistant.chat.export import session_markdown
-from assistant.chat.sessions import SCHEMA_VERSION, SessionNotFound, SessionStore
-from assistant.chat.turn import Source, ToolUse
 from assistant.errors import UserError
+from assistant.sessions.schema import SCHEMA_VERSION
+from assistant.sessions.store import SessionNotFound, SessionStore
+from assistant.sessions.turn import Source, ToolUse
 from tests.fixtures.chat import knowledge_item, memory_item
 
 
@@ -161,7 +162,7 @@ def test_markdown_export_has_turns_citations_and_sources(tmp_path: Path) -> None
 
 
 def test_upgrade_from_version_1_keeps_the_data(tmp_path: Path) -> None:
-    from assistant.chat.sessions import MIGRATIONS
+    from assistant.sessions.schema import MIGRATIONS
 
     path = tmp_path / "v1.db"
     conn = sqlite3.connect(path)

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from assistant.chat.sessions import SessionStore
 from assistant.context import AppContext
 from assistant.conversations.service import open_conversations
 from assistant.erasure.actions import delete_session, forget_all_sessions
 from assistant.erasure.removal import Removal
 from assistant.erasure.traces import erase_traces, registered
+from assistant.sessions.store import SessionStore
 from tests.fakes import HashEmbedder
 from tests.fixtures.conversations import ConversationVectors
 

@@ -238,7 +238,7 @@ def test_excluding_the_current_session(filled: ConversationIndex) -> None:
 
 
 def test_the_keyword_trigger_survives_reopening(tmp_path: Any) -> None:
-    from assistant.chat.sessions import SessionStore
+    from assistant.sessions.store import SessionStore
     from tests.fakes import HashEmbedder
 
     vectors = ConversationVectors()

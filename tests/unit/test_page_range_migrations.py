@@ -6,9 +6,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from assistant.chat import sessions as sessions_db
-from assistant.chat.sessions import SessionStore
-from assistant.chat.turn import KnowledgeItem, Source
+from assistant.sessions import schema as sessions_db
+from assistant.sessions.store import SessionStore
+from assistant.sessions.turn import KnowledgeItem, Source
 from indexing import manifest as manifest_db
 from indexing.manifest import Manifest
 from indexing.types import Chunk

@@ -75,7 +75,7 @@ def test_the_previous_answers_cited_heading_joins_the_topic() -> None:
     import time
 
     from assistant.chat.retrieval_history import retrieval_history
-    from assistant.chat.turn import Source, Turn
+    from assistant.sessions.turn import Source, Turn
     from tests.fixtures.chat import knowledge_item
 
     def turn(question: str, heading: str, cited: bool) -> Turn:

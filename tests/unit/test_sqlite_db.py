@@ -133,12 +133,12 @@ def test_processes_opening_a_new_home_at_once_apply_each_step_once(tmp_path: Pat
 def test_every_store_uses_the_runner(tmp_path: Path) -> None:
     """Sessions, memories, the manifest and the retrieval log all keep their schema in
     user_version, brought up to date by this module."""
-    from assistant.chat.sessions import SCHEMA as SESSIONS
-    from assistant.chat.sessions import SessionStore
     from assistant.memory.store import SCHEMA as MEMORIES
     from assistant.memory.store import MemoryStore
     from assistant.retrieval.log import SCHEMA as LOG
     from assistant.retrieval.log import RetrievalLog
+    from assistant.sessions.schema import SCHEMA as SESSIONS
+    from assistant.sessions.store import SessionStore
     from indexing.manifest import SCHEMA as MANIFEST
     from indexing.manifest import Manifest
     from tests.fakes import HashEmbedder

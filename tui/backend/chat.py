@@ -62,7 +62,7 @@ class CoreTurn:
     def _view(self, event: core.ChatEvent) -> ChatEvent:
         from assistant.chat import events as core
         from assistant.chat.answer_notes import answer_notes
-        from assistant.chat.turn import TRUNCATED_NOTE
+        from assistant.sessions.turn import TRUNCATED_NOTE
 
         if isinstance(event, core.Retrieved):
             return Retrieved(
@@ -216,7 +216,7 @@ class ChatAdapter:
 def _select(engine: ChatEngine, session_id: str | None, model: str) -> str:
     """Make `session_id` the engine's session; a notice when it is gone and a new session
     starts instead (deleted by another process: `brain sessions rm`, `forget-all`)."""
-    from assistant.chat.sessions import SessionNotFound
+    from assistant.sessions.store import SessionNotFound
 
     current = engine.session  # (re-read: None once another process deleted it)
     notice = ""

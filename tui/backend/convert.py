@@ -17,10 +17,10 @@ from assistant.context import AppContext
 from tui.views import ConversationView, EventView, MemoryView, SourceView, TurnView
 
 if TYPE_CHECKING:
-    from assistant.chat.turn import MemoryItem, Recalled, Source, Turn
     from assistant.conversations.search import ConversationHit
     from assistant.events.model import Event
     from assistant.memory.model import Memory
+    from assistant.sessions.turn import MemoryItem, Recalled, Source, Turn
 
 
 def iso(value: datetime | float | str | None) -> str:
@@ -96,7 +96,7 @@ def hit_view(hit: ConversationHit) -> ConversationView:
 
 def turn_view(turn: Turn, ctx: AppContext) -> TurnView:
     from assistant.chat.answer_notes import answer_notes
-    from assistant.chat.turn import TRUNCATED_NOTE
+    from assistant.sessions.turn import TRUNCATED_NOTE
 
     notes = answer_notes(turn)
     status = " · ".join(p for p in (

@@ -117,9 +117,9 @@ class KnowledgeAdapter:
 
     def search(self, query: str) -> SearchResult:
         from assistant.chat.service import item_from_hit
-        from assistant.chat.turn import Source
         from assistant.retrieval.dated import search_dated
         from assistant.retrieval.filters import NothingInRange
+        from assistant.sessions.turn import Source
         from assistant.timerange import local_now, range_from_filters
 
         # Dates as in the sessions search: `since:2w` / `until:…`, else "last week" in words.

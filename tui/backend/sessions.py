@@ -13,9 +13,9 @@ from tui.backend.convert import hit_view, iso, turn_view
 from tui.views import ConversationSearch, SessionView, TurnView
 
 if TYPE_CHECKING:
-    from assistant.chat.sessions import SessionStore
-    from assistant.chat.turn import HitScores, Turn
     from assistant.conversations.index import ConversationIndex
+    from assistant.sessions.store import SessionStore
+    from assistant.sessions.turn import HitScores, Turn
 
 SEARCH_TOP_K = 20
 
@@ -113,7 +113,7 @@ class SessionsAdapter:
 
 
 def _open_sessions(ctx: AppContext) -> SessionStore:
-    from assistant.chat.sessions import SessionStore
+    from assistant.sessions.store import SessionStore
 
     return SessionStore.open(ctx.paths.sessions_db)
 
@@ -122,8 +122,8 @@ def _logged_scores(ctx: AppContext, log_ids: builtins.list[int]) -> dict[int, di
     """The scores each turn's sources had when it was answered, from the retrieval log (the
     sessions database keeps the text the model saw, not why it was retrieved); {} when the
     log is gone or unreadable: the sources then show "—", as before."""
-    from assistant.chat.turn import HitScores
     from assistant.retrieval.log import RetrievalLog
+    from assistant.sessions.turn import HitScores
 
     path = ctx.paths.retrieval_log_db
     if not log_ids or not path.is_file():

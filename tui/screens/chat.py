@@ -15,9 +15,9 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer
 
-from assistant.chat.turn import CONTINUE_MESSAGE
 from assistant.config import Config
 from assistant.context import AppContext
+from assistant.sessions.turn import CONTINUE_MESSAGE
 from tui.controllers.chat import ChatController
 from tui.controllers.event_summaries import IdleEventSummaries
 from tui.controllers.extraction import Activity
