@@ -232,7 +232,7 @@ def _openai_checks(ctx: AppContext) -> list[Check]:
 # --- Ollama -----------------------------------------------------------------------------------
 
 def _ollama_checks(ctx: AppContext) -> list[Check]:
-    from assistant.ollama_client import OllamaClient, OllamaError
+    from assistant.llm.ollama_client import OllamaClient, OllamaError
     from assistant.ollama_host import host_origin
 
     config = ctx.config.ollama

@@ -153,7 +153,7 @@ def _forget_queries(ctx: Any) -> None:
 async def _engine_only(report: Report, fake: Any, questions: list[str]) -> dict[str, Any]:
     """The engine's own share: instant knowledge (6 chunk-sized excerpts) and memory (5)."""
     from assistant.chat.engine import ChatEngine, EngineSettings
-    from assistant.chat.models import OllamaCatalog
+    from assistant.llm.models import OllamaCatalog
     from assistant.sessions.store import SessionStore
     from tests.fixtures.chat import FakeKnowledge, FakeMemory, knowledge_item, memory_item
 
@@ -191,8 +191,8 @@ async def _measure(
     report: Report, ctx: Any, memory_ctx: Any, fake: Any, questions: list[str]
 ) -> dict[str, Any]:
     from assistant.chat.engine import ChatEngine, EngineSettings
-    from assistant.chat.models import OllamaCatalog
     from assistant.chat.service import RetrieverKnowledge, ServiceMemory
+    from assistant.llm.models import OllamaCatalog
     from assistant.memory.service import MemoryService
     from assistant.memory.transfer import import_memories
     from assistant.retrieval.open import open_retriever

@@ -111,7 +111,7 @@ def run_session(report: Report, quick: bool) -> dict[str, Any]:
 async def _engine_session(fake: Any, scale: float) -> dict[str, Any]:
     from assistant.chat.engine import ChatEngine, EngineSettings
     from assistant.chat.events import Done, Thinking, Token
-    from assistant.chat.models import OllamaCatalog
+    from assistant.llm.models import OllamaCatalog
     from assistant.sessions.store import SessionStore
     from tests.fake_ollama_runtime import count_tokens
     from tests.fixtures.chat import FakeKnowledge, FakeMemory, knowledge_item, memory_item

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from assistant.chat.tokens import MESSAGE_OVERHEAD, SCALE, count_tokens
+from assistant.llm.tokens import MESSAGE_OVERHEAD, SCALE, count_tokens
 
 log = logging.getLogger(__name__)
 

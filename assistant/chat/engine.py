@@ -48,17 +48,14 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from assistant.chat import errors
 from assistant.chat.background import BackgroundJobs
 from assistant.chat.budget import ContextOverflow, answer_cap
 from assistant.chat.calibration import TokenCalibration, prompt_split
 from assistant.chat.citations import mark_cited, mark_recalled
 from assistant.chat.conversation_indexer import ConversationIndexer
-from assistant.chat.errors import ChatError
 from assistant.chat.events import ChatEvent, Done, Failed, Retrieved, Token, ToolCalled
 from assistant.chat.extraction import MemoryExtraction
 from assistant.chat.message_kind import classify, material_for
-from assistant.chat.models import ModelCatalog, ModelFacts, effective_window
 from assistant.chat.prompt import Prompt, PromptInputs, PromptMessage, assemble
 from assistant.chat.recital import history_turn, without_recital
 from assistant.chat.reply import ReplyReader, WaitInfo
@@ -75,12 +72,15 @@ from assistant.chat.summary import (
     summary_request,
     turns_to_fold,
 )
-from assistant.chat.thinking import think_value
-from assistant.chat.tokens import MESSAGE_OVERHEAD, count_tokens
 from assistant.chat.tools import MAX_TOOL_ROUNDS, run_tool, tool_specs
 from assistant.daemon_pool import DaemonThreadPool
 from assistant.errors import UserError
+from assistant.llm import errors
+from assistant.llm.errors import ChatError
+from assistant.llm.models import ModelCatalog, ModelFacts, effective_window
 from assistant.llm.provider import ChatTransport, Link, make_transport
+from assistant.llm.thinking import think_value
+from assistant.llm.tokens import MESSAGE_OVERHEAD, count_tokens
 from assistant.sessions.store import SessionNotFound, SessionStore
 from assistant.sessions.turn import (
     CONTINUE_MESSAGE,

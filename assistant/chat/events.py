@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from assistant.chat.errors import ChatError
+from assistant.llm.errors import ChatError
 from assistant.sessions.turn import MemoryItem, Recalled, Source, ToolUse, Turn
 
 if TYPE_CHECKING:

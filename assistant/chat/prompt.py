@@ -28,7 +28,7 @@ from typing import Any
 
 from assistant.chat.budget import Budget, plan, select_by_score, select_recent
 from assistant.chat.citations import strip_citations
-from assistant.chat.tokens import MESSAGE_OVERHEAD, count_tokens
+from assistant.llm.tokens import MESSAGE_OVERHEAD, count_tokens
 from assistant.sessions.turn import (
     ConversationItem,
     KnowledgeItem,

@@ -20,9 +20,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from assistant.chat import errors
 from assistant.chat.events import AnswerReplaced, ChatEvent, Thinking, Token, Waiting, WaitPhase
-from assistant.chat.thinking import ReasoningSplitter
+from assistant.llm import errors
+from assistant.llm.thinking import ReasoningSplitter
 
 TICK_SECONDS = 1.0  # how often `Waiting` is emitted
 PROBE_EVERY_SECONDS = 3.0  # how often /api/ps is asked whether the model has loaded
@@ -160,7 +160,7 @@ class ReplyReader:
                         await pending
 
     def _phase(self, running: dict[str, int | None] | None) -> WaitPhase:
-        from assistant.ollama_client import model_matches
+        from assistant.llm.ollama_client import model_matches
 
         if running is None:
             return "loading"  # /api/ps does not answer while a model loads

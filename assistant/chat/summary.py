@@ -96,7 +96,7 @@ def clean_summary(text: str) -> str:
     cut off inside its reasoning or its JSON)."""
     import re
 
-    from assistant.chat.thinking import strip_reasoning
+    from assistant.llm.thinking import strip_reasoning
 
     text = strip_reasoning(text)
     if text.startswith("{"):

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from assistant.chat.prompt import conversation_block, source_block
-from assistant.chat.tokens import count_tokens
 from assistant.errors import UserError
+from assistant.llm.tokens import count_tokens
 from assistant.sessions.turn import Recalled, Recollection, Retrieval, Source, ToolUse
 
 MAX_TOOL_ROUNDS = 3

@@ -125,7 +125,6 @@ def run(args: argparse.Namespace) -> int:
 async def _ask(
     service: ChatService, question: str, args: argparse.Namespace, persona: str | None
 ) -> int:
-    from assistant.chat.errors import ChatError
     from assistant.chat.events import (
         AnswerReplaced,
         Done,
@@ -136,6 +135,7 @@ async def _ask(
         ToolCalled,
         Waiting,
     )
+    from assistant.llm.errors import ChatError
 
     engine = service.engine
     try:

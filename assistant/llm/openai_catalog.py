@@ -10,8 +10,8 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 
-from assistant.chat.errors import ChatError
-from assistant.chat.models import ModelFacts
+from assistant.llm.errors import ChatError
+from assistant.llm.models import ModelFacts
 from assistant.llm.openai_wire import Endpoint, OpenAIClient, RemoteModel
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from assistant.chat.errors import ChatError, dropped
+from assistant.llm.errors import ChatError, dropped
 
 
 def error_text(body: str) -> str:

@@ -26,9 +26,10 @@ from typing import Any
 
 import httpx
 
-from assistant.chat.errors import ChatError, dropped
-from assistant.chat.transport import Completion
 from assistant.llm import openai_errors as oe
+from assistant.llm.errors import ChatError, dropped
+from assistant.llm.ollama_client import http_timeout
+from assistant.llm.ollama_transport import Completion
 from assistant.llm.openai_wire import (
     Endpoint,
     StreamEnd,
@@ -40,7 +41,6 @@ from assistant.llm.openai_wire import (
     request_body,
     sse_data,
 )
-from assistant.ollama_client import http_timeout
 
 log = logging.getLogger(__name__)
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from assistant.chat.models import ModelCatalog
-    from assistant.chat.transport import Completion
     from assistant.config import Config
+    from assistant.llm.models import ModelCatalog
+    from assistant.llm.ollama_transport import Completion
     from assistant.llm.openai_wire import Endpoint
 
 OLLAMA = "ollama"
@@ -80,7 +80,7 @@ def make_transport(link: Link, *, timeout: float, first_token_timeout: float) ->
 
         return OpenAITransport(link.endpoint(), timeout=timeout,
                                first_token_timeout=first_token_timeout)
-    from assistant.chat.transport import OllamaTransport
+    from assistant.llm.ollama_transport import OllamaTransport
 
     return OllamaTransport(link.url, timeout=timeout, first_token_timeout=first_token_timeout)
 
@@ -90,7 +90,7 @@ def make_catalog(link: Link, timeout: float) -> ModelCatalog:
         from assistant.llm.openai_catalog import OpenAICatalog
 
         return OpenAICatalog(link.endpoint(), timeout)
-    from assistant.chat.models import OllamaCatalog
+    from assistant.llm.models import OllamaCatalog
 
     return OllamaCatalog(link.url, timeout)
 
@@ -109,7 +109,7 @@ def list_models(link: Link, timeout: float) -> list[ListedModel]:
 
         with OpenAIClient(link.endpoint(), timeout) as client:
             return [ListedModel(m.id, 0, m.owned_by) for m in client.models()]
-    from assistant.ollama_client import OllamaClient
+    from assistant.llm.ollama_client import OllamaClient
 
     with OllamaClient(link.url, timeout=timeout) as client:
         # Chat models only: an embedding model (nomic-embed-text) cannot answer.

@@ -149,7 +149,7 @@ def json_text(reply: str) -> str:
     """The JSON in a model's reply: reasoning (tagged, or untagged up to `</think>`) and code
     fences removed — a thinking model may reason before the JSON when the schema is not
     applied from the first token."""
-    from assistant.chat.thinking import strip_reasoning
+    from assistant.llm.thinking import strip_reasoning
 
     text = strip_reasoning(reply)
     if text.startswith("```"):  # some models wrap JSON in a fence despite `format`
@@ -251,7 +251,7 @@ def batches(turns: Sequence[str], max_tokens: int = BATCH_TOKENS,
     """Indices of `turns` in consecutive groups of at most `max_tokens` (a longer turn is a
     group of its own: the model's own context limit still protects it)."""
     if counter is None:
-        from assistant.chat.tokens import count_tokens
+        from assistant.llm.tokens import count_tokens
 
         counter = count_tokens
     groups: list[list[int]] = []
@@ -336,7 +336,7 @@ def ollama_chat_fn(
     the model's context length). `timeout` bounds the whole silent wait for the reply."""
     import httpx
 
-    from assistant.ollama_client import http_timeout, normalize_host
+    from assistant.llm.ollama_client import http_timeout, normalize_host
 
     resolved: list[int | None] = []
 

@@ -115,7 +115,7 @@ def configured_chat_fn(config: Config) -> ChatFn:
                               num_predict=NUM_PREDICT)
 
     def num_ctx() -> int:
-        from assistant.chat.models import configured_window
+        from assistant.llm.models import configured_window
 
         return configured_window(o.host, o.model, num_ctx=o.num_ctx, cap=o.context_window,
                                  timeout=o.timeout)

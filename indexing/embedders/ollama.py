@@ -1,6 +1,6 @@
 """Embeddings from a local Ollama server (POST /api/embed), e.g. `ollama:bge-m3`.
 
-Deliberately a few lines of httpx rather than `assistant.ollama_client`: `indexing/` never
+Deliberately a few lines of httpx rather than `assistant.llm.ollama_client`: `indexing/` never
 imports `assistant/`. Failures become `EmbeddingModelError`s that say what to do.
 """
 

@@ -336,7 +336,7 @@ class FakeChat:
         self.warmed = True
 
     async def preload(self, session_id: str | None, model: str) -> float:
-        from assistant.chat.errors import ChatError
+        from assistant.llm.errors import ChatError
 
         self.preloaded.append((session_id, model))
         if not self.ollama.up:  # as the engine says it

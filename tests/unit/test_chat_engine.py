@@ -279,7 +279,7 @@ async def test_knowledge_failure_is_reported_not_swallowed(chat_rig: ChatRig) ->
 
 
 async def test_empty_message_is_refused(chat_rig: ChatRig) -> None:
-    from assistant.chat.errors import ChatError
+    from assistant.llm.errors import ChatError
 
     with pytest.raises(ChatError, match="empty"):
         chat_rig.make().send("   ")
@@ -305,7 +305,7 @@ async def test_list_and_switch_models_keeps_the_session(chat_rig: ChatRig) -> No
     assert "think" not in request  # not a thinking model: no think flag sent
     assert chat_rig.store.get(first.turn.session_id).model == "llama3.2:1b"
 
-    from assistant.chat.errors import ChatError
+    from assistant.llm.errors import ChatError
 
     with pytest.raises(ChatError, match="ollama pull nope"):
         engine.set_model("nope")
@@ -595,7 +595,7 @@ async def test_warm_up_with_ollama_down_does_not_raise(chat_rig: ChatRig) -> Non
 
 
 async def test_a_second_message_while_answering_is_refused(chat_rig: ChatRig) -> None:
-    from assistant.chat.errors import ChatError
+    from assistant.llm.errors import ChatError
 
     chat_rig.fake.script_chat(["a ", "b ", "c"], chunk_delay=0.2)
     engine = chat_rig.make()
@@ -628,7 +628,7 @@ async def test_tool_results_are_kept_within_the_context(chat_rig: ChatRig) -> No
 
 
 async def test_options_and_persona_apply_to_the_next_turn(chat_rig: ChatRig) -> None:
-    from assistant.chat.errors import ChatError
+    from assistant.llm.errors import ChatError
 
     engine = chat_rig.make()
     engine.configure(temperature=1, num_ctx=2048, keep_alive="1h")

@@ -170,7 +170,7 @@ async def test_preload_loads_with_the_turns_num_ctx_and_keep_alive(chat_rig: Cha
 
 
 async def test_preload_with_a_missing_model_says_what_to_pull(chat_rig: ChatRig) -> None:
-    from assistant.chat.errors import ChatError
+    from assistant.llm.errors import ChatError
 
     with pytest.raises(ChatError, match="ollama pull gone:1b"):
         await chat_rig.make(model="gone:1b").preload()

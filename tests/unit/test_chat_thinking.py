@@ -6,12 +6,7 @@ import itertools
 
 import pytest
 
-from assistant.chat.thinking import (
-    CLOSE,
-    ReasoningSplitter,
-    strip_reasoning,
-    think_value,
-)
+from assistant.llm.thinking import CLOSE, ReasoningSplitter, strip_reasoning, think_value
 
 # (reply as streamed, untagged expected?, thinking, answer)
 CASES = [

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.chat import tokens
-from assistant.chat.tokens import MESSAGE_OVERHEAD, count_message, count_tokens, heuristic_count
+from assistant.llm import tokens
+from assistant.llm.tokens import MESSAGE_OVERHEAD, count_message, count_tokens, heuristic_count
 
 
 def test_empty_text_is_zero_tokens() -> None:

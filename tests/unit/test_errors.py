@@ -10,10 +10,10 @@ from assistant.errors import HintedError, UserError
 
 
 def user_facing_errors() -> list[type[BaseException]]:
-    from assistant.chat.errors import ChatError
     from assistant.config import ConfigError
+    from assistant.llm.errors import ChatError
+    from assistant.llm.ollama_client import OllamaError
     from assistant.memory.store import SecretRejected
-    from assistant.ollama_client import OllamaError
     from indexing.embedders.base import EmbeddingModelError
     from indexing.keywords import KeywordIndexError
     from indexing.knowledge import FolderError, KnowledgeError, ReembedNeeded

@@ -43,7 +43,7 @@ ALLOWED_UP: dict[tuple[str, str], str] = {
     ("assistant.sessions.turn", "assistant.memory.model"): "type of MemoryItem.memory",
 }
 
-# Floors below the chat that must not import it, once their moves are done (issue 24 item 1).
+# Floors below the chat: no circle among them (issue 24 item 1).
 BELOW_CHAT = ("sessions", "memory", "conversations", "erasure", "events", "retrieval")
 
 
@@ -76,33 +76,18 @@ def test_only_tui_imports_textual() -> None:
     assert not found, f"Textual imported outside tui/: {found}"
 
 
-# Back-up arrows not yet removed, by importing package: each entry is a move issue 24 still
-# owes (llm/ and memory/ import chat/ until the Ollama client and the model facts move down).
-PENDING_UP: frozenset[str] = frozenset({"llm", "memory"})
-
-
-def _offending_up(graph: list[Arrow]) -> dict[str, list[str]]:
-    """Back-up arrows not allowed, by importing package."""
-    edges = package_edges(graph)
-    found: dict[str, list[str]] = {}
-    for source, target in back_up_arrows(edges):
-        for arrow in edges[(source, target)]:
-            if (arrow.source, arrow.target) not in ALLOWED_UP:
-                found.setdefault(source, []).append(
-                    f"{arrow.path}:{arrow.line} {source} -> {target} ({arrow.target})")
-    return found
-
-
 def test_no_arrow_back_up_the_floors(graph: list[Arrow]) -> None:
-    up = [line for source, lines in _offending_up(graph).items() if source not in PENDING_UP
-          for line in lines]
+    edges = package_edges(graph)
+    up = [f"{arrow.path}:{arrow.line} {source} -> {target} ({arrow.target})"
+          for source, target in back_up_arrows(edges) for arrow in edges[(source, target)]
+          if (arrow.source, arrow.target) not in ALLOWED_UP]
     assert not up, "imports from a lower floor to a higher one:\n" + "\n".join(up)
 
 
-def test_pending_arrows_are_still_pending(graph: list[Arrow]) -> None:
-    """An entry of PENDING_UP that no longer has an arrow up must leave the list."""
-    done = PENDING_UP - set(_offending_up(graph))
-    assert not done, f"done, drop from PENDING_UP: {sorted(done)}"
+def test_allowed_arrows_still_exist(graph: list[Arrow]) -> None:
+    """An exception whose import is gone must leave its list (no stale permissions)."""
+    present = {(a.source, a.target) for a in graph}
+    assert set(ALLOWED_UP) | set(ALLOWED_LAYER) <= present
 
 
 def test_no_circle_below_the_chat(graph: list[Arrow]) -> None:

@@ -11,8 +11,8 @@ import pytest
 
 from assistant.chat.engine import ChatEngine, EngineSettings
 from assistant.chat.events import Retrieved, ToolCalled
-from assistant.chat.models import OllamaCatalog
 from assistant.chat.service import ServiceMemory
+from assistant.llm.models import OllamaCatalog
 from assistant.memory.grounding import grounded
 from assistant.memory.model import Actor, NewMemory
 from assistant.memory.service import MemoryService

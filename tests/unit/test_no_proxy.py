@@ -13,8 +13,8 @@ import ollama
 import pytest
 
 from assistant.chat.events import Done
+from assistant.llm.ollama_client import OllamaClient
 from assistant.memory.extraction import MEMORY_SCHEMA, ollama_chat_fn
-from assistant.ollama_client import OllamaClient
 from tests.fake_ollama import FakeOllama
 from tests.fixtures.chat import ChatRig
 

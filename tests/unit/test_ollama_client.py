@@ -9,7 +9,7 @@ import ollama
 import pytest
 
 from assistant.errors import UserError
-from assistant.ollama_client import (
+from assistant.llm.ollama_client import (
     ModelNotFound,
     OllamaClient,
     OllamaProtocolError,
@@ -208,7 +208,7 @@ def test_running_models_come_from_ps(client: OllamaClient, fake_ollama: FakeOlla
 def test_an_error_inside_a_stream_has_no_minus_one() -> None:
     import ollama
 
-    from assistant.ollama_client import OllamaServerError, map_exception
+    from assistant.llm.ollama_client import OllamaServerError, map_exception
 
     mapped = map_exception(ollama.ResponseError("llama runner process has terminated"),
                            "http://localhost:11434", "qwen3:4b")
@@ -228,13 +228,13 @@ def test_an_error_inside_a_stream_has_no_minus_one() -> None:
 def test_thinking_only_models_are_recognised(
     capabilities: tuple[str, ...], template: str, modelfile: str, family: str, expected: bool
 ) -> None:
-    from assistant.ollama_client import thinking_only
+    from assistant.llm.ollama_client import thinking_only
 
     assert thinking_only(capabilities, template, modelfile, family) is expected
 
 
 def test_the_context_length_is_the_architectures_not_another_key() -> None:
-    from assistant.ollama_client import _arch_int
+    from assistant.llm.ollama_client import _arch_int
 
     info = {"general.architecture": "qwen3", "qwen3.rope.scaling.original_context_length": 32768,
             "qwen3.context_length": 262144}

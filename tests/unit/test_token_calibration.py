@@ -17,7 +17,7 @@ from assistant.chat.calibration import (
     upper_quantile,
 )
 from assistant.chat.events import Done
-from assistant.chat.tokens import MESSAGE_OVERHEAD, count_tokens
+from assistant.llm.tokens import MESSAGE_OVERHEAD, count_tokens
 from tests.fake_ollama_runtime import TokenRatio
 from tests.fixtures.chat import ChatRig, knowledge_item
 

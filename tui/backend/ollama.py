@@ -8,7 +8,7 @@ from assistant.context import AppContext
 from tui.views import ModelView, OllamaStatus
 
 if TYPE_CHECKING:
-    from assistant.ollama_client import OllamaClient
+    from assistant.llm.ollama_client import OllamaClient
 
 STATUS_TIMEOUT = 3.0  # seconds: the live Ollama check must not hang a worker for long
 
@@ -18,12 +18,12 @@ class OllamaAdapter:
         self.ctx = ctx
 
     def _client(self, timeout: float) -> OllamaClient:
-        from assistant.ollama_client import OllamaClient
+        from assistant.llm.ollama_client import OllamaClient
 
         return OllamaClient(self.ctx.config.ollama.host, timeout=timeout)
 
     def status(self, model: str) -> OllamaStatus:
-        from assistant.ollama_client import OllamaError, model_matches
+        from assistant.llm.ollama_client import OllamaError, model_matches
 
         if self.ctx.config.llm.provider == "openai":
             return self._openai_status(model)

@@ -125,7 +125,7 @@ def map_error(
     import httpx
     import pydantic
 
-    from assistant import ollama_client as oc
+    from assistant.llm import ollama_client as oc
 
     if isinstance(exc, ChatError):
         return exc

@@ -19,7 +19,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from assistant.ollama_client import async_ollama_client, http_timeout
+from assistant.llm.ollama_client import async_ollama_client, http_timeout
 
 log = logging.getLogger(__name__)
 

@@ -8,10 +8,10 @@ import threading
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
-from assistant.chat import errors
+from assistant.llm import errors
 
 if TYPE_CHECKING:
-    from assistant.ollama_client import OllamaClient
+    from assistant.llm.ollama_client import OllamaClient
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +53,7 @@ class OllamaCatalog:
         self._lock = threading.Lock()
 
     def _client(self) -> OllamaClient:
-        from assistant.ollama_client import OllamaClient
+        from assistant.llm.ollama_client import OllamaClient
 
         return OllamaClient(self.host, self.timeout)
 
