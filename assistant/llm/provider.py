@@ -121,7 +121,7 @@ ChatFn = Callable[[list[dict[str, str]], dict[str, Any]], str]
 
 def openai_chat_fn(link: Link, model: str, *, timeout: float, num_predict: int) -> ChatFn:
     """A blocking JSON-schema request (memory extraction outside a chat), as
-    memory.extraction.ollama_chat_fn is for Ollama."""
+    ollama_chat_fn is for Ollama."""
     from assistant.llm.openai_wire import OpenAIClient
 
     endpoint = link.endpoint()
@@ -146,3 +146,52 @@ def openai_embed(link: Link, timeout: float) -> Callable[[str, Sequence[str]],
         return client.embed(model, texts)
 
     return embed
+
+
+def ollama_chat_fn(
+    host: str,
+    model: str,
+    *,
+    timeout: float = 60.0,
+    keep_alive: str | None = None,
+    num_ctx: int | Callable[[], int | None] | None = None,
+    num_predict: int,
+) -> ChatFn:
+    """A ChatFn calling Ollama's /api/chat with `format` = the schema (no streaming), as a
+    background request should: `think: false` (with a schema, even a thinking-only model then
+    writes JSON at once), the chat's num_ctx (another value would reload the model), a capped
+    reply, and no proxy. `num_ctx` may be a function, called on first use (it asks Ollama for
+    the model's context length). `timeout` bounds the whole silent wait for the reply."""
+    import httpx
+
+    from assistant.llm.ollama_client import http_timeout, normalize_host
+
+    resolved: list[int | None] = []
+
+    def context() -> int | None:
+        if not resolved:
+            resolved.append(num_ctx() if callable(num_ctx) else num_ctx)
+        return resolved[0]
+
+    def chat(messages: list[dict[str, str]], schema: dict[str, Any]) -> str:
+        options: dict[str, Any] = {"temperature": 0, "num_predict": num_predict}
+        size = context()
+        if size:
+            options["num_ctx"] = size
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "format": schema,
+            "stream": False,
+            "think": False,
+            "options": options,
+        }
+        if keep_alive:
+            body["keep_alive"] = keep_alive
+        with httpx.Client(timeout=http_timeout(timeout), trust_env=False) as client:
+            response = client.post(f"{normalize_host(host)}/api/chat", json=body)
+        response.raise_for_status()
+        payload = response.json()
+        return str(payload.get("message", {}).get("content", ""))
+
+    return chat

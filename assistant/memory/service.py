@@ -15,11 +15,12 @@ from dataclasses import dataclass, field, replace
 from assistant.config import Config
 from assistant.context import AppContext
 from assistant.errors import UserError
+from assistant.llm.provider import ollama_chat_fn
 from assistant.memory import reconcile
 from assistant.memory.clock import Clock, system_clock
 from assistant.memory.decay import enforce_capacity
 from assistant.memory.explicit import explicit_memory
-from assistant.memory.extraction import ChatFn, extract_memories, ollama_chat_fn
+from assistant.memory.extraction import NUM_PREDICT, ChatFn, extract_memories
 from assistant.memory.model import Actor, Memory, MemoryType, NewMemory, RecalledMemory
 from assistant.memory.profile import ProfileRefresh, refresh_profile
 from assistant.memory.recall import RecallSettings, recall, search
@@ -109,8 +110,6 @@ def configured_chat_fn(config: Config) -> ChatFn:
 
     server = link(config)
     if server.is_openai:
-        from assistant.memory.extraction import NUM_PREDICT
-
         return openai_chat_fn(server, config.chat_model, timeout=o.first_token_timeout,
                               num_predict=NUM_PREDICT)
 
@@ -121,7 +120,7 @@ def configured_chat_fn(config: Config) -> ChatFn:
                                  timeout=o.timeout)
 
     return ollama_chat_fn(o.host, o.model, timeout=o.first_token_timeout,
-                          keep_alive=o.keep_alive, num_ctx=num_ctx)
+                          keep_alive=o.keep_alive, num_ctx=num_ctx, num_predict=NUM_PREDICT)
 
 
 class MemoryService:

@@ -8,11 +8,8 @@ import re
 
 import pytest
 
-from assistant.memory.extraction import (
-    MEMORY_SCHEMA,
-    extract_memories,
-    ollama_chat_fn,
-)
+from assistant.llm.provider import ollama_chat_fn
+from assistant.memory.extraction import MEMORY_SCHEMA, NUM_PREDICT, extract_memories
 from assistant.memory.model import MemoryStatus, MemoryType
 from assistant.memory.service import MemoryService
 from assistant.memory.store import MemoryStore
@@ -33,7 +30,7 @@ TURNS = ["Hi!", "I work at Acme as a data engineer.", "Please keep answers short
 
 
 def _chat(fake: FakeOllama):  # type: ignore[no-untyped-def]
-    return ollama_chat_fn(fake.url, "qwen3:4b", timeout=5)
+    return ollama_chat_fn(fake.url, "qwen3:4b", timeout=5, num_predict=NUM_PREDICT)
 
 
 def test_good_json_is_validated_and_sent_with_the_schema(fake_ollama: FakeOllama) -> None:
@@ -188,7 +185,8 @@ def test_extract_async_never_raises(memory_store: MemoryStore) -> None:
 def test_the_request_is_a_cheap_background_one(fake_ollama: FakeOllama) -> None:
     """Issue 12: think off (with a schema even a thinking-only model writes JSON at once), the
     chat's num_ctx (no reload), a capped reply, `text` first in the schema, `maxItems`."""
-    chat = ollama_chat_fn(fake_ollama.url, "qwen3:4b", timeout=5, num_ctx=lambda: 8192)
+    chat = ollama_chat_fn(fake_ollama.url, "qwen3:4b", timeout=5, num_ctx=lambda: 8192,
+                          num_predict=NUM_PREDICT)
     extract_memories(TURNS, chat_fn=chat)
     body = fake_ollama.last_chat()
     assert body["think"] is False and body["stream"] is False

@@ -14,7 +14,8 @@ import pytest
 
 from assistant.chat.events import Done
 from assistant.llm.ollama_client import OllamaClient
-from assistant.memory.extraction import MEMORY_SCHEMA, ollama_chat_fn
+from assistant.llm.provider import ollama_chat_fn
+from assistant.memory.extraction import MEMORY_SCHEMA, NUM_PREDICT
 from tests.fake_ollama import FakeOllama
 from tests.fixtures.chat import ChatRig
 
@@ -49,7 +50,8 @@ async def test_a_chat_turn_ignores_the_proxy(dead_proxy: str, chat_rig: ChatRig)
 
 def test_background_extraction_ignores_the_proxy(dead_proxy: str,
                                                  fake_ollama: FakeOllama) -> None:
-    chat = ollama_chat_fn(fake_ollama.url, "qwen3:4b", timeout=5, num_ctx=8192)
+    chat = ollama_chat_fn(fake_ollama.url, "qwen3:4b", timeout=5, num_ctx=8192,
+                          num_predict=NUM_PREDICT)
     assert chat([{"role": "user", "content": "I live in Lisbon."}], MEMORY_SCHEMA)
     assert fake_ollama.last_chat()["options"]["num_ctx"] == 8192
 
