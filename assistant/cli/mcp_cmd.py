@@ -29,7 +29,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _serve(args: argparse.Namespace) -> int:
     from assistant.errors import UserError
+    from assistant.mcp.sdk_import import load_server_sdk
 
+    load_server_sdk()  # before anything imports the SDK the slow way
     ctx = context(args)
     if args.http is None:
         if args.token_file:
