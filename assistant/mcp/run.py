@@ -34,8 +34,14 @@ def run_stdio(ctx: AppContext) -> None:
     server, idle = _setup(ctx)
     app = server.build()
 
+    from assistant.mcp.stdio_pipes import both_pipes, loop_pipes
+
     async def serve() -> None:
-        async with stdio_server() as (read, write):
+        if not both_pipes():  # a terminal or a file: the SDK's threaded reader and writer
+            async with stdio_server() as (read, write):
+                await app.run(read, write, app.create_initialization_options())
+            return
+        async with loop_pipes() as (stdin, stdout), stdio_server(stdin, stdout) as (read, write):
             await app.run(read, write, app.create_initialization_options())
 
     try:
