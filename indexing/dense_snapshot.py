@@ -59,7 +59,7 @@ class DenseSnapshot:
         norm = float(np.linalg.norm(vector))
         if norm == 0 or vector.shape[0] != self.matrix.shape[1]:
             return []
-        with _one_blas_thread():
+        with one_blas_thread():
             scores = self.matrix @ (vector / norm)
         if allowed is not None:
             rows = self.row_of()
@@ -82,7 +82,7 @@ def _blas_controller() -> ThreadpoolController:
 
 
 @contextlib.contextmanager
-def _one_blas_thread() -> Iterator[None]:
+def one_blas_thread() -> Iterator[None]:
     """OpenBLAS's second thread for this one product: it spins after a matrix-vector product
     and takes the other core from the model and the keyword search running beside it (issue 25:
     16 ms with the default threads vs 0.3-1.3 ms with one). Limited here, not process-wide:

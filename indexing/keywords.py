@@ -260,6 +260,12 @@ class KeywordIndex:
         df = self._document_frequencies(list(dict.fromkeys(tokens)))
         return {t for t in tokens if df.get(t, 0) >= share * total}
 
+    def document_frequencies(self, query: str) -> dict[str, int]:
+        """How many items hold each of the query's tokens (tokens found nowhere left out)."""
+        tokens = list(dict.fromkeys(query_tokens(query)))
+        return {t: n for t, n in self._document_frequencies(tokens).items() if n > 0} \
+            if tokens else {}
+
     def _document_frequencies(self, tokens: Sequence[str]) -> dict[str, int]:
         found: dict[str, int] = {}
         for start in range(0, len(tokens), _BATCH):

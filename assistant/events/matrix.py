@@ -15,6 +15,7 @@ import numpy as np
 
 from assistant.events.model import Event, EventType
 from assistant.events.store import EventStore
+from indexing.dense_snapshot import one_blas_thread
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +101,8 @@ class EventMatrix:
                 return []
             # All rows in one product over the contiguous matrix, the filtered ones pushed to
             # -inf: no copy of the selected rows (that copy cost more than the product).
-            scores = self._vectors @ np.asarray(query_vector, dtype=np.float32)
+            with one_blas_thread():  # OpenBLAS's second thread spins: see dense_snapshot.py
+                scores = self._vectors @ np.asarray(query_vector, dtype=np.float32)
             scores = np.where(mask, scores, -np.inf)
             take = min(k, valid)
             best = np.argpartition(-scores, take - 1)[:take]

@@ -16,6 +16,11 @@ if TYPE_CHECKING:
     from indexing.embedder import Embedder
 
 EMBED_BATCH = 64
+# A search by meaning first embeds the events still without a vector when there are at most
+# this many (what an agent just logged, found by meaning at once). A larger backlog (a burst
+# of logging) is left to the idle work (mcp/background.py), so no search turns into a bulk
+# job; its events are found by their words meanwhile (search.py).
+EMBED_BEFORE_SEARCH = 16
 
 
 class EventService:
@@ -66,10 +71,21 @@ class EventService:
             done += len(batch)
         return done
 
+    def _embed_few_pending(self) -> None:
+        embedder = self.embedder()
+        batch = self.store.pending(EMBED_BEFORE_SEARCH + 1, model_id=embedder.model_id,
+                                   newest_first=True, stale=False)
+        if batch and len(batch) <= EMBED_BEFORE_SEARCH:
+            vectors = embedder.embed_documents([text for _, text in batch])
+            self.store.store_vectors(embedder.model_id, {
+                event_id: vectors[i] for i, (event_id, _) in enumerate(batch)})
+
     def search(self, query: str | None, *, filters: Filters = NO_FILTERS,
                top_k: int = 10, meaning: bool = True) -> list[EventHit]:
         """`meaning`: use the embedding model (False: words, time, type, importance only)."""
         use_model = meaning and bool((query or "").strip())
+        if use_model:
+            self._embed_few_pending()
         return search_events(
             self.store, query, filters=filters, top_k=top_k,
             weights=weights_from(self.ctx.config.events),

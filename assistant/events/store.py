@@ -20,7 +20,7 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -253,13 +253,17 @@ class EventStore:
 
     # --- vectors ----------------------------------------------------------------------------
 
-    def pending(self, limit: int, *, model_id: str) -> builtins.list[tuple[str, str]]:
-        """(id, text) of events without a vector from `model_id`, oldest first."""
+    def pending(self, limit: int, *, model_id: str, newest_first: bool = False,
+                stale: bool = True) -> builtins.list[tuple[str, str]]:
+        """(id, text) of events without a vector (oldest first unless `newest_first`), then,
+        once every event has one and if `stale`, of those whose vector is from another model
+        than `model_id` (that look-up reads every row: not for a search's hot path)."""
+        order = "DESC" if newest_first else "ASC"
         with self._lock:
             rows = self.conn.execute(
-                "SELECT id, text FROM events WHERE vector IS NULL ORDER BY seq LIMIT ?",
+                f"SELECT id, text FROM events WHERE vector IS NULL ORDER BY seq {order} LIMIT ?",
                 (limit,)).fetchall()
-            if not rows:
+            if not rows and stale:
                 rows = self.conn.execute(
                     "SELECT id, text FROM events WHERE model IS NOT ? AND vector IS NOT NULL "
                     "ORDER BY seq LIMIT ?", (model_id, limit)).fetchall()
@@ -349,9 +353,18 @@ class EventStore:
         with self._lock:
             return int(self.conn.execute("SELECT count(*) FROM events").fetchone()[0])
 
-    def keyword_search(self, query: str, k: int) -> builtins.list[tuple[str, float]]:
+    def keyword_search(self, query: str, k: int, *, ids: Collection[str] | None = None
+                       ) -> builtins.list[tuple[str, float]]:
+        """BM25 hits, best first; `ids`: only among those events."""
         with self._lock:
-            return self.keywords.search(query, k)
+            return self.keywords.search(query, k, ids=ids)
+
+    def word_shares(self, query: str) -> builtins.list[float]:
+        """For each of the query's words found in the log, the share of events holding it."""
+        with self._lock:
+            found = self.keywords.document_frequencies(query)
+            total = self.keywords.count() if found else 0
+        return [n / total for n in found.values()] if total else []
 
     def sessions_to_summarize(
         self, *, every: int, idle_before: float | None

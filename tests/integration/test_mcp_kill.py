@@ -92,6 +92,9 @@ def test_killed_mid_flood_leaves_the_log_consistent(tmp_path: Path, after: int,
             done = await session.call_tool("log_event", {"type": "note", "text": "after"})
             assert not done.is_error
             found = await session.call_tool("query_events", {"query": "zebra", "top_k": 100})
-            assert len(found.structured_content["events"]) == min(total, 100)
+            # Every flood event is found (the note may be too: a search embeds the few events
+            # just logged, and nearest neighbours by meaning include weak ones).
+            events = found.structured_content["events"]
+            assert sum("zebra" in e["text"] for e in events) == min(total, 100)
 
     anyio.run(carry_on)
