@@ -43,6 +43,7 @@ from indexing.sqlite_db import Schema, open_database
 log = logging.getLogger(__name__)
 
 KEYWORD_TABLE = "event_fts"
+BUSY_TIMEOUT_MS = 10_000  # how long a write waits for another process's
 ID_PREFIX = "ev"
 
 SCHEMA = Schema("event log", (
@@ -127,7 +128,7 @@ class EventStore:
         self.conn = open_database(
             self.db_path, SCHEMA, error=UserError, damaged_hint=EVENTS_RECOVERY,
             pragmas=("journal_mode=WAL", "synchronous=NORMAL", "secure_delete=ON",
-                     "foreign_keys=ON", "busy_timeout=10000"),
+                     "foreign_keys=ON", f"busy_timeout={BUSY_TIMEOUT_MS}"),
         )
         self.keywords = KeywordIndex(self.conn, KEYWORD_TABLE, autocommit=False)
         # Whoever deletes a row (this store, an older release, a cascade), its words go with it.
@@ -177,6 +178,25 @@ class EventStore:
 
     def log(self, new: NewEvent) -> Event:
         return self.log_many([new])[0]
+
+    def try_log(self, new: NewEvent, *, wait_ms: int) -> Event | None:
+        """`log`, unless this store is busy in another thread or another process holds the
+        file's write lock for more than `wait_ms`: then None and nothing is written. For a
+        caller that must not block (the MCP server's event loop, server.py)."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            self.conn.execute(f"PRAGMA busy_timeout={int(wait_ms)}")
+            try:
+                return self.log(new)
+            except sqlite3.OperationalError as exc:  # rolled back by _write: nothing written
+                if "locked" in str(exc) or "busy" in str(exc):
+                    return None
+                raise
+            finally:
+                self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        finally:
+            self._lock.release()
 
     def log_many(self, items: Sequence[NewEvent]) -> builtins.list[Event]:
         """Store events in one transaction (all or none); ids are assigned here."""

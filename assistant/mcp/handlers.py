@@ -22,6 +22,7 @@ from indexing.lazy import Lazy
 
 if TYPE_CHECKING:
     from assistant.conversations.index import ConversationIndex
+    from assistant.events.model import Event, NewEvent
     from assistant.events.service import EventService
     from assistant.memory.service import MemoryService
     from assistant.retrieval.hybrid import HybridRetriever
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from indexing.knowledge import KnowledgeBase
 
 SNIPPET_CHARS = 300
+INLINE_WAIT_MS = 20  # log_event on the event loop waits this long for another writer at most
 
 
 def _close_retriever(retriever: HybridRetriever) -> None:
@@ -58,6 +60,14 @@ class Caller:
 def _short(text: str, limit: int = SNIPPET_CHARS) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _new_event(args: dict[str, Any], caller: Caller) -> NewEvent:
+    from assistant.events.model import EventType, NewEvent
+
+    return NewEvent(type=EventType(args["type"]), text=args["text"],
+                    importance=args["importance"], agent=caller.name, session=args["session"],
+                    parent=args["parent"], ts=parse_ts(args["ts"]))
 
 
 def time_range(since: str | None, until: str | None) -> TimeRange | None:
@@ -234,12 +244,19 @@ class BrainTools:
                       f"forgotten: [{gone.id}] {_short(gone.text)} (the user can undo this)")
 
     def log_event(self, args: dict[str, Any], caller: Caller) -> Output:
-        from assistant.events.model import EventType, NewEvent
+        return self._logged(self.events().store.log(_new_event(args, caller)))
 
-        event = self.events().store.log(NewEvent(
-            type=EventType(args["type"]), text=args["text"], importance=args["importance"],
-            agent=caller.name, session=args["session"], parent=args["parent"],
-            ts=parse_ts(args["ts"])))
+    def log_event_now(self, args: dict[str, Any], caller: Caller) -> Output | None:
+        """`log_event` on the calling thread if the log is open and free at once (None: run
+        it on the store's thread). A log_event is one short write: the hand-off to a thread
+        and back cost more than the write (server.py)."""
+        service = self._events.peek()
+        if service is None:
+            return None
+        event = service.store.try_log(_new_event(args, caller), wait_ms=INLINE_WAIT_MS)
+        return None if event is None else self._logged(event)
+
+    def _logged(self, event: Event) -> Output:
         if self._on_event is not None:
             self._on_event()
         return Output({"event": event.to_json()}, f"logged {event.type.value} {event.id}")

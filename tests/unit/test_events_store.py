@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -130,3 +131,24 @@ def test_another_process_sees_writes(store: EventStore, tmp_path: Path) -> None:
     other.close()
     with sqlite3.connect(tmp_path / "events.sqlite3") as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+
+
+def test_try_log_never_waits_on_a_busy_log(store: EventStore, tmp_path: Path) -> None:
+    other = sqlite3.connect(tmp_path / "events.sqlite3", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process's write in progress
+    started = time.monotonic()
+    assert store.try_log(NewEvent(EventType.NOTE, "from the loop"), wait_ms=20) is None
+    assert time.monotonic() - started < 2  # not the 10 s a normal write waits
+    other.execute("ROLLBACK")
+    other.close()
+    assert store.count() == 0  # nothing half written
+    with store.lock:  # another thread of this process is using the store
+        seen: list[object] = []
+        worker = threading.Thread(target=lambda: seen.append(
+            store.try_log(NewEvent(EventType.NOTE, "from the loop"), wait_ms=20)))
+        worker.start()
+        worker.join()
+    assert seen == [None] and store.count() == 0
+    logged = store.try_log(NewEvent(EventType.NOTE, "from the loop"), wait_ms=20)
+    assert logged is not None and [e.id for e in store.list()] == [logged.id]
+    assert store.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 10_000
