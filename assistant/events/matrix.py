@@ -40,7 +40,10 @@ class EventMatrix:
         self._generation = -1
         self._vec_seq = 0
         self._ids: list[str] = []
-        self._vectors = np.zeros((0, dimension), dtype=np.float32)
+        self._rows: dict[str, int] = {}  # id → row
+        # Rows [0, len(self._ids)) are the vectors; the rest is room to grow into, so new
+        # vectors are copied in place instead of the whole matrix (77 MB at 50k) per refresh.
+        self._buffer = np.zeros((0, dimension), dtype=np.float32)
         self._ts = np.zeros(0)
         self._importance = np.zeros(0)
         self._types = np.zeros(0, dtype=np.int8)  # index in TYPE_CODES
@@ -50,22 +53,23 @@ class EventMatrix:
         generation = self._store.generation()
         if generation != self._generation:
             self._generation, self._vec_seq = generation, 0
-            self._ids, self._sessions = [], []
+            self._ids, self._sessions, self._rows = [], [], {}
             self._types = np.zeros(0, dtype=np.int8)
-            self._vectors = np.zeros((0, self._dim), dtype=np.float32)
+            self._buffer = np.zeros((0, self._dim), dtype=np.float32)
             self._ts, self._importance = np.zeros(0), np.zeros(0)
         rows = self._store.vectors_since(self._vec_seq, model_id=self._model_id)
         if not rows:
             return
-        known = {event_id: i for i, event_id in enumerate(self._ids)} if self._ids else {}
+        known = self._rows
         fresh = [r for r in rows if r[1] not in known and len(r[2]) == 4 * self._dim]
         # A re-embedded event (model change) keeps its slot: overwrite it in place.
         for _, event_id, blob, *_rest in rows:
             if event_id in known and len(blob) == 4 * self._dim:
-                self._vectors[known[event_id]] = np.frombuffer(blob, dtype=np.float32)
+                self._buffer[known[event_id]] = np.frombuffer(blob, dtype=np.float32)
         if fresh:
             added = np.frombuffer(b"".join(r[2] for r in fresh), dtype=np.float32)
-            self._vectors = np.vstack([self._vectors, added.reshape(len(fresh), self._dim)])
+            self._append(added.reshape(len(fresh), self._dim))
+            self._rows.update((r[1], len(self._ids) + n) for n, r in enumerate(fresh))
             self._ids += [r[1] for r in fresh]
             self._ts = np.concatenate([self._ts, [r[3] for r in fresh]])
             self._types = np.concatenate([self._types, np.fromiter(
@@ -73,6 +77,16 @@ class EventMatrix:
             self._importance = np.concatenate([self._importance, [r[5] for r in fresh]])
             self._sessions += [r[6] for r in fresh]
         self._vec_seq = rows[-1][0]
+
+    def _append(self, rows: np.ndarray) -> None:
+        """Copy `rows` after the current vectors (before `_ids` grows), growing by half."""
+        used, need = len(self._ids), len(self._ids) + len(rows)
+        if need > len(self._buffer):
+            grown = np.zeros((max(need, len(self._buffer) * 3 // 2, 1024), self._dim),
+                             dtype=np.float32)
+            grown[:used] = self._buffer[:used]
+            self._buffer = grown
+        self._buffer[used:need] = rows
 
     def _mask(self, filters: Filters) -> np.ndarray:
         mask = self._importance >= filters.min_importance
@@ -102,7 +116,8 @@ class EventMatrix:
             # All rows in one product over the contiguous matrix, the filtered ones pushed to
             # -inf: no copy of the selected rows (that copy cost more than the product).
             with one_blas_thread():  # OpenBLAS's second thread spins: see dense_snapshot.py
-                scores = self._vectors @ np.asarray(query_vector, dtype=np.float32)
+                scores = self._buffer[:len(self._ids)] @ np.asarray(query_vector,
+                                                                    dtype=np.float32)
             scores = np.where(mask, scores, -np.inf)
             take = min(k, valid)
             best = np.argpartition(-scores, take - 1)[:take]

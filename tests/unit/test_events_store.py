@@ -152,3 +152,16 @@ def test_try_log_never_waits_on_a_busy_log(store: EventStore, tmp_path: Path) ->
     logged = store.try_log(NewEvent(EventType.NOTE, "from the loop"), wait_ms=20)
     assert logged is not None and [e.id for e in store.list()] == [logged.id]
     assert store.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 10_000
+
+
+def test_matrix_grown_in_steps_answers_as_one_loaded_at_once(store: EventStore) -> None:
+    embedder = HashEmbedder()
+    matrix = EventMatrix(store, embedder.model_id, embedder.dimension)
+    for step in range(3):  # past the first buffer's 1,024 rows
+        store.log_many([NewEvent(EventType.NOTE, f"step {step} item {n} word{n % 37}")
+                        for n in range(700)])
+        _embed_all(store, embedder)
+        assert matrix.size() == 700 * (step + 1)
+    fresh = EventMatrix(store, embedder.model_id, embedder.dimension)
+    query = embedder.embed_query("word5 item 12")
+    assert matrix.search(query, 20, Filters()) == fresh.search(query, 20, Filters())
