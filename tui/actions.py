@@ -44,7 +44,7 @@ ACTIONS: tuple[AppAction, ...] = (
               True),
     AppAction("index_manager", "f3", "Index manager", "Add, remove, re-sync indexed folders",
               True, True),
-    AppAction("models", "f4", "Choose model", "Pick the chat model from Ollama's models", True,
+    AppAction("models", "f4", "Choose model", "Pick the chat model from the server's models", True,
               True),
     AppAction("settings", "f5", "Settings", "Show the settings in effect (read-only: edit the "
               "config file, then restart)", priority=True),

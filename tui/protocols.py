@@ -34,6 +34,8 @@ from tui.views import (
 
 class OllamaApi(Protocol):
     def status(self, model: str) -> OllamaStatus: ...
+    def server_name(self) -> str:
+        """How messages name the configured server: "Ollama" or "the model server"."""
     def models(self) -> list[ModelView]: ...
 
 

@@ -534,7 +534,8 @@ class ChatEngine:
             raise
         except Exception as exc:
             raise errors.map_error(exc, host=self.settings.host, model=model,
-                                   timeout_s=self.settings.first_token_timeout) from exc
+                                   timeout_s=self.settings.first_token_timeout,
+                                   server=errors.server_words(self.settings.provider)) from exc
         elapsed = round(time.perf_counter() - started, 3)
         if warm and (self._active is None or self._active.done):
             # (A question sent meanwhile already has Ollama read the conversation.)
@@ -617,6 +618,7 @@ class ChatEngine:
             error = errors.map_error(
                 exc, host=self.settings.host, model=state.model,
                 timeout_s=self.settings.timeout, streaming=state.streaming,
+                server=errors.server_words(self.settings.provider),
             )
             self._record_failed(state, emit, error)
 
@@ -770,7 +772,8 @@ class ChatEngine:
                 emit=emit, sink=state, timeout=settings.timeout,
                 first_token_timeout=settings.first_token_timeout, untagged=untagged,
                 probe=self.transport.running,
-                wait=WaitInfo(settings.host, settings.model, new_tokens, window),
+                wait=WaitInfo(settings.host, settings.model, new_tokens, window,
+                              errors.server_words(settings.provider)),
                 on_untagged=saw_untagged,
             )
             kwargs: dict[str, Any] = {"tools": self._tool_specs()} if rounds > 0 else {}

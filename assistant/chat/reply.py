@@ -46,6 +46,7 @@ class WaitInfo:
     model: str
     prompt_tokens: Callable[[], int]  # estimated tokens Ollama must read (not cached)
     window: int  # num_ctx of the request: a runner loaded with another size reloads
+    server: errors.ServerWords = errors.OLLAMA_WORDS  # how the error messages name the server
 
 
 @dataclass
@@ -91,7 +92,8 @@ class ReplyReader:
         try:
             first = await self._first_chunk(agen)
             if first is None:
-                raise errors.protocol("the reply stream was empty", self._wait.host)
+                raise errors.protocol("the reply stream was empty", self._wait.host,
+                                      server=self._wait.server)
             self._sink.streaming = True
             last = first
             self._take(first)
@@ -105,7 +107,8 @@ class ReplyReader:
                 except StopAsyncIteration:
                     break
                 except TimeoutError:
-                    raise errors.stalled(self._timeout, partial=bool(self._sink.parts)) from None
+                    raise errors.stalled(self._timeout, partial=bool(self._sink.parts),
+                                         server=self._wait.server) from None
                 last = chunk
                 self._take(chunk)
         finally:
@@ -149,7 +152,8 @@ class ReplyReader:
                 elapsed = now - started
                 if elapsed >= self._first_token_timeout:
                     raise errors.first_token_timeout(self._wait.model, self._first_token_timeout,
-                                                     loading=phase == "loading")
+                                                     loading=phase == "loading",
+                                                     server=self._wait.server)
                 self._emit(Waiting(phase, round(elapsed, 1), self._wait.model,
                                    self._wait.prompt_tokens(), self._first_token_timeout))
         finally:

@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="send the session's last failed or interrupted question again, or "
                    "continue its last answer if that was cut off at chat.max_answer_tokens")
     p.add_argument("--model", metavar="NAME",
-                   help="use this Ollama model (kept for the session; checked first, so a "
+                   help="use this model (kept for the session; checked first, so a "
                    "mistyped name changes nothing)")
     p.add_argument("--persona", metavar="NAME",
                    help="system prompt preset from the config's [personas]")

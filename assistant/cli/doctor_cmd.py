@@ -13,7 +13,7 @@ NAME_WIDTH = len("index consistency")  # the longest check name, so details line
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "doctor",
-        help="check Ollama, the models, the stores and the data dir",
+        help="check the model server, the models, the stores and the data dir",
         description="Check everything second-brain needs, one line each with a fix hint. "
         "Exits 1 when an essential check fails.",
     )

@@ -1,4 +1,4 @@
-"""What can go wrong talking to Ollama during a turn, as messages a user can act on.
+"""What can go wrong talking to the model server during a turn, as messages a user can act on.
 
 Every failure of a turn becomes a `ChatError` (a `UserError`: the CLI prints it, the TUI shows it
 as a banner) with a `kind` the UI can branch on and `retryable` saying whether trying the same
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 from typing import Literal
 
 from assistant.errors import HintedError, UserError
@@ -33,31 +34,62 @@ class ChatError(UserError):
         self.retryable = retryable
 
 
-def dropped(partial: bool) -> ChatError:
+@dataclass(frozen=True, slots=True)
+class ServerWords:
+    """How the messages shared by both providers name the server and where they send the user:
+    an OpenAI-compatible server (llama-server, LM Studio, vLLM) is not Ollama, and `ollama ps`
+    means nothing to its user."""
+
+    name: str  # "Ollama", "the model server"
+    log_hint: str  # where to look when the stream breaks
+    loaded_hint: str  # appended to the first-token timeout's hint ("" when there is no tool)
+    check_host: str  # a reply the app cannot read: which setting to check ({setting}: where
+    # the host came from, ollama_host.host_setting)
+
+
+OLLAMA_WORDS = ServerWords(
+    "Ollama", "check `ollama ps` and the Ollama server log", "; `ollama ps` shows what is loaded",
+    "check that {setting} points at Ollama (`curl HOST/api/version`), update Ollama if it is "
+    "old, and retry",
+)
+OPENAI_WORDS = ServerWords(
+    "the model server", "check the model server's log", "",
+    "check that llm.base_url points at an OpenAI-compatible server (`curl URL/models`) and retry",
+)
+
+
+def server_words(provider: str) -> ServerWords:
+    """The words for `provider` ([llm] provider: "ollama" or "openai")."""
+    return OPENAI_WORDS if provider == "openai" else OLLAMA_WORDS
+
+
+def dropped(partial: bool, *, server: ServerWords = OLLAMA_WORDS) -> ChatError:
     kept = " (the partial answer is kept)" if partial else ""
     return ChatError(
         "dropped",
-        f"the connection to Ollama dropped in the middle of the answer{kept}",
-        "retry; if it keeps happening, check `ollama ps` and the Ollama server log",
+        f"the connection to {server.name} dropped in the middle of the answer{kept}",
+        f"retry; if it keeps happening, {server.log_hint}",
     )
 
 
-def stalled(seconds: float, *, partial: bool) -> ChatError:
+def stalled(seconds: float, *, partial: bool, server: ServerWords = OLLAMA_WORDS) -> ChatError:
     kept = " (the partial answer is kept)" if partial else ""
     return ChatError(
         "timeout",
-        f"Ollama stopped sending the answer: nothing for {seconds:g} s{kept}",
+        f"{server.name} stopped sending the answer: nothing for {seconds:g} s{kept}",
         "retry; if the machine is very busy, raise ollama.timeout (`brain config edit`)",
     )
 
 
-def first_token_timeout(model: str, seconds: float, *, loading: bool) -> ChatError:
+def first_token_timeout(model: str, seconds: float, *, loading: bool,
+                        server: ServerWords = OLLAMA_WORDS) -> ChatError:
     doing = "loading the model" if loading else "reading the prompt"
     return ChatError(
         "timeout",
-        f"{model} did not start answering within {seconds:g} s (Ollama was still {doing})",
+        f"{model} did not start answering within {seconds:g} s ({server.name} was still "
+        f"{doing})",
         "retry (a loaded model answers sooner), use a smaller or instruct model, or raise "
-        "ollama.first_token_timeout; `ollama ps` shows what is loaded",
+        f"ollama.first_token_timeout{server.loaded_hint}",
     )
 
 
@@ -70,12 +102,11 @@ def context_overflow(detail: str) -> ChatError:
     )
 
 
-def protocol(detail: str, host: str) -> ChatError:
+def protocol(detail: str, host: str, *, server: ServerWords = OLLAMA_WORDS) -> ChatError:
     return ChatError(
         "protocol",
-        f"Ollama at {host} sent a reply second-brain cannot read ({detail})",
-        f"check that {host_setting(host)} points at Ollama (`curl HOST/api/version`), "
-        "update Ollama if it is old, and retry",
+        f"{server.name} at {host} sent a reply second-brain cannot read ({detail})",
+        server.check_host.format(setting=host_setting(host)),
     )
 
 
@@ -115,12 +146,14 @@ def _is_overflow(text: str) -> bool:
 
 
 def map_error(
-    exc: BaseException, *, host: str, model: str, timeout_s: float, streaming: bool = False
+    exc: BaseException, *, host: str, model: str, timeout_s: float, streaming: bool = False,
+    server: ServerWords = OLLAMA_WORDS,
 ) -> ChatError:
-    """Translate an exception raised while talking to Ollama into a ChatError.
+    """Translate an exception raised while talking to the model server into a ChatError.
 
     `streaming`: the reply had started, so a cut connection is a dropped stream (retry) rather
-    than a server that is not running.
+    than a server that is not running. Transport failures are worded by Ollama's client only
+    for Ollama (the OpenAI transport raises its own ChatErrors, assistant/llm/openai_errors.py).
     """
     import httpx
     import pydantic
@@ -130,20 +163,21 @@ def map_error(
     if isinstance(exc, ChatError):
         return exc
     if streaming and isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError):
-        return dropped(partial=True)
+        return dropped(partial=True, server=server)
     if _is_overflow(str(exc)):
         return context_overflow(str(getattr(exc, "error", exc)))
-    mapped = oc.map_exception(exc, host, model, timeout=timeout_s)
+    mapped = oc.map_exception(exc, host, model, timeout=timeout_s) \
+        if server is OLLAMA_WORDS else None
     if mapped is None:
         if isinstance(exc, pydantic.ValidationError | KeyError | TypeError | ValueError):
             first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ""
-            return protocol(f"{type(exc).__name__}: {first}", host)
+            return protocol(f"{type(exc).__name__}: {first}", host, server=server)
         # Not a transport failure, so most likely a bug: keep the traceback in the log, but
         # still fail the turn cleanly so the user's message is stored and can be retried.
         log.error("unexpected error during a chat turn", exc_info=exc)
         return ChatError(
             "server",
-            f"unexpected error while talking to Ollama: {type(exc).__name__}: {exc}",
+            f"unexpected error while talking to {server.name}: {type(exc).__name__}: {exc}",
             f"retry; if it persists: {log_hint()}",
         )
     kind: ErrorKind

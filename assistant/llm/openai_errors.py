@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from assistant.llm.errors import ChatError, dropped
+from assistant.llm.errors import OPENAI_WORDS, ChatError, dropped
 
 
 def error_text(body: str) -> str:
@@ -94,7 +94,7 @@ def from_exception(exc: BaseException, *, base_url: str, model: str, key_env: st
         return ChatError("timeout", f"the model server at {base_url} did not answer within "
                          f"{timeout:g} s", "retry; if the machine is busy, raise ollama.timeout")
     if streaming and isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError):
-        return dropped(partial=True)
+        return dropped(partial=True, server=OPENAI_WORDS)
     if isinstance(exc, httpx.ConnectError | httpx.RemoteProtocolError | httpx.ReadError):
         return ChatError("unavailable", f"no model server answers at {base_url}",
                          "start it (e.g. `llama-server -m model.gguf --port 8080`) or fix "

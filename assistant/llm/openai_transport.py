@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 
 from assistant.llm import openai_errors as oe
-from assistant.llm.errors import ChatError, dropped
+from assistant.llm.errors import OPENAI_WORDS, ChatError, dropped
 from assistant.llm.ollama_client import http_timeout
 from assistant.llm.ollama_transport import Completion
 from assistant.llm.openai_wire import (
@@ -173,7 +173,7 @@ class OpenAITransport:
         if not end.finish_reason:
             # Every server ends a reply with a finish_reason; a stream closed without one
             # was cut (the server died or a proxy dropped it).
-            raise dropped(partial=started)
+            raise dropped(partial=started, server=OPENAI_WORDS)
         yield StreamChunk(raw=ollama_style_stats(end), tool_calls=tools.calls())
 
     def _in_stream_error(self, data: dict[str, Any], model: str) -> ChatError:

@@ -190,6 +190,25 @@ async def test_first_token_timeout(make_engine: Make, fake: FakeOpenAI) -> None:
     assert isinstance(final, Failed) and final.error.kind == "timeout"
 
 
+async def test_the_shared_failure_messages_do_not_name_ollama(
+        make_engine: Make, fake: FakeOpenAI) -> None:
+    """The first-token timeout, a stalled stream and a cut one are worded in chat/errors.py
+    for both providers: an OpenAI-compatible server's user is not sent to `ollama ps`."""
+    fake.script_chat("late", first_delay=3.0)
+    fake.script_chat(["one ", "two ", "three"], chunk_delay=3.0)
+    fake.script_chat("one two three four five", disconnect_after=2)
+    said = []
+    for engine in (make_engine(first_token_timeout=1.0), make_engine(timeout=1.0),
+                   make_engine()):
+        final = (await collect(engine, "how do I list files"))[-1]
+        assert isinstance(final, Failed), final
+        said.append((final.error.kind, f"{final.error.message} / {final.error.hint}"))
+    assert [kind for kind, _ in said] == ["timeout", "timeout", "dropped"]
+    for _, text in said:  # (the settings keep their [ollama] names: ollama.timeout)
+        assert "Ollama" not in text and "ollama ps" not in text, text
+        assert "the model server" in text, text
+
+
 @pytest.mark.parametrize(("setup", "kind", "hint_part"), [
     ("key", "unavailable", "$BRAIN_TEST_KEY"),
     ("model", "model_not_found", "brain doctor"),

@@ -72,6 +72,9 @@ class FakeOllama:
         self.up = True
         self.installed = ["qwen3:4b", "llama3.2:3b"]
 
+    def server_name(self) -> str:
+        return "Ollama"
+
     def status(self, model: str) -> OllamaStatus:
         if not self.up:
             return OllamaStatus(False, message="Ollama is not running at http://127.0.0.1:11434",

@@ -22,6 +22,11 @@ class OllamaAdapter:
 
         return OllamaClient(self.ctx.config.ollama.host, timeout=timeout)
 
+    def server_name(self) -> str:
+        from assistant.llm.errors import server_words
+
+        return server_words(self.ctx.config.llm.provider).name
+
     def status(self, model: str) -> OllamaStatus:
         from assistant.llm.ollama_client import OllamaError, model_matches
 

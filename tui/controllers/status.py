@@ -155,8 +155,13 @@ class StatusController:
         try:
             status = await in_thread(lambda: self.screen.backend.ollama.status(model))
         except Exception as exc:  # a broken client install: report, keep the app running
-            status = OllamaStatus(False, message=f"cannot check Ollama: {describe(exc)[0]}")
+            status = OllamaStatus(False, message=f"cannot check {self._server()}: "
+                                         f"{describe(exc)[0]}")
         self._checked(status)
+
+    def _server(self) -> str:
+        """"Ollama" or "the model server": the messages name the configured provider."""
+        return self.screen.backend.ollama.server_name()
 
     def _checked(self, status: OllamaStatus) -> None:
         was = self.ollama_ok
@@ -165,7 +170,8 @@ class StatusController:
         bar = self.screen.status_bar
         bar.ollama = "up" if status.ok else ("no model" if status.model_missing else "down")
         if status.ok and was is False:
-            self.screen.notify("Ollama is back: chat is available again.")
+            self.screen.notify(f"{self._server()[:1].upper()}{self._server()[1:]} is back: chat is "
+                               "available again.")
             if self.preloaded != self.screen.chat.model:
                 self.preload()
 

@@ -38,7 +38,7 @@ class ModelPicker(ModalScreen[str | None]):
         with Vertical(classes="dialog", id="model-picker"):
             yield Static(f"Chat model (now: {self.current})", classes="dialog-title",
                          markup=False)
-            yield Static("Asking Ollama for its models…", id="model-status", markup=False)
+            yield Static("Asking the model server for its models…", id="model-status", markup=False)
             yield OptionList(id="model-list")
 
     def on_mount(self) -> None:
