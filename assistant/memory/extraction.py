@@ -109,6 +109,7 @@ class ExtractedMemory:
     importance: float
     source_text: str | None  # the user turn it most likely came from
     source_turn: int | None  # index into the user turns
+    by_rule: bool = False  # the statement rule wrote it (memory/statement_rule.py), not the model
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,6 +316,30 @@ def _extract_batch(
             log.warning("memory extraction failed: %s", exc)
             return ExtractionResult(attempts=attempt, error=f"model call failed: {exc}")
         kept, rejected = validate(items, turns)
-        return ExtractionResult(kept, rejected, attempts=attempt)
+        return _with_backstop(ExtractionResult(kept, rejected, attempts=attempt), turns)
     log.warning("memory extraction gave up after 2 attempts: %s", last_error)
-    return ExtractionResult(attempts=2, error=f"invalid JSON from the model: {last_error}")
+    return _with_backstop(ExtractionResult(
+        attempts=2, error=f"invalid JSON from the model: {last_error}"), turns)
+
+
+def _with_backstop(result: ExtractionResult, turns: Sequence[str]) -> ExtractionResult:
+    """`result` plus what the statement rule finds in each turn the model left without a
+    memory (memory/statement_rule.py), validated like the model's: secrets, chatter and
+    grounding. Only after the model answered (a reply, usable or not): a failed call is an
+    extraction that did not happen, retried with the session."""
+    from assistant.memory.statement_rule import RULE_CONFIDENCE, self_statements
+
+    covered = {m.source_turn for m in result.memories}
+    items = [
+        {"text": text, "type": mtype.value, "turn": i + 1, "key": None,
+         "confidence": RULE_CONFIDENCE, "importance": DEFAULT_IMPORTANCE}
+        for i, turn in enumerate(turns) if i not in covered
+        for text, mtype in self_statements(turn)
+    ]
+    if not items:
+        return result
+    kept, rejected = validate(items, turns)
+    return replace(result, memories=[*result.memories,
+                                     *(replace(m, by_rule=True) for m in kept)],
+                   rejected=[*result.rejected, *rejected])
+

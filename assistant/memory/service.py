@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 
 from assistant.config import Config
@@ -27,6 +28,7 @@ from assistant.memory.recall import RecallSettings, recall, search
 from assistant.memory.restate import classify, in_third_person
 from assistant.memory.scoring import DecaySettings, ScoreWeights
 from assistant.memory.secrets import find_secret
+from assistant.memory.statement_rule import RULE_VIA
 from assistant.memory.store import (
     PROFILE_ID,
     MemoryStore,
@@ -270,8 +272,9 @@ class MemoryService:
                 outcome.skipped.append((item.text, decision.reason))
                 continue
             try:
-                stored = reconcile.apply(self.store, candidate, decision,
-                                         actor=Actor.ASSISTANT)
+                with self.store.on_behalf_of(RULE_VIA) if item.by_rule else nullcontext():
+                    stored = reconcile.apply(self.store, candidate, decision,
+                                             actor=Actor.ASSISTANT)
             except SecretRejected as exc:
                 outcome.skipped.append(("[redacted]", str(exc)))
                 continue

@@ -374,9 +374,10 @@ class MemoryStore:
 
     @contextmanager
     def on_behalf_of(self, via: str) -> Iterator[None]:
-        """Changes made as Actor.AGENT by this thread inside the block record `via` (the MCP
-        client's name) in their history: a thread-local, since one store serves the TUI's and
-        an MCP server's threads alike."""
+        """Changes made by this thread inside the block record `via` in their history — the
+        MCP client's name for Actor.AGENT, the statement rule for an assistant memory no model
+        wrote: a thread-local, since one store serves the TUI's and an MCP server's threads
+        alike."""
         previous = getattr(self._agent, "via", None)
         self._agent.via = via
         try:
@@ -450,7 +451,7 @@ class MemoryStore:
                 self.now(),
                 json.dumps(_state(old)) if old else None,
                 int(undone),
-                getattr(self._agent, "via", None) if actor is Actor.AGENT else None,
+                getattr(self._agent, "via", None) if actor is not Actor.USER else None,
             ),
         )
 

@@ -63,16 +63,22 @@ def test_broken_twice_gives_up_cleanly_and_logs(fake_ollama: FakeOllama,
     fake_ollama.script_chat(format_json='{"facts": []}')
     with caplog.at_level(logging.WARNING):
         result = extract_memories(TURNS, chat_fn=_chat(fake_ollama))
-    assert result.memories == [] and result.attempts == 2
+    assert result.attempts == 2
     assert result.error is not None and "invalid JSON" in result.error
     assert "gave up" in caplog.text
+    # Nothing from the model; the user's one clear statement is kept by the rule.
+    assert [(m.text, m.by_rule) for m in result.memories] == [
+        ("The user works at Acme as a data engineer.", True)]
 
 
 def test_empty_reply_and_empty_list(fake_ollama: FakeOllama) -> None:
     fake_ollama.script_chat(format_json="")
     fake_ollama.script_chat(format_json={"memories": []})
     result = extract_memories(TURNS, chat_fn=_chat(fake_ollama))
-    assert result.error is None and result.memories == [] and result.attempts == 2
+    assert result.error is None and result.attempts == 2
+    assert [m.text for m in result.memories if not m.by_rule] == []
+    assert extract_memories(["Hi!", "Please keep answers short."],
+                            chat_fn=lambda m, s: '{"memories": []}').memories == []
     assert extract_memories([" ", ""], chat_fn=_chat(fake_ollama)).attempts == 0
 
 
@@ -276,7 +282,7 @@ def test_a_name_the_user_never_said_is_rejected() -> None:
     ]}
     turns = ["I moved to Lisbon last month and work at a bakery", "my daughter Ana is 7"]
     result = extract_memories(turns, chat_fn=lambda m, s: json.dumps(reply))
-    assert [m.text for m in result.memories] == ["The user's daughter Ana is 7"]
+    assert [m.text for m in result.memories if not m.by_rule] == ["The user's daughter Ana is 7"]
     assert [reason for _, reason in result.rejected] == [
         "it is not in the user's own words in this conversation (Porto)",
         "it is not in the user's own words in this conversation (8)"]
