@@ -1084,6 +1084,11 @@ class FakeOllama:
                                       if script.prompt_eval_count is not None
                                       else len(fitted.tokens)),
                 "prompt_eval_duration": int(prompt_seconds * 1e9) + 1,
+                # What Ollama's api.Metrics carries beside the whole prompt's count (omitempty:
+                # only when some of it came from the cache); the `ollama` client library's
+                # reply model drops it, as it does for the real server's.
+                **({"prompt_eval_cached_count": cached}
+                   if cached and script.prompt_eval_count is None else {}),
                 "eval_count": eval_count,
                 "eval_duration": int(generated * 1e9) + 1,
             }

@@ -227,6 +227,7 @@ class Finished:
     truncated: bool = False  # cut off at the answer cap: "continue" goes on from there
     notes: tuple[str, ...] = ()  # what the answer does not say of its grounding (answer_notes)
     conversations: tuple[ConversationView, ...] = ()  # as recalled, `cited` set
+    read: str = ""  # what the server really read of the prompt ("read 412 new prompt tokens")
 
 
 @dataclass(frozen=True, slots=True)

@@ -337,6 +337,21 @@ class _TurnState:
         self.timings[key] = round((time.perf_counter() - (since or self.started)) * 1000, 2)
 
 
+def _estimate_read_tokens(timings: dict[str, Any]) -> None:
+    """Without the server's cached count (Ollama's Python client drops
+    prompt_eval_cached_count from its reply model), the tokens it read are our estimate of the
+    uncached part scaled by its real count of the whole prompt: exact when nothing was cached,
+    and marked as approximate (`prompt_read_approx`) for the status line."""
+    whole, estimated = timings.get("prompt_eval_count"), timings.get("prompt_tokens")
+    new = timings.get("prompt_new_tokens")
+    if "prompt_read_tokens" in timings or not (
+            isinstance(whole, int) and isinstance(estimated, int) and isinstance(new, int)
+            and whole > 0 and estimated > 0 and new > 0):
+        return
+    timings["prompt_read_tokens"] = min(whole, round(new * whole / estimated))
+    timings["prompt_read_approx"] = new < estimated
+
+
 def _ns_to_ms(value: Any) -> float | None:
     return round(value / 1e6, 2) if isinstance(value, int) and value >= 0 else None
 
@@ -808,6 +823,7 @@ class ChatEngine:
         if state.truncated:
             log.info("answer stopped at the length limit")
         state.timings["prompt_new_tokens"] = new_tokens()
+        _estimate_read_tokens(state.timings)
         self._last_sent = (settings.model, window, [
             *((m.role, m.content) for m in prompt.messages), ("assistant", state.answer)])
         state.ms("total_ms")
@@ -868,15 +884,23 @@ class ChatEngine:
 
     @staticmethod
     def _note_stats(state: _TurnState, raw: dict[str, Any]) -> None:
-        """What Ollama reports in its last chunk. prompt_eval_count is the whole prompt (cache
-        included, llm/llama_server.go promptEvalCount); prompt_eval_ms shows what reading the
-        uncached part cost."""
-        if isinstance(raw.get("prompt_eval_count"), int):
-            state.timings["prompt_eval_count"] = raw["prompt_eval_count"]
+        """What the server reports in its last chunk. prompt_eval_count is the whole prompt
+        (cache included, Ollama's llm/llama_server.go promptEvalCount; usage.prompt_tokens);
+        the cached part is Ollama's prompt_eval_cached_count or an OpenAI-compatible server's
+        cached_tokens. Their difference, summed over the rounds, is `prompt_read_tokens`: the
+        real count of what the server read, shown after the reply where the estimate was
+        shown while waiting (else estimated at the turn's end: _estimate_read_tokens)."""
+        whole = raw.get("prompt_eval_count")
+        if isinstance(whole, int):
+            state.timings["prompt_eval_count"] = whole
         if isinstance(raw.get("eval_count"), int):
             state.timings["eval_count"] = state.timings.get("eval_count", 0) + raw["eval_count"]
-        if isinstance(raw.get("cached_tokens"), int):  # OpenAI-compatible servers say so
-            state.timings["cached_tokens"] = raw["cached_tokens"]
+        cached = raw.get("cached_tokens", raw.get("prompt_eval_cached_count"))
+        if isinstance(cached, int) and not isinstance(cached, bool):
+            state.timings["cached_tokens"] = cached
+        if isinstance(whole, int) and isinstance(cached, int) and 0 <= cached <= whole:
+            state.timings["prompt_read_tokens"] = (
+                state.timings.get("prompt_read_tokens", 0) + whole - cached)
         for key, out in (("prompt_eval_duration", "prompt_eval_ms"),
                          ("load_duration", "load_ms")):
             value = _ns_to_ms(raw.get(key))

@@ -11,8 +11,9 @@ shown apart (dim, collapsed), never stored as the answer, never cited, never sen
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from assistant.llm.errors import ChatError
 from assistant.sessions.turn import MemoryItem, Recalled, Source, ToolUse, Turn
@@ -69,6 +70,18 @@ class Waiting:
         if self.phase == "loading":
             return f"loading {self.model}… {self.seconds:.0f} s"
         return f"reading {self.prompt_tokens:,} prompt tokens… {self.seconds:.0f} s"
+
+
+def read_note(timings: Mapping[str, Any]) -> str:
+    """After the reply, what the server really read of the prompt — the counterpart of the
+    estimate `Waiting` showed ("reading 2,094 prompt tokens…" was 1,190 real new tokens on a
+    real model): "read 1,190 new prompt tokens", "≈" when only the whole prompt's count is
+    real (the engine's prompt_read_tokens / prompt_read_approx); "" when unknown."""
+    read = timings.get("prompt_read_tokens")
+    if not isinstance(read, int) or isinstance(read, bool):
+        return ""
+    about = "≈" if timings.get("prompt_read_approx") else ""
+    return f"read {about}{read:,} new prompt tokens"
 
 
 @dataclass(frozen=True, slots=True)

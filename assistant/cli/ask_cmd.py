@@ -335,7 +335,7 @@ def conversation_line(recalled: Recalled) -> str:
 
 def _report(final: Done | Failed, as_json: bool, retrieved: Retrieved | None = None) -> int:
     from assistant.chat.answer_notes import NONE_CITED, OWN_KNOWLEDGE, answer_notes
-    from assistant.chat.events import Failed
+    from assistant.chat.events import Failed, read_note
     from assistant.sessions.turn import TRUNCATED_NOTE
 
     turn = final.turn
@@ -374,8 +374,10 @@ def _report(final: Done | Failed, as_json: bool, retrieved: Retrieved | None = N
     else:
         thought = turn.timings.get("thinking_ms")
         thinking = f" · thought {thought / 1000:.0f} s" if thought else ""
+        read = read_note(turn.timings)
         _eprint(f"(session {turn.session_id} · {turn.model} · "
-                f"{turn.timings.get('total_ms', 0) / 1000:.1f} s{thinking})")
+                f"{turn.timings.get('total_ms', 0) / 1000:.1f} s{thinking}"
+                f"{' · ' + read if read else ''})")
     return 0
 
 

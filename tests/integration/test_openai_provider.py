@@ -84,6 +84,25 @@ async def test_a_streamed_turn_with_usage_and_the_prompt_cache(
     assert second.turn.timings["cached_tokens"] == fake.generations[-1]["cached"] > 0
 
 
+async def test_after_the_reply_the_read_tokens_are_the_servers_uncached_count(
+        make_engine: Make, fake: FakeOpenAI) -> None:
+    """usage.prompt_tokens − prompt_tokens_details.cached_tokens, exactly: what the status
+    line and `brain ask` show once the reply is in, where the estimate was shown before."""
+    from assistant.chat.events import read_note
+
+    engine = make_engine()
+    for question in ("how do I extract a tar archive?", "and how do I list it?"):
+        fake.script_chat("Use tar [1].")
+        done = (await collect(engine, question))[-1]
+        assert isinstance(done, Done)
+        real = fake.generations[-1]
+        read = real["prompt"] - real["cached"]
+        assert done.turn.timings["prompt_read_tokens"] == read
+        assert "prompt_read_approx" not in done.turn.timings
+        assert read_note(done.turn.timings) == f"read {read:,} new prompt tokens"
+    assert real["cached"] > 0  # the second turn: less read than its whole prompt
+
+
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
 async def test_reasoning_is_shown_apart_never_stored_as_the_answer(
         make_engine: Make, fake: FakeOpenAI, field: str) -> None:

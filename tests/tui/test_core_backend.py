@@ -6,6 +6,7 @@ The embedding model is the fast HashEmbedder, so these run in seconds without to
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
 from pathlib import Path
@@ -243,6 +244,8 @@ async def test_ask_streams_answer_with_sources_and_feedback(core, fake_ollama, t
         assert answer.text == "Run `git stash pop` to apply the stash [1]."
         status = str(answer.query_one(".answer-status").render())
         assert "qwen3:4b" in status and "tokens" in status
+        # Once the reply is in, the server's count of what it read replaces the estimate.
+        assert re.search(r"read ≈?[\d,]+ new prompt tokens", status), status
         table = app.query_one(SourcesPane).query_one(DataTable)
         assert table.row_count >= 1
         first = table.get_row_at(0)

@@ -262,6 +262,32 @@ async def test_a_turn_re_reads_only_the_last_answer_and_the_new_material(
     assert {"prompt_eval_ms", "eval_count", "load_ms"} <= set(timings)
 
 
+async def test_after_the_reply_the_read_tokens_come_from_the_servers_count(
+    chat_rig: ChatRig,
+) -> None:
+    """Ollama's client library drops prompt_eval_cached_count, so what the server read is the
+    estimate of the uncached part scaled by its real count of the whole prompt: exact on a
+    first turn (nothing cached), marked "≈" after."""
+    from assistant.chat.events import read_note
+
+    engine = chat_rig.make()
+    chat_rig.fake.script_chat("First answer [1].", thinking="")
+    first = (await engine.ask("how do I stash my changes in git?")).turn  # type: ignore[union-attr]
+    real = chat_rig.fake.generations[-1]
+    assert real.cached_tokens == 0
+    assert first.timings["prompt_read_tokens"] == real.prompt_tokens
+    assert read_note(first.timings) == f"read {real.prompt_tokens:,} new prompt tokens"
+    chat_rig.fake.script_chat("Second answer [1].", thinking="")
+    second = (await engine.ask("and how do I apply it again?")).turn  # type: ignore[union-attr]
+    real = chat_rig.fake.generations[-1]
+    assert real.cached_tokens > 0
+    read = second.timings["prompt_read_tokens"]
+    assert second.timings["prompt_read_approx"] is True
+    assert read_note(second.timings) == f"read ≈{read:,} new prompt tokens"
+    assert abs(read - real.evaluated_tokens) <= 0.2 * real.evaluated_tokens + 8, (
+        read, real.evaluated_tokens)
+
+
 # --- small ones ------------------------------------------------------------------------------
 
 async def test_remember_that_is_acknowledged_without_asking_the_model(chat_rig: ChatRig) -> None:

@@ -100,6 +100,7 @@ class CoreTurn:
                 notice=TRUNCATED_NOTE if turn.truncated else "", text=turn.answer,
                 conversations=tuple(conversation_view(c) for c in turn.conversations),
                 truncated=turn.truncated, notes=answer_notes(turn),
+                read=core.read_note(turn.timings),
             )
         return Failed(event.error.message, event.error.hint or "", event.partial,
                       event.turn.session_id if event.turn is not None else None)

@@ -242,6 +242,8 @@ class AnswerMessage(Vertical, can_focus=True):
             parts.append("remembered (no model asked) · F11 undoes it")
         elif done is not None:
             parts += [done.model, plural(done.tokens, "token"), f"{done.seconds:.1f} s"]
+            if done.read:
+                parts.append(done.read)
             if done.interrupted:
                 parts.append("interrupted")
             if done.notice:
