@@ -1204,8 +1204,11 @@ class ChatEngine:
 
     def _opening(self, facts: ModelFacts | None, window: int) -> list[PromptMessage]:
         """What the next turn's prompt will start with: the system message, the summary, the
-        recent turns up to the last question (not its answer: a trailing assistant message
-        would be taken as the start of a reply to continue)."""
+        recent turns with the last answer, then an empty user message — the next turn's own
+        message opens the same way, so the server's cache holds everything before its text.
+        (Ending on the answer instead would have it taken as a reply to continue; ending on
+        the last question, as before, left the last answer to be read again by every
+        `ask -c`: 53% of a real third turn cached.)"""
         session = self.session
         settings = self.settings
         tools_on = settings.tools and facts is not None and facts.supports_tools
@@ -1221,10 +1224,9 @@ class ChatEngine:
             memory_share=settings.memory_share, knowledge_share=settings.knowledge_share,
             counter=self.calibration.counter(settings.model),
         )
-        opening = list(prompt.messages[:-1])  # without the (empty) new message
-        if opening and opening[-1].role == "assistant":
-            opening.pop()
-        return opening
+        # The new message's place, empty: without its material (the turn's own), which
+        # would not match what the next turn sends.
+        return [*prompt.messages[:-1], PromptMessage("user", "")]
 
     async def _background_complete(self, messages: list[dict[str, str]],
                                    schema: dict[str, Any], num_predict: int) -> str:
