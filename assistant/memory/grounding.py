@@ -53,13 +53,19 @@ def unsaid_specifics(text: str, said: Sequence[str]) -> list[str]:
     heard: set[str] = set()
     for message in said:
         heard |= _tokens(message)
-    found = [m.group() for m in _NUMBER.finditer(text)]
-    found += [m.group() for m in _NAME.finditer(text.strip())]
+    numbers = [m.group() for m in _NUMBER.finditer(text)]
+    found = numbers + [m.group() for m in _NAME.finditer(text.strip())]
     unsaid: list[str] = []
     for specific in found:
         words = _tokens(specific) - _framing_tokens()
-        if words and not words & heard and specific not in unsaid:
-            unsaid.append(specific)
+        if not words or words & heard or specific in unsaid:
+            continue
+        # A number the user wrote inside a word ("before 10am", "v2") is theirs, but not one
+        # that is part of a longer number ("8" of "18").
+        inside = re.compile(rf"(?<![\d.,]){re.escape(specific)}(?![\d]|[.,]\d)")
+        if specific in numbers and any(inside.search(message) for message in said):
+            continue
+        unsaid.append(specific)
     return unsaid
 
 

@@ -105,3 +105,16 @@ def test_stored_like_any_memory_with_the_rule_in_its_history(memory_store: Memor
          "confidence": 0.9, "importance": 0.6}]}))
     added = model.extract(["I'm vegetarian."]).added
     assert [e.via for e in memory_store.history(added[0].id)] == [None]
+
+
+def test_a_number_written_inside_a_word_is_the_users_own() -> None:
+    """"before 10am" holds the 10 of "The user hates meetings before 10am." (grounding read
+    it as a number the user never said); "8" is still not said by "18"."""
+    from assistant.memory.grounding import unsaid_specifics
+
+    said = ["I hate meetings before 10am."]
+    assert self_statements(said[0]) == [("The user hates meetings before 10am.", P)]
+    kept = extract_memories(said, chat_fn=lambda m, s: '{"memories": []}').memories
+    assert [m.text for m in kept] == ["The user hates meetings before 10am."]
+    assert unsaid_specifics("The user's daughter is 8.", ["My daughter is 18."]) == ["8"]
+    assert unsaid_specifics("The user runs v2.", ["I run v2 now"]) == []
