@@ -28,10 +28,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-# (statement, facts): a memory is correct when it contains every word of one fact.
+# (statement, facts): a memory is correct when it contains every word of one fact. Held apart
+# from the real-model lane's own statements (bench/real_model.py): tuned here, checked there.
 STATEMENTS: list[tuple[str, list[list[str]]]] = [
-    ("I moved to Lisbon last month and work at a bakery.",
-     [["lisbon"], ["bakery"]]),
+    ("I moved to Berlin in April and I teach maths at a school.", [["berlin"], ["math"]]),
+    ("I live in a small flat in Leeds with my partner.", [["leeds"], ["flat"]]),
+    ("I hate meetings before 10am.", [["meeting"]]),
     ("My daughter Ana is 7.", [["ana"], ["daughter", "7"]]),
     ("I'm vegetarian.", [["vegetarian"]]),
     ("I prefer short answers without bullet points.", [["short"]]),
@@ -105,12 +107,17 @@ def measure_extraction(url: str, model: str) -> dict[str, Any]:
     for statement, facts in [*STATEMENTS, *((q, []) for q in QUESTIONS)]:
         started = time.perf_counter()
         result = extract_memories([statement], chat_fn=chat)
-        memories = [m.text for m in result.memories]
+        # The model's memories, and apart from them what the statement rule added
+        # (memory/statement_rule.py) where the model found nothing.
+        memories = [m.text for m in result.memories if not m.by_rule]
+        by_rule = [m.text for m in result.memories if m.by_rule]
         for _, reason in result.rejected:
             reasons[reason.split(" (")[0]] += 1
         rows.append({
             "said": statement, "question": not facts, "memories": memories,
             "correct": [m for m in memories if facts and _correct(m, facts)],
+            "by_rule": by_rule,
+            "rule_correct": [m for m in by_rule if facts and _correct(m, facts)],
             "rejected": result.rejected, "error": result.error,
             "seconds": round(time.perf_counter() - started, 1),
         })
@@ -125,6 +132,11 @@ def measure_extraction(url: str, model: str) -> dict[str, Any]:
         "memories_correct": correct,
         "memories_hallucinated": stored - correct,
         "statements_with_a_correct_memory": sum(1 for r in statements if r["correct"]),
+        "rule_stored": sum(len(r["by_rule"]) for r in rows),
+        "rule_correct": sum(len(r["rule_correct"]) for r in rows),
+        "statements_with_a_correct_memory_with_the_rule": sum(
+            1 for r in statements if r["correct"] or r["rule_correct"]),
+        "questions_with_a_rule_memory": sum(1 for r in rows if r["question"] and r["by_rule"]),
         "questions_with_a_memory": sum(1 for r in rows if r["question"] and r["memories"]),
         "rejected": dict(reasons),
         "errors": sum(1 for r in rows if r["error"]),
