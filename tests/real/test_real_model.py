@@ -23,6 +23,7 @@ pytestmark = pytest.mark.skipif(
     reason="real-model lane: run `make test-real`")
 
 
+@pytest.mark.timeout(3600)  # 11 cases of a real model: minutes, more under load (not 300 s)
 def test_the_real_app_through_the_openai_provider() -> None:
     payload = run_lane(DEFAULT_VENV, DEFAULT_OUT)
     cases = {c["case"]: c for c in payload["cases"]}
@@ -36,5 +37,10 @@ def test_the_real_app_through_the_openai_provider() -> None:
         assert case["server_requests"] >= 1, name  # the server's log saw the request
         assert case["prompt_tokens_real"], name
     assert cases["follow_up"]["cached_tokens"] > 0  # `ask -c` found its history cached
+    # The token estimate never under-counts, English or Chinese (the server would silently
+    # drop the start of a prompt it thought fitted).
+    ratios = {name: c["estimate_ratio"] for name, c in cases.items() if c["estimate_ratio"]}
+    assert min(ratios.values()) >= 1.0, ratios
+    assert ratios.get("zh_question") and ratios.get("zh_statement"), ratios
     # The "remember that" turn stores its memory without asking the model.
     assert cases["remember"]["memories_added"], cases["remember"]
