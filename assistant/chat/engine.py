@@ -55,7 +55,6 @@ from assistant.chat.citations import mark_cited, mark_recalled
 from assistant.chat.conversation_indexer import ConversationIndexer
 from assistant.chat.events import ChatEvent, Done, Failed, Retrieved, Token, ToolCalled
 from assistant.chat.extraction import MemoryExtraction
-from assistant.chat.message_kind import classify, material_for
 from assistant.chat.prompt import Prompt, PromptInputs, PromptMessage, assemble
 from assistant.chat.recital import history_turn, without_recital
 from assistant.chat.reply import ReplyReader, WaitInfo
@@ -81,6 +80,7 @@ from assistant.llm.models import ModelCatalog, ModelFacts, effective_window
 from assistant.llm.provider import ChatTransport, Link, make_transport
 from assistant.llm.thinking import think_value
 from assistant.llm.tokens import MESSAGE_OVERHEAD, count_tokens
+from assistant.message_kind import classify, material_for
 from assistant.sessions.store import SessionNotFound, SessionStore
 from assistant.sessions.turn import (
     CONTINUE_MESSAGE,

@@ -4,7 +4,7 @@ stored in their own words when the model found nothing in it.
 A small real model often answers `{"memories": []}` to "I moved to Berlin in April and I teach
 maths at a school" (SmolLM2-135M did for 4 of the 16 statements it was measured on), so the
 one thing a user expects a memory to learn is lost. When the model returns no memory for a
-turn that `assistant/chat/message_kind.py` calls a statement, each clause whose subject is the
+turn that `assistant/message_kind.py` calls a statement, each clause whose subject is the
 user ("I …", "I'm …", "My name is …", "我…") is restated by `restate.in_third_person` ("The user
 moved to Berlin in April.") and typed by `restate.classify`. Nothing is invented: the words are
 the user's, only the person changes.
@@ -85,7 +85,7 @@ def self_statements(turn: str) -> list[tuple[str, MemoryType]]:
     """The memories the rule makes of `turn`: each clause of a clear self-statement with the
     user as its subject, restated ("The user …", "用户…") and typed; [] for anything else
     (questions, small talk, requests, other people's facts, moods)."""
-    from assistant.chat.message_kind import classify as message_kind
+    from assistant.message_kind import classify as message_kind
 
     if message_kind(turn) != "statement":
         return []

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from assistant.chat.events import Done, Retrieved
-from assistant.chat.message_kind import classify, material_for
 from assistant.chat.prompt import LOW_CONFIDENCE_NOTE, NOT_A_QUESTION
+from assistant.message_kind import classify, material_for
 from assistant.sessions.turn import Retrieval
 from tests.fixtures.chat import ChatRig, knowledge_item
 
