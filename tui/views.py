@@ -56,7 +56,9 @@ class ConversationSearch:
     query: str
     hits: tuple[ConversationView, ...] = ()
     time_range: str = ""  # "2026-03-09 → 2026-03-15 (last week)", or "" for all dates
-    note: str = ""  # e.g. nothing from those dates: every date was searched
+    # What was found, as `brain sessions search` says it (assistant/conversations/finding.py):
+    # "2 conversations about 'kayak'", "nothing about 'kyoto' in that period · dates: …".
+    caption: str = ""
 
 
 @dataclass(frozen=True, slots=True)

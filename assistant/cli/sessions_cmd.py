@@ -291,6 +291,7 @@ def _open_index(args: argparse.Namespace) -> ConversationIndex:
 
 
 def _search(args: argparse.Namespace) -> int:
+    from assistant.conversations.finding import find_conversations
     from assistant.conversations.search import search_conversations
     from assistant.timerange import local_now, range_from_flags
     from indexing.filesystem import can_write
@@ -310,27 +311,24 @@ def _search(args: argparse.Namespace) -> int:
     with closing(index.store):
         if can_write(Path(index.store.path).parent):  # a read-only home: searched as it is
             index.sync()
-        if batch is not None:
+        if batch is not None:  # the ranking as searched, for evaluation: no relevance floor
             for line_query, since, until in batch:
                 result = search_conversations(
                     index, line_query, time_range=range_from_flags(since, until, now),
                     top_k=args.top_k, now=now)
                 print_json(result.to_json())
             return 0
-        result = search_conversations(index, query, time_range=time_range, top_k=args.top_k,
-                                      now=now)
+        found = find_conversations(index, query, time_range=time_range, top_k=args.top_k,
+                                   now=now)
     if args.json:
-        print_json(result.to_json())
+        print_json(found.to_json())
         return 0
-    if result.time_range is not None:
-        note = "" if result.applied else " — nothing then, searched all dates"
-        print(f"dates: {result.time_range.describe()}{note}", file=sys.stderr)
-    if not result.hits:
-        print("no matching conversations")
-    for hit in result.hits:
+    print(found.caption, file=sys.stderr)
+    for hit in found.shown:
         where = f"{hit.session_id}#{hit.seq}" if hit.seq is not None else f"{hit.session_id}"
-        print(f"{hit.rank:>2}. {_when(hit.created_at)}  {where}  {hit.title}  "
-              f"({hit.score:.0%})")
+        rank = "  ~" if hit is found.outside else f"{hit.rank:>3}"
+        relevance = "" if hit.score is None else f"  ({hit.score:.0%})"
+        print(f"{rank}. {_when(hit.created_at)}  {where}  {hit.title}{relevance}")
         if hit.seq is None:
             print(f"    summary: {_snippet(hit.answer)}")
             continue

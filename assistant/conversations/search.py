@@ -68,7 +68,10 @@ class ConversationHit:
     created_at: float
     question: str
     answer: str
-    score: float  # display relevance 0-1 (the fused score over the best possible)
+    # Relevance 0-1 as shown: the cosine to the question (the keyword score when the dense
+    # list is not trusted for it); None for a period listed without a topic. Never the fused
+    # score over the best possible: rank 1 of one list alone read as 41% whatever its cosine.
+    score: float | None
     vector: float | None  # cosine similarity
     keyword: float | None  # BM25 normalised to the best keyword hit (0-1)
     fused: float
@@ -83,7 +86,7 @@ class ConversationHit:
             "created_at": _iso(self.created_at),
             "question": self.question,
             "answer": self.answer,
-            "score": round(self.score, 4),
+            "score": None if self.score is None else round(self.score, 4),
             "scores": {
                 "vector": None if self.vector is None else round(self.vector, 4),
                 "keyword": None if self.keyword is None else round(self.keyword, 4),
@@ -100,6 +103,7 @@ class ConversationResult:
     time_range: TimeRange | None
     applied: bool  # False: a range read from the question matched no conversation, not used
     hits: list[ConversationHit] = field(default_factory=list)
+    dense_trusted: bool = True  # False: the dense list is noise for this query (weights.py)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -145,7 +149,10 @@ def search_conversations(
     if allowed is not None and not allowed:
         return result
     ranked = _rank(index, text, allowed, settings, top_k)
-    return replace(result, hits=_hits(index, ranked, top_k, settings))
+    # (a period listed without a topic ran no retriever: no model to load for this)
+    trusted = all(r[2] is None for r in ranked) or language_dense_weight(
+        text, index.embedder().model_id) >= 1.0
+    return replace(result, hits=_hits(index, ranked, top_k, trusted), dense_trusted=trusted)
 
 
 _Ranked = list[tuple[str, float, float | None, float | None]]  # id, fused, cosine, keyword
@@ -226,11 +233,10 @@ def _with_context(
 
 
 def _hits(
-    index: ConversationIndex, ranked: _Ranked, top_k: int, settings: SearchSettings
+    index: ConversationIndex, ranked: _Ranked, top_k: int, dense_trusted: bool
 ) -> list[ConversationHit]:
     if not ranked:
         return []
-    best = (settings.dense_weight + settings.keyword_weight) / (settings.rrf_k + 1)
     ids = [r[0] for r in ranked]
     marks = ",".join("?" * len(ids))
     with index.store.lock:
@@ -258,9 +264,18 @@ def _hits(
             rank=len(hits) + 1, unit_id=unit_id, session_id=row[1], title=row[2],
             seq=int(row[3]) if is_turn else None, created_at=float(row[4]),
             question=row[5] if is_turn else "", answer=row[6] if is_turn else row[7],
-            score=min(1.0, fused / best), vector=cosine, keyword=keyword, fused=fused,
+            score=_relevance(cosine, keyword, dense_trusted), vector=cosine, keyword=keyword,
+            fused=fused,
             refs=tuple(refs.get(unit_id, ())),
         ))
         if len(hits) >= top_k:
             break
     return hits
+
+
+def _relevance(cosine: float | None, keyword: float | None, dense_trusted: bool) -> float | None:
+    if cosine is None and keyword is None:
+        return None
+    if not dense_trusted:
+        return keyword or 0.0
+    return max(0.0, min(1.0, cosine or 0.0))

@@ -197,7 +197,8 @@ class BrainTools:
         data = result.to_json()
         lines = [f"{len(result.hits)} conversation matches for {args['query']!r}"]
         for hit in result.hits:
-            lines.append(f"[{hit.rank}] {hit.title} ({hit.session_id}) {hit.score:.0%}")
+            relevance = "" if hit.score is None else f" {hit.score:.0%}"
+            lines.append(f"[{hit.rank}] {hit.title} ({hit.session_id}){relevance}")
             if hit.question:
                 lines.append(f"    user: {_short(hit.question, 200)}")
             if hit.answer:

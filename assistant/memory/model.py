@@ -133,6 +133,10 @@ class RecalledMemory:
     score: float
     similarity: float
     reason: str  # "relevant", "pinned" or "profile"
+    # The evidence behind `similarity` (search results only): the cosine to the question, None
+    # when the vectors could not be read, and BM25 relative to the best keyword candidate.
+    cosine: float | None = None
+    keyword: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,28 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
+class RelevanceFloor:
+    """Which searched memories are relevant enough for the chat prompt: a cosine to the
+    question of at least `min_cosine`, or the question's words matched about as strongly as
+    the best keyword candidate (`keyword`, relative BM25) with a meaning not far off
+    (`keyword_cosine`). Without readable vectors the keyword bar stands alone. Like the
+    knowledge confidence gate, but per memory: each one costs prompt tokens on every turn, and
+    an unrelated one invites the model to mention it ("Summarize this text" answered with the
+    user's birthday). Chosen on LoCoMo (bench/memory_prompt.py): TODO."""
+
+    min_cosine: float = 0.35
+    keyword: float = 1.0
+    keyword_cosine: float = 0.2
+
+    def admits(self, item: RecalledMemory) -> bool:
+        if item.cosine is None:
+            return item.keyword >= self.keyword
+        if item.cosine >= self.min_cosine:
+            return True
+        return item.keyword >= self.keyword and item.cosine >= self.keyword_cosine
+
+
+@dataclass(frozen=True, slots=True)
 class RecallSettings:
     top_k: int = 5
     weights: ScoreWeights = field(default_factory=ScoreWeights)
@@ -35,6 +57,7 @@ class RecallSettings:
     candidates: int = 50
     keyword_share: float = 0.5  # weight of normalised BM25 inside `similarity`
     profile_confidence: float = 0.9  # facts/preferences at least this sure are always included
+    floor: RelevanceFloor | None = field(default_factory=RelevanceFloor)  # None: top_k always
 
 
 def _days_unused(memory: Memory, now_iso: str) -> float:
@@ -95,7 +118,8 @@ def search(
             settings.weights,
         )
         if math.isfinite(score):
-            ranked.append(RecalledMemory(memory, score, similarity, "relevant"))
+            cosine = dense.get(memory_id) if vectors_usable else None
+            ranked.append(RecalledMemory(memory, score, similarity, "relevant", cosine, kw))
     ranked.sort(key=lambda r: (-r.score, r.memory.id))
     return ranked[:top_k]
 
@@ -108,7 +132,8 @@ def recall(
     top_k: int | None = None,
 ) -> list[RecalledMemory]:
     """Candidates for the chat prompt, most important first: the user profile (id "profile",
-    reason "user-profile"), pinned memories, sure profile facts, then the `top_k` most relevant.
+    reason "user-profile"), pinned memories, sure profile facts, then those of the `top_k` most
+    relevant that pass `settings.floor` (none, for a question about nothing remembered).
 
     No token budget here: the prompt assembly (assistant/chat/budget.py) is the one place that
     fits memories into the context window, and the caller marks as used only what it kept
@@ -141,7 +166,8 @@ def recall(
         take(RecalledMemory(memory, 1.0, 0.0, "pinned" if memory.pinned else "profile"))
     k = settings.top_k if top_k is None else top_k
     for item in search(store, query, top_k=k, settings=settings):
-        take(item)
+        if settings.floor is None or settings.floor.admits(item):
+            take(item)
     return chosen
 
 

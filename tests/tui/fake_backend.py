@@ -424,7 +424,11 @@ class FakeSessions:
                 hits.append(ConversationView(len(hits) + 1, session.id, session.title,
                                              session.updated_at[:16], question, answer, 1))
         dates = "2026-01-08 → 2026-01-15 (7d)" if "since:7d" in text else ""
-        return ConversationSearch(text, tuple(hits), dates)
+        topic = " ".join(words)
+        found = (f"{len(hits)} conversation{'' if len(hits) == 1 else 's'} about {topic!r}"
+                 if hits else f"nothing about {topic!r}")
+        return ConversationSearch(text, tuple(hits), dates,
+                                  found + (f" · dates: {dates}" if dates else ""))
 
 
 class FakeEvents:

@@ -110,7 +110,7 @@ async def test_sessions_screen_searches_every_conversation_by_date(
         await wait_until(pilot, lambda: screen.searching, what="search results")
         assert backend.sessions.searches[-1] == "kayak since:7d"
         status = str(screen.query_one("#sessions-status").render())
-        assert "1 conversation for 'kayak since:7d'" in status and "dates 2026-01-08" in status
+        assert "1 conversation about 'kayak'" in status and "dates: 2026-01-08" in status
         hits = screen.query_one(ConversationsTable)
         assert app.focused is hits and hits.row_count == 1
         # An empty search goes back to the list; a search again, then Enter opens the hit.
@@ -213,3 +213,43 @@ async def test_what_did_we_decide_cites_the_earlier_turn(core, fake_ollama) -> N
         found = backend.sessions.search("kayak since:7d")
         assert [h.session_id for h in found.hits][:2].count(earlier.id) == 1
         assert found.time_range.endswith("(since 7d)") or "7d" in found.time_range
+
+
+async def test_f2_lists_the_hits_and_caption_the_cli_prints(  # type: ignore[no-untyped-def]
+        core, ollama_home, monkeypatch, capsys) -> None:
+    """Issue 23: F2 listed 20 hits (unrelated ones among them) where `brain sessions search`
+    listed 5, and said "nothing from those dates" of a search that named none."""
+    import json
+
+    from assistant.cli.main import main
+    from assistant.context import AppContext
+
+    ctx, backend = core
+    store = backend.sessions.store()
+    for n in range(4):  # four chats about the kayak, eight about other things
+        session = store.create(title=f"Kayak {n}")
+        store.add_turn(session.id, f"Which kayak paddle for trip {n}?",
+                       f"Take the long kayak paddle on trip {n}.", status="complete")
+    for n in range(8):
+        session = store.create(title=f"Other {n}")
+        store.add_turn(session.id, f"How do I bake bread number {n}?",
+                       f"Knead the dough {n} times, then bake it.", status="complete")
+    app = BrainTestApp(ctx, backend, ollama_poll_seconds=0.5, memory_poll_seconds=0.5,
+                       watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_sessions(pilot)
+        await pilot.press(*"kayak paddle", "enter")
+        await wait_until(pilot, lambda: screen.searching, timeout=60, what="search results")
+        status = str(screen.query_one("#sessions-status").render())
+        table = screen.query_one(ConversationsTable)
+        shown = [table.get_row_at(row) for row in range(table.row_count)]
+
+    embedder = ctx.embedder()
+    monkeypatch.setattr(AppContext, "embedder", lambda self: embedder)
+    capsys.readouterr()
+    assert main(["--home", str(ollama_home), "sessions", "search", "--json",
+                 "kayak paddle"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    assert cli["hits"] and all(h["title"].startswith("Kayak") for h in cli["hits"])
+    assert len(shown) == len(cli["hits"])
+    assert status.startswith(cli["caption"]) and "dates" not in status

@@ -146,6 +146,27 @@ async def test_a_time_phrase_narrows_the_dates_and_is_reported(recall: Recall) -
     assert [c.item.session_id for c in retrieved.conversations] == [recent]
 
 
+async def test_two_near_equal_conversations_are_both_recalled_the_decision_first(
+        recall: Recall) -> None:
+    """An older chat on the topic matches a little better than the plan decided since, which
+    alone sits under the floor: both reach the prompt, the newer first (issue 23)."""
+    noon = datetime.now().replace(hour=12, minute=0, second=0, microsecond=0)
+    older = recall.past_session(
+        "Where should we stay on the Kyoto trip in April?",
+        "A hotel near the station is cheap; a ryokan is nicer. Let us think about it.",
+        title="Kyoto trip", when=(noon - timedelta(days=30)).timestamp())
+    decided = recall.past_session("Kyoto: ryokan or hotel?",
+                                  "Decided: the ryokan in Gion, booked for April.",
+                                  title="Kyoto plan", when=(noon - timedelta(days=3)).timestamp())
+    recall.rig.fake.script_chat("The ryokan in Gion [c1].")
+    events = await collect(recall.make().send("Where do we stay in Kyoto in April?"))
+    retrieved = events[0]
+    assert isinstance(retrieved, Retrieved)
+    assert [c.item.session_id for c in retrieved.conversations] == [decided, older]
+    material = recall.rig.fake.last_chat()["messages"][-1]["content"]
+    assert material.index("booked for April") < material.index("Let us think about it")
+
+
 async def test_deleting_the_recalled_session_blanks_the_copy(recall: Recall) -> None:
     earlier = recall.past_session(KAYAK_Q, KAYAK_A)
     recall.rig.fake.script_chat("Saturday [c1].")

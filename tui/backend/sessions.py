@@ -17,8 +17,6 @@ if TYPE_CHECKING:
     from assistant.sessions.store import SessionStore
     from assistant.sessions.turn import HitScores, Turn
 
-SEARCH_TOP_K = 20
-
 
 class SessionsAdapter:
     def __init__(self, ctx: AppContext) -> None:
@@ -74,7 +72,7 @@ class SessionsAdapter:
     def search(self, text: str) -> ConversationSearch:
         """Every conversation by meaning, words and date: `text` may name dates in words
         ("kayak last week", "上周") or as `since:7d` / `until:2026-03-01`."""
-        from assistant.conversations.search import search_conversations
+        from assistant.conversations.finding import find_conversations
         from assistant.timerange import local_now, range_from_filters
 
         now = local_now()
@@ -83,12 +81,10 @@ class SessionsAdapter:
         self._follow_other_processes()
         if not self._caught_up:  # once: later turns are indexed by the chat as it stores them
             self._caught_up = index.sync().complete
-        result = search_conversations(index, query, time_range=time_range, top_k=SEARCH_TOP_K,
-                                      now=now)
-        described = result.time_range.describe() if result.time_range is not None else ""
-        note = "" if result.applied else "nothing from those dates: all dates searched"
-        return ConversationSearch(text, tuple(hit_view(h) for h in result.hits), described,
-                                  note)
+        # The CLI's search with its default count: F2 lists what `brain sessions search` lists.
+        found = find_conversations(index, query, time_range=time_range, now=now)
+        return ConversationSearch(text, tuple(hit_view(h) for h in found.shown), found.dates,
+                                  found.caption)
 
     def _follow_other_processes(self) -> None:
         """Another process (`brain sessions import`, `forget-all`) committed to the sessions

@@ -148,12 +148,9 @@ class SessionsScreen(ModalScreen[str | ConversationView | None]):
         hits.show(found.hits)
         hits.display = True
         self.query_one("#session-list", DataTable).display = False
-        dates = f" · dates {found.time_range}" if found.time_range else ""
-        note = f" · {found.note}" if found.note else ""
-        count = plural(len(found.hits), "conversation") if found.hits else "No conversation found"
+        opens = " — Enter opens one" if found.hits else ""
         self.query_one("#sessions-status", Static).update(
-            f"{count} for {found.query!r}{dates}{note} — Enter opens one; empty search: "
-            "back to the sessions")
+            f"{found.caption}{opens}; empty search: back to the sessions")
         if found.hits:
             hits.focus()
 
