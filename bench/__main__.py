@@ -15,6 +15,7 @@ BENCHMARKS: dict[str, str] = {
     "indexing": "bench.indexing",
     "retrieval": "bench.retrieval",
     "memory": "bench.memory",
+    "memory_prompt": "bench.memory_prompt",
     "conversations": "bench.conversations",
     "chat": "bench.chat",
     "tui": "bench.tui",

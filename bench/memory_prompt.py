@@ -48,12 +48,16 @@ def run(quick: bool) -> Report:
 
 
 def _run(quick: bool, tmp: Path) -> Report:
-    from assistant.memory.recall import RelevanceFloor
-
     data = json.loads(locomo_file().read_text(encoding="utf-8"))
     conversations = data[:3] if quick else data
-    report = Report("memory_prompt", quick)
     carried = _collect(conversations, tmp, per_conversation=40 if quick else None)
+    return report_of(carried, quick=quick, conversations=len(conversations))
+
+
+def report_of(carried: list[Carried], *, quick: bool, conversations: int) -> Report:
+    from assistant.memory.recall import RelevanceFloor
+
+    report = Report("memory_prompt", quick)
     before = _score(carried, None)
     after = _score(carried, RelevanceFloor())
     report.add("memories_precision", after["precision"], unit="ratio",
@@ -65,7 +69,7 @@ def _run(quick: bool, tmp: Path) -> Report:
     report.add("memories_per_on_topic_question", after["per_on_topic"], unit="",
                baseline=before["per_on_topic"], baseline_name="no floor (top 5 always)")
     report.details = {
-        "conversations": len(conversations),
+        "conversations": conversations,
         "questions": sum(1 for c in carried if c.on_topic),
         "floor": str(RelevanceFloor()),
         "before": before,

@@ -35,11 +35,16 @@ class RelevanceFloor:
     (`keyword_cosine`). Without readable vectors the keyword bar stands alone. Like the
     knowledge confidence gate, but per memory: each one costs prompt tokens on every turn, and
     an unrelated one invites the model to mention it ("Summarize this text" answered with the
-    user's birthday). Chosen on LoCoMo (bench/memory_prompt.py): TODO."""
+    user's birthday). Chosen on LoCoMo (bench/memory_prompt.py: 1,536 questions, each also
+    asked of the next conversation's memories): with no floor (the top 5 always) precision 0.082,
+    evidence recall 0.530, off-topic questions carrying no memory 0%; this floor 0.163 / 0.510 /
+    66% (conversations 1-5: 0.16 / 0.54, 6-10: 0.16 / 0.49). A bar of 0.4 without the keyword
+    exception: 0.191 / 0.471 / 87% (a tenth of the recall lost); the exception from cosine 0.2
+    lets half the off-topic questions through."""
 
     min_cosine: float = 0.35
     keyword: float = 1.0
-    keyword_cosine: float = 0.2
+    keyword_cosine: float = 0.3
 
     def admits(self, item: RecalledMemory) -> bool:
         if item.cosine is None:

@@ -94,7 +94,9 @@ def indexed(kb: FakeKnowledgeBase, tmp_path: Path) -> Path:
 def test_ask_json_has_the_search_and_memory_contracts(
     brain: Run, indexed: Path, fake_ollama: FakeOllama
 ) -> None:
-    code, _, err = brain("memory", "add", "I prefer short answers.", "--type", "preference")
+    # About the question: a memory unrelated to it stays out of the prompt (issue 23).
+    preference = "I prefer short answers on how to stash changes."
+    code, _, err = brain("memory", "add", preference, "--type", "preference")
     assert code == 0, err
     fake_ollama.script_chat("Run `git stash` to put changes away [1].")
     code, out, err = brain("ask", "how do I stash the changes in a dirty directory?",
@@ -109,14 +111,14 @@ def test_ask_json_has_the_search_and_memory_contracts(
     assert obj["citations"] == [1]
     assert obj["low_confidence"] is False
     [memory] = obj["memories"]
-    assert memory["text"] == "I prefer short answers." and set(memory) == MEMORY_KEYS
+    assert memory["text"] == preference and set(memory) == MEMORY_KEYS
     assert {"retrieval_ms", "recall_ms", "assembly_ms", "overhead_ms", "total_ms"} <= set(
         obj["timings"]
     )
     assert obj["status"] == "complete" and obj["model"] == "qwen3:4b"
     # What the model saw: the memory and the numbered excerpt, labelled, after the question.
     material = last_answer_request(fake_ollama)["messages"][-1]["content"]
-    assert "## Memory about the user\n- (preference) I prefer short answers." in material
+    assert f"## Memory about the user\n- (preference) {preference}" in material
     assert '<excerpt n="1" file="git/git-stash.md:1-3" heading="git stash">' in material
 
 

