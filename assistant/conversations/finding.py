@@ -48,9 +48,9 @@ class RelevanceFloor:
         keyword = hit.keyword or 0.0
         if hit.vector is None and hit.keyword is None:
             return True  # a period listed without a topic ("yesterday?"): all of it was asked
-        if not dense_trusted:
+        if not dense_trusted or hit.vector is None:  # (no vectors: a read-only home)
             return keyword >= self.keyword_alone
-        cosine = hit.vector if hit.vector is not None else 0.0
+        cosine = hit.vector
         if cosine >= self.min_cosine:
             return True
         return keyword >= self.keyword and cosine >= self.keyword_cosine

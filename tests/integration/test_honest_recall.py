@@ -108,3 +108,16 @@ def test_unrelated_memories_stay_out_of_the_prompt(history: Run, fake_ollama: Fa
     texts = [m["text"] for m in json.loads(out)["memories"]]
     assert "I back up my laptop with rsync every Friday." in texts
     assert "Kayak stored in lake house garage." not in texts
+
+
+def test_without_vectors_the_keywords_decide_alone() -> None:
+    """A read-only home searches by keywords only (no cosine): the best keyword hit is shown."""
+    from assistant.conversations.finding import FLOOR
+    from assistant.conversations.search import ConversationHit
+
+    def hit(keyword: float | None, vector: float | None) -> ConversationHit:
+        return ConversationHit(1, "t:1", "s1", "Trip", 1, 0.0, "passport?", "In the drawer.",
+                               score=keyword, vector=vector, keyword=keyword, fused=0.1)
+
+    assert FLOOR.admits(hit(1.0, None)) and not FLOOR.admits(hit(0.2, None))
+    assert not FLOOR.admits(hit(None, 0.04))  # the 4% cosine, no word in common
