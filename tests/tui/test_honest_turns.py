@@ -50,4 +50,4 @@ async def test_one_hit_is_one_conversation(make_app, backend) -> None:  # type: 
         await pilot.press(*"kayak", "enter")
         await wait_until(pilot, lambda: screen.searching, what="the hit")
         status = str(screen.query_one("#sessions-status").render())
-        assert status.startswith("1 conversation for 'kayak'"), status
+        assert status.startswith("1 conversation about 'kayak'"), status

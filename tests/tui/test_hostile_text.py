@@ -111,7 +111,7 @@ async def test_hostile_text_is_shown_literally_everywhere(  # type: ignore[no-un
         screen.query_one("#session-search").focus()  # (where F2 opens; the clicks moved it)
         await pilot.press(*"stash")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: " for 'stash'" in str(
+        await wait_until(pilot, lambda: " about 'stash'" in str(
             screen.query_one("#sessions-status").render()), what="search results")
         assert_shown(app, "stash question [@click")
         await pilot.press("escape")
