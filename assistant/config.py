@@ -112,6 +112,10 @@ class EmbeddingConfig:
     )
     batch_size: int = _opt(64, "Texts per embedding batch.")
     device: str = _opt("cpu", "Torch device for local models (`cpu`, `cuda`, `mps`).")
+    idle_unload_seconds: float = _opt(
+        300.0, "Seconds a local embedding model may sit unused before a long-running process (the "
+        "TUI, `brain index --watch`, `brain mcp`) frees its memory (the next search loads it "
+        "again, a second or two); 0 = keep it loaded.")
 
 
 @dataclass(slots=True)
@@ -368,6 +372,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "ollama.context_window": (512, 10_000_000),
     "ollama.num_ctx": (0, 10_000_000),
     "embedding.batch_size": (1, 4096),
+    "embedding.idle_unload_seconds": (0, 604_800),
     "indexing.chunk_size": (100, 100_000),
     "indexing.chunk_overlap": (0, 50_000),
     "indexing.max_file_mb": (0.001, 100_000),

@@ -77,5 +77,6 @@ class AppContext:
                     ollama_host=self.config.ollama.host,
                     timeout=self.config.ollama.timeout,
                     remote_embed=self._remote_embed(),
+                    idle_unload_seconds=self.config.embedding.idle_unload_seconds,
                 )
             return self._embedder

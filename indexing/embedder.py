@@ -24,13 +24,14 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from indexing.embedders.base import EmbeddingModelError, InnerModel, normalise_rows
+from indexing.idle_release import IdleRelease
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -184,7 +185,15 @@ class CachedEmbedder:
     Thread-safe; the model itself is only ever called by one thread at a time.
     """
 
-    def __init__(self, inner: InnerModel, cache_dir: str | Path, *, batch_size: int = 64) -> None:
+    def __init__(
+        self,
+        inner: InnerModel,
+        cache_dir: str | Path,
+        *,
+        batch_size: int = 64,
+        idle_unload_seconds: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._inner = inner
         self._batch_size = max(1, int(batch_size))
         directory = Path(cache_dir) / _safe_dir_name(inner.model_id)
@@ -202,6 +211,13 @@ class CachedEmbedder:
             self._cache = _open_cache(directory)
         self.cache_dir = directory
         self._model_lock = threading.Lock()
+        # A model that can free its memory does so after `idle_unload_seconds` without use
+        # (server-side models such as Ollama's have nothing here to free).
+        self.idle = IdleRelease(
+            self._release_model,
+            idle_unload_seconds if callable(getattr(inner, "unload", None)) else 0.0,
+            clock=clock,
+        )
         self._count_lock = threading.Lock()
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._dimension: int | None = None
@@ -227,6 +243,7 @@ class CachedEmbedder:
                 with self._model_lock:
                     self.model_calls += 1
                     known = int(np.asarray(self._inner.encode_query("dimension probe")).shape[-1])
+                    self.idle.used()
             self._remember_dimension(known)
         assert self._dimension is not None
         return self._dimension
@@ -297,7 +314,10 @@ class CachedEmbedder:
                         if vector is not None:
                             found[key] = vector
                             del wanted[key]
-                found.update(self._embed_misses(wanted, persist=persist))
+                try:
+                    found.update(self._embed_misses(wanted, persist=persist))
+                finally:
+                    self.idle.used()
         with self._count_lock:
             self.misses += len(wanted)
             self.hits += len(texts) - len(wanted)
@@ -361,7 +381,10 @@ class CachedEmbedder:
                 return memo
         with self._model_lock:
             self.model_calls += 1
-            raw = self._inner.encode_query(text)
+            try:
+                raw = self._inner.encode_query(text)
+            finally:
+                self.idle.used()
         vector: np.ndarray = normalise_rows(raw)[0]
         vector.setflags(write=False)
         self._remember_dimension(int(vector.shape[0]))
@@ -370,6 +393,23 @@ class CachedEmbedder:
             while len(self._queries) > _QUERY_MEMO:
                 self._queries.popitem(last=False)
         return vector
+
+    def load(self) -> None:
+        """Load the model now (`preload`), and count that as a use for the idle release."""
+        load = getattr(self._inner, "load", None)
+        if load is not None:
+            load()
+            self.idle.used()
+
+    def _release_model(self) -> bool:
+        """`IdleRelease`'s release: free the model unless a call is using it right now (that
+        call's end restarts the countdown). A call that starts after this loads it again."""
+        if not self._model_lock.acquire(blocking=False):
+            return False
+        try:
+            return bool(self._inner.unload())  # type: ignore[attr-defined]  # checked in init
+        finally:
+            self._model_lock.release()
 
     def close(self) -> None:
         self._cache.close()
@@ -437,11 +477,13 @@ def make_embedder(
     ollama_host: str | None = None,
     timeout: float = 60.0,
     remote_embed: RemoteEmbed | None = None,
+    idle_unload_seconds: float = 0.0,
 ) -> CachedEmbedder:
     """The cached embedder for an `embedding.model` setting; raises EmbeddingModelError.
 
     `model_dir`: where derived model files (ONNX exports) may be written; None = only use
     those that exist. Cheap: no model is loaded until the first text misses the cache.
+    `idle_unload_seconds`: free the model after that long unused (0: keep it).
     """
     return CachedEmbedder(
         make_inner_model(
@@ -450,6 +492,7 @@ def make_embedder(
         ),
         cache_dir,
         batch_size=batch_size,
+        idle_unload_seconds=idle_unload_seconds,
     )
 
 
@@ -534,8 +577,9 @@ def preload(embedder: Embedder) -> threading.Thread | None:
     onnxruntime builds its session with the GIL released, so the overlap is real; a failure
     is left for the first embedding to report.
     """
-    inner = getattr(embedder, "inner", None)
-    load = getattr(inner, "load", None)
+    # The cached embedder's own `load` also starts its idle countdown.
+    load = getattr(embedder, "load", None) or getattr(getattr(embedder, "inner", None), "load",
+                                                     None)
     if load is None:
         return None
 

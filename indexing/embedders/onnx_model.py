@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ import numpy as np
 
 from indexing.embedders.base import EmbeddingModelError
 from indexing.embedders.onnx_store import FoundExport, find_export, publish
+from indexing.lazy import Lazy
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +136,11 @@ class OnnxRunner:
         return pooled
 
 
+def _close_backend(backend: OnnxRunner | Any) -> None:
+    if not isinstance(backend, OnnxRunner):
+        backend.unload()  # the torch fallback holds its weights itself
+
+
 class OnnxSentenceModel:
     """An `InnerModel` for an eligible sentence-transformers folder, on CPU, without torch.
 
@@ -161,9 +166,8 @@ class OnnxSentenceModel:
         self._roots = [*([export_root] if export_root is not None else []), *roots]
         self._export_root = export_root
         self._dimension = dimension_from_files(folder)
-        self._lock = threading.Lock()
-        self._runner: OnnxRunner | None = None
-        self._fallback: Any = None
+        # Opened on first use; `unload()` closes it and the next use opens it again.
+        self._backend: Lazy[OnnxRunner | Any] = Lazy(self._open_backend, close=_close_backend)
         self.backend: str | None = None
 
     def known_dimension(self) -> int | None:
@@ -171,25 +175,35 @@ class OnnxSentenceModel:
 
     def load(self) -> None:
         """Load now (e.g. on a background thread while the index opens), not on first use."""
-        self._load()
+        self._backend.get()
+
+    def unload(self) -> bool:
+        """Free the session (or torch model); the next use loads it again. Whether there
+        was anything to free."""
+        loaded = self._backend.peek() is not None
+        self._backend.close()
+        return loaded
 
     def _load(self) -> OnnxRunner | Any:
-        with self._lock:
-            if self._runner is None and self._fallback is None:
-                try:
-                    self._runner = OnnxRunner(self._find_or_export(), self.folder)
-                    self._dimension = self._runner.dimension
-                    self.backend = "onnx"
-                except Exception as exc:  # any failure here costs speed, never correctness
-                    log.warning("embedding model %s runs without ONNX (%s: %s)",
-                                self.model_id, type(exc).__name__, exc)
-                    from indexing.embedders.sentence import SentenceTransformerModel
+        return self._backend.get()
 
-                    self._fallback = SentenceTransformerModel(
-                        self.folder, self.model_id, device="cpu", batch_size=self._batch_size
-                    )
-                    self.backend = "torch"
-            return self._runner if self._runner is not None else self._fallback
+    def _open_backend(self) -> OnnxRunner | Any:
+        if self.backend != "torch":  # ONNX failed once in this process: do not warn again
+            try:
+                runner = OnnxRunner(self._find_or_export(), self.folder)
+            except Exception as exc:  # any failure here costs speed, never correctness
+                log.warning("embedding model %s runs without ONNX (%s: %s)",
+                            self.model_id, type(exc).__name__, exc)
+            else:
+                self._dimension = runner.dimension
+                self.backend = "onnx"
+                return runner
+        from indexing.embedders.sentence import SentenceTransformerModel
+
+        self.backend = "torch"
+        return SentenceTransformerModel(
+            self.folder, self.model_id, device="cpu", batch_size=self._batch_size
+        )
 
     def _find_or_export(self) -> FoundExport:
         if not self.folder.is_dir():

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from indexing.embedders.base import EmbeddingModelError
+from indexing.lazy import Lazy
 
 BUNDLED_ID = "bundled:all-MiniLM-L6-v2"
 
@@ -101,21 +101,27 @@ class SentenceTransformerModel:
         self._folder = folder
         self._device = device
         self._batch_size = batch_size
-        self._model: Any = None
-        self._lock = threading.Lock()
+        self._model: Lazy[Any] = Lazy(self._open)  # `unload()` frees it; next use reloads
         self._dimension = dimension_from_files(folder)
 
     def known_dimension(self) -> int | None:
         return self._dimension
 
+    def unload(self) -> bool:
+        """Drop the weights; whether any were loaded."""
+        loaded = self._model.peek() is not None
+        self._model.close()
+        return loaded
+
     def _loaded(self) -> Any:
-        with self._lock:
-            if self._model is None:
-                self._model = self._load()
-                actual = self._model.get_embedding_dimension()
-                if actual:
-                    self._dimension = int(actual)
-            return self._model
+        return self._model.get()
+
+    def _open(self) -> Any:
+        model = self._load()
+        actual = model.get_embedding_dimension()
+        if actual:
+            self._dimension = int(actual)
+        return model
 
     def _load(self) -> Any:
         _go_offline()

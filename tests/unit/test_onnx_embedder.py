@@ -293,3 +293,16 @@ def test_without_any_export_the_first_load_exports_into_the_model_dir(tmp_path: 
     meta = json.loads((found.directory / onnx_store.META_FILE).read_text())
     assert meta["verified_min_cosine"] >= 0.99999
     assert meta["max_seq_length"] == 256
+
+
+@pytest.mark.slow
+def test_an_unloaded_onnx_model_loads_again_with_the_same_vectors(exported_root: Path) -> None:
+    """The idle release frees the session; the next call opens a new one, same vectors."""
+    onnx = OnnxSentenceModel(bundled_model_path(), "bundled:all-MiniLM-L6-v2", batch_size=64,
+                             roots=[exported_root], export_root=None)
+    before = onnx.encode_query(TEXTS[0])
+    assert onnx.unload() is True
+    assert onnx.unload() is False  # nothing left to free
+    after = onnx.encode_query(TEXTS[0])
+    assert onnx.backend == "onnx"
+    np.testing.assert_allclose(after, before, atol=1e-6)
