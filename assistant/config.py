@@ -110,7 +110,9 @@ class EmbeddingConfig:
         "`ollama:<model>` to embed through Ollama's /api/embed, `openai:<model>` through the [llm] "
         "OpenAI-compatible server's /v1/embeddings.",
     )
-    batch_size: int = _opt(64, "Texts per embedding batch.")
+    batch_size: int = _opt(64, "Texts per embedding batch: this bounds the model's working "
+                           "memory (each text is cut to the model's token limit; the bundled "
+                           "model runs 8 of them at a time on CPU).")
     device: str = _opt("cpu", "Torch device for local models (`cpu`, `cuda`, `mps`).")
     idle_unload_seconds: float = _opt(
         300.0, "Seconds a local embedding model may sit unused before a long-running process (the "

@@ -220,3 +220,20 @@ def test_a_model_without_unload_starts_no_countdown(tmp_path: Path) -> None:
     emb = CachedEmbedder(ServerModel(), tmp_path / "cache", idle_unload_seconds=60)
     emb.embed_query("q")
     assert not emb.idle.enabled and emb.idle.check() is None
+
+
+@pytest.mark.parametrize(("seconds", "enabled"), [(None, True), (0.0, False)])
+def test_the_app_embedder_follows_the_setting(
+    tmp_path: Path, seconds: float | None, enabled: bool
+) -> None:
+    from dataclasses import replace
+
+    from assistant.context import AppContext
+
+    ctx = AppContext.load(str(tmp_path / "home"))
+    if seconds is not None:
+        ctx = AppContext(paths=ctx.paths, config=replace(
+            ctx.config, embedding=replace(ctx.config.embedding, idle_unload_seconds=seconds)))
+    emb = ctx.embedder()
+    assert isinstance(emb, CachedEmbedder)
+    assert emb.idle.enabled is enabled
