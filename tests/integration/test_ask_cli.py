@@ -425,9 +425,13 @@ def _is_extraction(body: dict) -> bool:
 
 
 def test_ask_extracts_memories_at_the_end_of_its_session(
-    brain: Run, fake_ollama: FakeOllama
+    brain: Run, fake_ollama: FakeOllama, ollama_home: Path
 ) -> None:
     # Default settings (extract_every_turns = 6): the process ending is the session's end.
+    # The request timeout also bounds the whole extraction (storing and embedding included):
+    # the fixture's 5 s, meant for failure tests, was overrun on a loaded machine.
+    (ollama_home / "config" / "config.toml").write_text(
+        f'[ollama]\nhost = "{fake_ollama.url}"\ntimeout = 60.0\n', encoding="utf-8")
     fake_ollama.script_chat("Lisbon is on Western European Time (UTC+0, UTC+1 in summer).",
                             match=lambda body: not _is_extraction(body))
     fake_ollama.script_chat(format_json={"memories": [{

@@ -631,8 +631,11 @@ async def test_quitting_while_the_question_goes_on_screen_keeps_it(  # type: ign
         view = app.chat_screen.chat_view
         add_exchange = view.add_exchange
 
+        entered, release = asyncio.Event(), asyncio.Event()
+
         async def slow_add_exchange(question: str):  # type: ignore[no-untyped-def]
-            await asyncio.sleep(0.5)  # a busy machine mounting the two messages
+            entered.set()
+            await release.wait()  # a busy machine mounting the two messages: held until the quit
             return await add_exchange(question)
 
         view.add_exchange = slow_add_exchange  # type: ignore[method-assign]
@@ -640,9 +643,12 @@ async def test_quitting_while_the_question_goes_on_screen_keeps_it(  # type: ign
         chat_input.load_text("book the dentist for Tuesday")
         await chat_input._on_key(events.Key("enter", None))
         chat = app.chat_screen.chat
-        await wait_until(pilot, lambda: chat._starting is not None,
-                         what="the question being put on screen")
+        # The exact state, held as long as the test needs it (a 0.5 s window polled under load
+        # was missed): the question is on its way to the screen, its worker not started yet.
+        await wait_until(pilot, entered.is_set, what="the question being put on screen")
+        assert chat._starting is not None
         await app.action_quit()
+        release.set()
         await wait_until(pilot, lambda: app.return_code is not None, timeout=15,
                          what="the app to exit")
     turn = only_turn(ctx)
