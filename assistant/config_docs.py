@@ -9,7 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from assistant.config import Config, render_markdown
+from assistant.config import Config
+from assistant.config_render import render_markdown
 
 START = "<!-- settings:start -->"
 END = "<!-- settings:end -->"

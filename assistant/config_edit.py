@@ -22,16 +22,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from assistant.config import (
-    _SECTION_TYPES,
-    Config,
-    ConfigError,
-    _toml_key,
-    _toml_value,
-    _type_name,
-    config_from_dict,
-    config_of_file,
-)
+from assistant.config import SECTION_TYPES, Config, ConfigError
+from assistant.config_load import config_from_dict, config_of_file, type_name
+from assistant.config_render import toml_key, toml_value
 from assistant.paths import FILE_MODE
 
 SCALARS = (bool, int, float, str)
@@ -53,7 +46,7 @@ class Edit:
 
 def setting_type(section: str, key: str) -> Any:
     """The schema type of `section.key`; ConfigError for a name that is no setting."""
-    cls = _SECTION_TYPES.get(section)
+    cls = SECTION_TYPES.get(section)
     if cls is None or key not in {f.name for f in fields(cls)}:
         raise ConfigError(f"{section}.{key}: no such setting")
     return typing.get_type_hints(cls)[key]
@@ -70,7 +63,7 @@ def parse_value(section: str, key: str, raw: str) -> Any:
     text = raw.strip()
     where = f"{section}.{key}"
     if tp not in SCALARS:
-        raise ConfigError(f"{where}: a {_type_name(tp)} is changed in the file "
+        raise ConfigError(f"{where}: a {type_name(tp)} is changed in the file "
                           "(`brain config edit`)")
     if tp is str:
         return text
@@ -81,7 +74,7 @@ def parse_value(section: str, key: str, raw: str) -> Any:
     try:
         return int(text) if tp is int else float(text)
     except ValueError:
-        raise ConfigError(f"{where}: expected {_type_name(tp)}, got {text!r}") from None
+        raise ConfigError(f"{where}: expected {type_name(tp)}, got {text!r}") from None
 
 
 def prepare(path: Path, section: str, key: str, raw: str) -> Edit:
@@ -119,7 +112,7 @@ def save(path: Path, edit: Edit) -> None:
 
 def set_line(text: str, section: str, key: str, value: Any) -> str:
     """`text` with `key = value` set in [section]; every other line as it was."""
-    line = f"{_toml_key(key)} = {_toml_value(value)}"
+    line = f"{toml_key(key)} = {toml_value(value)}"
     lines = text.splitlines()
     start, end = _section_bounds(lines, section)
     if start is None:
@@ -131,7 +124,7 @@ def set_line(text: str, section: str, key: str, value: Any) -> str:
     for i in range(start + 1, end):
         found = assigned.match(lines[i])
         if found:
-            lines[i] = found.group(1) + _toml_value(value) + (found.group(3) or "")
+            lines[i] = found.group(1) + toml_value(value) + (found.group(3) or "")
             return "\n".join(lines) + "\n"
     at = next((i for i in range(start + 1, end) if default.match(lines[i])), None)
     if at is not None:

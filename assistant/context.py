@@ -11,7 +11,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from assistant.config import Config, ensure_config_file, load_config
+from assistant.config import Config
+from assistant.config_load import load_config
+from assistant.config_render import ensure_config_file
 from assistant.paths import AppPaths, apply_private_umask, resolve_paths
 
 if TYPE_CHECKING:

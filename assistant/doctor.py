@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from assistant.config import Config, ConfigError, load_config
+from assistant.config import Config, ConfigError
+from assistant.config_load import load_config
 from assistant.context import AppContext
 from assistant.errors import UserError
 from assistant.paths import DIR_MODE, AppPaths, resolve_paths

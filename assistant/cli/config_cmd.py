@@ -9,7 +9,8 @@ import subprocess
 from pathlib import Path
 
 from assistant.cli.common import context
-from assistant.config import ensure_config_file, load_config, render_config, render_markdown
+from assistant.config_load import load_config
+from assistant.config_render import ensure_config_file, render_config, render_markdown
 from assistant.errors import UserError
 from assistant.paths import resolve_paths
 

@@ -19,15 +19,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from assistant.config import (
-    SECTIONS,
-    Config,
-    ConfigError,
-    _toml_value,
-    config_from_dict,
-    load_config,
-    render_config,
-)
+from assistant.config import SECTIONS, Config, ConfigError
+from assistant.config_load import config_from_dict, load_config
+from assistant.config_render import render_config, toml_value
 from assistant.memory.extraction import MAX_MEMORIES, InvalidReply, parse_reply, validate
 from assistant.memory.restate import in_third_person
 from assistant.memory.secrets import find_secret
@@ -97,7 +91,7 @@ def test_string_settings_survive_render_and_load(
     path.write_text(render_config(config, commented=False), encoding="utf-8")
     # ui.theme must name a theme: the user's own theme file carries this one's name.
     (tmp_path / "themes").mkdir(exist_ok=True)
-    (tmp_path / "themes" / "mine.toml").write_text(f"name = {_toml_value(theme)}\n",
+    (tmp_path / "themes" / "mine.toml").write_text(f"name = {toml_value(theme)}\n",
                                                    encoding="utf-8")
     if not theme:
         with pytest.raises(ConfigError, match=r"ui\.theme"):

@@ -228,7 +228,7 @@ def test_index_and_search_with_the_bundled_model(notes, home, real_embedder, mon
 
 
 def test_config_maps_onto_indexing_settings(home) -> None:
-    from assistant.config import config_from_dict
+    from assistant.config_load import config_from_dict
     from assistant.errors import UserError
     from assistant.knowledge_service import sync_settings, vector_location
 

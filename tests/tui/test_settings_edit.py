@@ -67,7 +67,7 @@ async def test_f5_edits_a_setting_live_or_for_the_restart(
         await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen))
         running = app.chat_screen.running_config
         assert (running.ollama.temperature, running.retrieval.score_threshold) == (0.9, 0.39)
-    from assistant.config import load_config
+    from assistant.config_load import load_config
 
     saved = load_config(path)
     assert (saved.ollama.temperature, saved.retrieval.score_threshold) == (0.9, 0.5)

@@ -9,7 +9,8 @@ import pytest
 from assistant.chat.budget import Budget, answer_cap
 from assistant.chat.events import Done
 from assistant.chat.prompt import TRUNCATED_MARK
-from assistant.config import ConfigError, config_from_dict
+from assistant.config import ConfigError
+from assistant.config_load import config_from_dict
 from assistant.sessions.turn import CONTINUE_MESSAGE
 from tests.fake_ollama import chat_turn
 from tests.fixtures.chat import ChatRig

@@ -13,16 +13,9 @@ from pathlib import Path
 import pytest
 
 from assistant.cli.main import main
-from assistant.config import (
-    DEFAULT_PERSONAS,
-    Config,
-    ConfigError,
-    ensure_config_file,
-    load_config,
-    range_text,
-    render_config,
-    settings_table,
-)
+from assistant.config import DEFAULT_PERSONAS, Config, ConfigError, range_text
+from assistant.config_load import load_config
+from assistant.config_render import ensure_config_file, render_config, settings_table
 from assistant.paths import resolve_paths
 
 _SETTING_LINE = re.compile(r"^# (\w+ = .*)$")

@@ -10,8 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assistant.config import ConfigError, load_config, render_config, settings_table
+from assistant.config import ConfigError
 from assistant.config_edit import prepare, save
+from assistant.config_load import load_config
+from assistant.config_render import render_config, settings_table
 
 
 def _edit(path: Path, name: str, raw: str) -> str:

@@ -10,15 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from assistant.config import (
-    RANGES,
-    SECTIONS,
-    Config,
-    ConfigError,
-    config_from_dict,
-    load_config,
-    render_config,
-)
+from assistant.config import RANGES, SECTIONS, Config, ConfigError
+from assistant.config_load import config_from_dict, load_config
+from assistant.config_render import render_config
 
 # Settings whose bounds only hold together with another value.
 _COMPANIONS: dict[str, dict[str, typing.Any]] = {

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from assistant.config import ConfigError, config_from_dict
+from assistant.config import ConfigError
+from assistant.config_load import config_from_dict
 from assistant.llm.keys import ApiKeyError, resolve_api_key
 
 

@@ -21,7 +21,9 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
-from assistant.config import Config, ConfigError, load_config, range_text, settings_table
+from assistant.config import Config, ConfigError, range_text
+from assistant.config_load import load_config
+from assistant.config_render import settings_table
 from tui.plain import plain_text
 
 Apply = Callable[[dict[str, Any]], Awaitable[None]]
