@@ -395,7 +395,7 @@ def _indexed_chunks(db: Path) -> tuple[int, str | None]:
         return 0, None
     import sqlite3
 
-    from indexing.knowledge import META_COLLECTION
+    from indexing.knowledge_types import META_COLLECTION
 
     conn = _read_only(db)
     try:

@@ -47,7 +47,7 @@ def main(argv: list[str]) -> int:
     from assistant.retrieval.dated import search_dated
     from assistant.retrieval.open import close_retriever, open_retriever
     from assistant.timerange import local_now
-    from indexing.knowledge import META_COLLECTION
+    from indexing.knowledge_types import META_COLLECTION
     from indexing.tokenize import query_tokens
 
     queries = json.loads(queries_file.read_text(encoding="utf-8"))

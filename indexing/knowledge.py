@@ -12,13 +12,11 @@ block (SQLite WAL).
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import logging
 import os
 import time
 from collections.abc import Collection, Iterable, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,7 +24,23 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from indexing import vectors_match
-from indexing.errors import HintedError
+from indexing.knowledge_snapshot import SnapshotKeeper
+from indexing.knowledge_types import (
+    META_CHUNKING,
+    META_COLLECTION,
+    META_DIMENSION,
+    META_MODEL,
+    FolderAdded,
+    FolderError,
+    FolderInfo,
+    FolderRemoval,
+    FolderRemoved,
+    KnowledgeError,
+    ReembedNeeded,
+    collection_name,
+    inside,
+    resolve_folder,
+)
 from indexing.lock import IndexLock
 from indexing.manifest import SNAPSHOT_META, Manifest
 from indexing.types import Chunk, ChunkPlace
@@ -34,7 +48,6 @@ from indexing.types import Chunk, ChunkPlace
 # Chunking and sync (with their readers and gitignore matching) load only when a sync runs: a
 # search, and the TUI's warm-up before "model ready", never need them.
 if TYPE_CHECKING:
-    from indexing.dense_snapshot import DenseSnapshot
     from indexing.embedder import Embedder
     from indexing.progress import ProgressCallback
     from indexing.sync import Syncer, SyncReport, SyncSettings
@@ -42,77 +55,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-META_MODEL = "model_id"
-META_DIMENSION = "dimension"
-META_COLLECTION = "collection"
-META_CHUNKING = "chunking"
 # How long a vector count stays trusted (another process's sync can change it).
 COVERAGE_TTL = 30.0
 GLOB_CHARS = frozenset("*?[")
-
-
-class KnowledgeError(HintedError):
-    """A knowledge-base problem the user can act on; the message says how."""
-
-
-class FolderError(KnowledgeError):
-    """A folder that cannot be registered or removed (missing, a file, unreadable, unknown)."""
-
-
-class ReembedNeeded(KnowledgeError):
-    """The index was embedded with another model; dense search needs a re-sync first."""
-
-    def __init__(self, indexed_with: str, configured: str) -> None:
-        super().__init__(
-            f"the index was built with embedding model {indexed_with!r} but {configured!r} is "
-            "configured; run `brain index --sync` to re-embed it (embeddings already computed "
-            "for a model are reused from the cache)"
-        )
-        self.indexed_with = indexed_with
-        self.configured = configured
-
-
-@dataclass(frozen=True, slots=True)
-class FolderInfo:
-    path: str
-    files: int
-    chunks: int
-    added_at: datetime
-    last_sync: datetime | None  # UTC; None until the first sync finishes
-
-
-@dataclass(frozen=True, slots=True)
-class FolderAdded:
-    path: str  # the resolved folder
-    status: str  # "added" | "already" (registered before) | "inside" (covered by `parent`)
-    parent: str | None = None
-    absorbed: tuple[str, ...] = ()  # registered sub-folders its first successful sync absorbs
-
-
-@dataclass(frozen=True, slots=True)
-class FolderRemoved:
-    path: str
-    files: int
-    chunks: int
-    # Embedding-cache keys of the removed chunks that no remaining chunk shares: the caller
-    # erases them from the cache (indexing.embedder.erase_cached).
-    cache_keys: frozenset[str] = frozenset()
-    earlier: bool = False  # removed before (a re-run of a completed removal): nothing to do
-
-
-@dataclass(frozen=True, slots=True)
-class FolderRemoval:
-    """What `remove_folder` will erase: the folder, its chunks and their content hashes."""
-
-    path: str
-    files: int
-    chunk_ids: tuple[str, ...]
-    hashes: frozenset[str]
-
-
-def collection_name(model_id: str, dimension: int) -> str:
-    digest = hashlib.sha256(f"{model_id}\n{dimension}".encode()).hexdigest()[:12]
-    return f"knowledge-{digest}"
 
 
 def _chunking_fingerprint(settings: SyncSettings) -> str:
@@ -127,38 +72,6 @@ def _chunking_fingerprint(settings: SyncSettings) -> str:
 
 def _when(ts: float | None) -> datetime | None:
     return None if ts is None else datetime.fromtimestamp(ts, UTC)
-
-
-def resolve_folder(path: str | os.PathLike[str]) -> Path:
-    """The real, absolute folder for user input; FolderError when it is not a usable folder."""
-    given = Path(path).expanduser()
-    if not given.exists():
-        raise FolderError(f"no such folder: {given}")
-    if not given.is_dir():
-        raise FolderError(f"{given} is a file, not a folder (index the folder that contains it)")
-    real = Path(os.path.realpath(given))
-    if not os.access(real, os.R_OK | os.X_OK):
-        raise FolderError(f"cannot read folder {real}: permission denied")
-    return real
-
-
-def _looks_like_chroma(directory: Path) -> bool:
-    """Chroma's own database is there and undamaged as far as a few milliseconds can tell
-    (`check_store_file`: header, schema, catalog): a store that was damaged or deleted since the
-    last sync must not be hidden by the snapshot."""
-    from indexing.vectors import VectorStoreError, check_store_file
-
-    if not (directory / "chroma.sqlite3").is_file():
-        return False
-    try:
-        check_store_file(directory)
-    except VectorStoreError:
-        return False
-    return True
-
-
-def _inside(child: str, parent: str) -> bool:
-    return child != parent and child.startswith(parent.rstrip("/") + "/")
 
 
 class KnowledgeBase:
@@ -176,10 +89,7 @@ class KnowledgeBase:
         self._vectors: VectorStore | None = None
         # (vectors, chunks, when counted): see vector_coverage
         self._coverage: tuple[int, int, float] | None = None
-        self._snapshot: DenseSnapshot | None = None  # see dense_snapshot.py
-        # The stat of Chroma's database when it last passed `check_store_file`: the check
-        # (a few ms) runs again only when the file changed, not on every dense search.
-        self._store_passed: tuple[int, int, int] | None = None
+        self._snapshots = SnapshotKeeper(manifest, vector_location)  # a search without Chroma
 
     @classmethod
     def open(
@@ -261,7 +171,7 @@ class KnowledgeBase:
             return cached[0], cached[1]
         if self.reembed_needed:
             return None
-        snapshot = self._fresh_snapshot()
+        snapshot = self._snapshots.fresh()
         if snapshot is not None:  # it matches the manifest: no need to open Chroma to count
             _files, chunks = self.manifest.totals()
             self._coverage = (len(snapshot.ids), chunks, time.monotonic())
@@ -305,9 +215,9 @@ class KnowledgeBase:
             if real in registered:
                 return FolderAdded(real, "already")
             for parent in registered:
-                if _inside(real, parent):
+                if inside(real, parent):
                     return FolderAdded(real, "inside", parent=parent)
-            children = tuple(p for p in registered if _inside(p, real))
+            children = tuple(p for p in registered if inside(p, real))
             with self.manifest.transaction():
                 self.manifest.add_folder(real, time.time())
         return FolderAdded(real, "added", absorbed=children)
@@ -325,7 +235,7 @@ class KnowledgeBase:
         registered = [f.path for f in self.manifest.folders()]
         match = next((p for p in registered if p in candidates), None)
         if match is None:
-            parent = next((p for p in registered if any(_inside(c, p) for c in candidates)), None)
+            parent = next((p for p in registered if any(inside(c, p) for c in candidates)), None)
             hint = (
                 f"; it is part of {parent} — add it to indexing.exclude to leave it out"
                 if parent
@@ -528,7 +438,7 @@ class KnowledgeBase:
             real = os.path.realpath(Path(folder).expanduser())
             # An exact registration wins over a parent still waiting for its first sync.
             match = real if real in registered else next(
-                (p for p in registered if _inside(real, p)), None
+                (p for p in registered if inside(real, p)), None
             )
             if match is None:
                 raise FolderError(f"{folder} is not a registered folder (add it first)")
@@ -549,93 +459,15 @@ class KnowledgeBase:
 
     # --- reads for retrieval ----------------------------------------------------------------
 
-    # --- the dense snapshot (a cold search without Chroma) ------------------------------------
-
-    def _snapshot_path(self) -> Path | None:
-        collection = self.manifest.get_meta(META_COLLECTION)
-        if collection is None or not isinstance(self.vector_location, Path | str) or str(
-            self.vector_location
-        ).startswith(("http://", "https://")):
-            return None
-        from indexing.dense_snapshot import snapshot_file
-
-        return snapshot_file(Path(self.vector_location), collection)
-
     @property
     def searches_without_store(self) -> bool:
         """Dense search can be answered from the snapshot file (no Chroma import needed)."""
-        return self._fresh_snapshot() is not None
-
-    def _fresh_snapshot(self) -> DenseSnapshot | None:
-        """The snapshot if it matches the index right now, else None (ask Chroma)."""
-        token = self.manifest.get_meta(SNAPSHOT_META)
-        if not token:
-            return None
-        path = self._snapshot_path()
-        if path is None or not path.is_file() or not self._store_looks_sound(path.parent):
-            # Gone, or a damaged store: that must be reported by Chroma, not hidden by a copy.
-            return None
-        cached = self._snapshot
-        if cached is not None and cached.token == token:
-            return cached
-        from indexing.dense_snapshot import load
-
-        snapshot = load(path)
-        if snapshot is None or snapshot.token != token or (
-            snapshot.collection != self.manifest.get_meta(META_COLLECTION)
-        ):
-            return None
-        self._snapshot = snapshot
-        return snapshot
-
-    def _store_looks_sound(self, directory: Path) -> bool:
-        """`_looks_like_chroma`, re-checked only when the database file changed since it last
-        passed (any write that could damage it changes its size, time or inode)."""
-        try:
-            st = (directory / "chroma.sqlite3").stat()
-        except OSError:
-            return False
-        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
-        if stamp == self._store_passed:
-            return True
-        sound = _looks_like_chroma(directory)
-        self._store_passed = stamp if sound else None
-        return sound
+        return self._snapshots.fresh() is not None
 
     def _refresh_snapshot(self) -> None:
-        """After a change, under the index lock: write the snapshot of the current chunks
-        (reusing the previous one's rows), then record its token. Any failure leaves no token:
-        searches ask Chroma, the next sync tries again."""
         if self.manifest.get_meta(SNAPSHOT_META) or self.reembed_needed:
             return  # still valid (nothing changed), or dense search reads no collection yet
-        path = self._snapshot_path()
-        store = self._recorded_store() if path is not None else None
-        if path is None or store is None or not path.parent.is_dir():
-            return
-        from indexing.dense_snapshot import load, write
-
-        try:
-            ids = sorted(self.manifest.chunk_ids())
-            previous = load(path) if path.exists() else None
-            rows: dict[str, np.ndarray] = {}
-            if previous is not None and previous.collection == store.name:
-                old = previous.row_of()
-                rows = {i: previous.matrix[old[i]] for i in ids if i in old}
-            missing = [i for i in ids if i not in rows]
-            if missing:
-                rows.update(store.get_embeddings(missing))
-            if any(i not in rows for i in ids):
-                return  # Chroma lacks vectors (a repair is due): no snapshot until it has them
-            dimension = int(self.manifest.get_meta(META_DIMENSION) or 0)
-            matrix = (np.stack([np.asarray(rows[i], dtype=np.float32) for i in ids])
-                      if ids else np.zeros((0, dimension), dtype=np.float32))
-            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-            norms[norms == 0] = 1.0
-            token = write(path, store.name, ids, matrix / norms)
-            with self.manifest.transaction():
-                self.manifest.set_meta(SNAPSHOT_META, token)
-        except Exception as exc:  # speed only: searches fall back to Chroma
-            log.warning("could not write the dense snapshot %s: %s", path, exc)
+        self._snapshots.refresh(self._recorded_store)
 
     def dense_search(
         self, query_embedding: Sequence[float] | np.ndarray, k: int, *,
@@ -647,7 +479,7 @@ class KnowledgeBase:
             raise ReembedNeeded(self.indexed_model or "?", self.embedder.model_id)
         if sources is not None and not sources:
             return []
-        snapshot = self._fresh_snapshot()
+        snapshot = self._snapshots.fresh()
         if snapshot is not None:
             allowed = (self.manifest.chunk_ids_for_sources(sources)
                        if sources is not None else None)
@@ -716,7 +548,7 @@ class KnowledgeBase:
             pattern = os.path.normpath(pattern)
             return [p for p in paths if fnmatch.fnmatchcase(p, pattern)]
         bases = {os.path.abspath(pattern), os.path.realpath(pattern)}
-        return [p for p in paths if p in bases or any(_inside(p, b) for b in bases)]
+        return [p for p in paths if p in bases or any(inside(p, b) for b in bases)]
 
     def sources_modified(self, since: float | None, until: float | None) -> list[str]:
         """Indexed files last modified in [since, until) (Unix seconds; None = open end)."""

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
             hint="`brain index ~/notes` registers and indexes a folder; "
             "`brain index --sync` re-syncs all registered folders",
         )
-    from indexing.knowledge import resolve_folder
+    from indexing.knowledge_types import resolve_folder
 
     # Validate every path before registering any: a typo must not leave half the work done.
     folders = [resolve_folder(p) for p in args.paths]

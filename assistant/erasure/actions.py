@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from assistant.events.store import EventStore
     from assistant.memory.store import MemoryStore
     from assistant.sessions.store import SessionStore
-    from indexing.knowledge import FolderRemoved, KnowledgeBase
+    from indexing.knowledge import KnowledgeBase
+    from indexing.knowledge_types import FolderRemoved
 
 T = TypeVar("T")
 
@@ -37,7 +38,7 @@ class RemovalPending(UserError):
 def remove_folder(ctx: AppContext, kb: KnowledgeBase, path: str) -> FolderRemoved:
     """Unregister a folder: its chunks, keyword rows and vectors leave the index files, its
     cached embeddings the cache, and the sessions and retrieval log forget its sources."""
-    from indexing.knowledge import FolderError, FolderRemoved
+    from indexing.knowledge_types import FolderError, FolderRemoved
 
     try:
         plan = kb.plan_removal(path)
@@ -194,7 +195,7 @@ def _apply(ctx: AppContext, intent: Intent, apply: Callable[[dict[str, Any]], T]
 
 def _folder(ctx: AppContext, data: dict[str, Any], kb: KnowledgeBase | None) -> FolderRemoved:
     from assistant.knowledge_service import open_knowledge
-    from indexing.knowledge import FolderRemoval
+    from indexing.knowledge_types import FolderRemoval
 
     plan = FolderRemoval(data["path"], int(data["files"]), tuple(data["chunk_ids"]),
                          frozenset(data["hashes"]))

@@ -33,7 +33,7 @@ def open_retriever(ctx: AppContext, *, origin: str = "cli", log: bool = True) ->
         vectors.warm(vector_location(ctx))
     try:
         if kb.reembed_needed:
-            from indexing.knowledge import ReembedNeeded
+            from indexing.knowledge_types import ReembedNeeded
 
             assert kb.embedder is not None
             raise ReembedNeeded(kb.indexed_model or "?", kb.embedder.model_id)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant.paths import resolve_paths
-from indexing.knowledge import META_COLLECTION, META_DIMENSION, META_MODEL
+from indexing.knowledge_types import META_COLLECTION, META_DIMENSION, META_MODEL
 
 MEMORY_COLLECTION = "memories"
 

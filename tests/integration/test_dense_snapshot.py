@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from indexing.dense_snapshot import META_KEY, load, snapshot_file
-from indexing.knowledge import META_COLLECTION
+from indexing.knowledge_types import META_COLLECTION
 from tests.fixtures.knowledge import note_text
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from indexing.knowledge import FolderError
+from indexing.knowledge_types import FolderError
 from indexing.lock import IndexBusy, IndexLock
 from indexing.progress import Phase, SyncProgress
 from indexing.sync import EMBED_SLICE

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from indexing.knowledge import ReembedNeeded, collection_name
+from indexing.knowledge_types import ReembedNeeded, collection_name
 from tests.fixtures.knowledge import index_state, inner_calls, make_embedder, note_text
 
 

@@ -431,7 +431,7 @@ def test_search_refuses_an_index_built_with_another_model_and_sync_fixes_it(
 ) -> None:
     """The TUI opens its retriever with `open_retriever`, like the CLI: an index embedded with
     another model is a clear error (not silently poor results), and a sync re-embeds it."""
-    from indexing.knowledge import ReembedNeeded
+    from indexing.knowledge_types import ReembedNeeded
 
     notes = tmp_path / "notes"
     notes.mkdir()

@@ -16,7 +16,7 @@ def user_facing_errors() -> list[type[BaseException]]:
     from assistant.memory.store import SecretRejected
     from indexing.embedders.base import EmbeddingModelError
     from indexing.keywords import KeywordIndexError
-    from indexing.knowledge import FolderError, KnowledgeError, ReembedNeeded
+    from indexing.knowledge_types import FolderError, KnowledgeError, ReembedNeeded
     from indexing.lock import IndexBusy
     from indexing.manifest import ManifestError
     from indexing.vectors import EmbeddingModelMismatch, VectorStoreError

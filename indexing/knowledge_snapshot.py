@@ -1,0 +1,132 @@
+"""Keeping the dense snapshot (dense_snapshot.py) in step with the knowledge index: whether the
+file on disk may answer a search right now, and writing it afresh after a change.
+
+A cold search answered from the snapshot never imports Chroma. The snapshot is a copy, so it
+answers only while it matches the manifest's token and Chroma's own database looks sound: a
+store damaged or deleted since the last sync must be reported by Chroma, never hidden.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from indexing.knowledge_types import META_COLLECTION, META_DIMENSION
+from indexing.manifest import SNAPSHOT_META, Manifest
+
+if TYPE_CHECKING:
+    from indexing.dense_snapshot import DenseSnapshot
+    from indexing.vectors import VectorStore
+
+log = logging.getLogger(__name__)
+
+
+def _looks_like_chroma(directory: Path) -> bool:
+    """Chroma's own database is there and undamaged as far as a few milliseconds can tell
+    (`check_store_file`: header, schema, catalog): a store that was damaged or deleted since the
+    last sync must not be hidden by the snapshot."""
+    from indexing.vectors import VectorStoreError, check_store_file
+
+    if not (directory / "chroma.sqlite3").is_file():
+        return False
+    try:
+        check_store_file(directory)
+    except VectorStoreError:
+        return False
+    return True
+
+
+class SnapshotKeeper:
+    """The snapshot of one knowledge index's current collection (held by its KnowledgeBase)."""
+
+    def __init__(self, manifest: Manifest, vector_location: str | Path) -> None:
+        self.manifest = manifest
+        self.vector_location = vector_location
+        self._snapshot: DenseSnapshot | None = None  # the last one loaded
+        # The stat of Chroma's database when it last passed `check_store_file`: the check
+        # (a few ms) runs again only when the file changed, not on every dense search.
+        self._store_passed: tuple[int, int, int] | None = None
+
+    def _path(self) -> Path | None:
+        collection = self.manifest.get_meta(META_COLLECTION)
+        if collection is None or not isinstance(self.vector_location, Path | str) or str(
+            self.vector_location
+        ).startswith(("http://", "https://")):
+            return None
+        from indexing.dense_snapshot import snapshot_file
+
+        return snapshot_file(Path(self.vector_location), collection)
+
+    def fresh(self) -> DenseSnapshot | None:
+        """The snapshot if it matches the index right now, else None (ask Chroma)."""
+        token = self.manifest.get_meta(SNAPSHOT_META)
+        if not token:
+            return None
+        path = self._path()
+        if path is None or not path.is_file() or not self._store_looks_sound(path.parent):
+            # Gone, or a damaged store: that must be reported by Chroma, not hidden by a copy.
+            return None
+        cached = self._snapshot
+        if cached is not None and cached.token == token:
+            return cached
+        from indexing.dense_snapshot import load
+
+        snapshot = load(path)
+        if snapshot is None or snapshot.token != token or (
+            snapshot.collection != self.manifest.get_meta(META_COLLECTION)
+        ):
+            return None
+        self._snapshot = snapshot
+        return snapshot
+
+    def _store_looks_sound(self, directory: Path) -> bool:
+        """`_looks_like_chroma`, re-checked only when the database file changed since it last
+        passed (any write that could damage it changes its size, time or inode)."""
+        try:
+            st = (directory / "chroma.sqlite3").stat()
+        except OSError:
+            return False
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if stamp == self._store_passed:
+            return True
+        sound = _looks_like_chroma(directory)
+        self._store_passed = stamp if sound else None
+        return sound
+
+    def refresh(self, recorded_store: Callable[[], VectorStore | None]) -> None:
+        """After a change, under the index lock, when no token is recorded: write the snapshot
+        of the current chunks (reusing the previous one's rows; `recorded_store` opens the
+        collection for the rest), then record its token. Any failure leaves no token: searches
+        ask Chroma, the next sync tries again."""
+        path = self._path()
+        store = recorded_store() if path is not None else None
+        if path is None or store is None or not path.parent.is_dir():
+            return
+        from indexing.dense_snapshot import load, write
+
+        try:
+            ids = sorted(self.manifest.chunk_ids())
+            previous = load(path) if path.exists() else None
+            rows: dict[str, np.ndarray] = {}
+            if previous is not None and previous.collection == store.name:
+                old = previous.row_of()
+                rows = {i: previous.matrix[old[i]] for i in ids if i in old}
+            missing = [i for i in ids if i not in rows]
+            if missing:
+                rows.update(store.get_embeddings(missing))
+            if any(i not in rows for i in ids):
+                return  # Chroma lacks vectors (a repair is due): no snapshot until it has them
+            dimension = int(self.manifest.get_meta(META_DIMENSION) or 0)
+            matrix = (np.stack([np.asarray(rows[i], dtype=np.float32) for i in ids])
+                      if ids else np.zeros((0, dimension), dtype=np.float32))
+            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+            norms[norms == 0] = 1.0
+            token = write(path, store.name, ids, matrix / norms)
+            with self.manifest.transaction():
+                self.manifest.set_meta(SNAPSHOT_META, token)
+        except Exception as exc:  # speed only: searches fall back to Chroma
+            log.warning("could not write the dense snapshot %s: %s", path, exc)
