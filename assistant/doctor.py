@@ -444,7 +444,7 @@ def _chroma_embedded_check(directory: Path) -> Check:
     import chromadb
     from chromadb.config import Settings
 
-    from indexing.vectors import VectorStoreError, check_store_file, recovery_hint
+    from indexing.vector_errors import VectorStoreError, check_store_file, recovery_hint
 
     # A damaged database is found in Python first: Chroma panics on it, sometimes in a thread
     # that aborts the process, and leaves locks behind that made every later check wait.

@@ -41,7 +41,7 @@ class StoreFile:
 
 
 def store_files(paths: AppPaths) -> list[StoreFile]:
-    from indexing.vectors import recovery_hint
+    from indexing.vector_errors import recovery_hint
 
     return [
         StoreFile("knowledge database", paths.knowledge_db, KNOWLEDGE_RECOVERY),

@@ -65,10 +65,10 @@ def main(argv: list[str]) -> int:
     db = sqlite3.connect(ctx.paths.knowledge_db)
     collection_name = db.execute("SELECT value FROM meta WHERE key = ?",
                                  (META_COLLECTION,)).fetchone()[0]
-    from indexing.vectors import _client
+    from indexing.chroma_clients import shared_client
 
     # The product's own client (Chroma refuses a second one with other settings in a process).
-    collection = _client(ctx.paths.vectors_dir).get_collection(collection_name)
+    collection = shared_client(ctx.paths.vectors_dir).get_collection(collection_name)
     out["chroma"] = _percentiles(
         lambda q: collection.query(query_embeddings=[embedder.embed_query(q).tolist()],
                                    n_results=10), queries["knowledge"])

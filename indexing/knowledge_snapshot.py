@@ -29,7 +29,7 @@ def _looks_like_chroma(directory: Path) -> bool:
     """Chroma's own database is there and undamaged as far as a few milliseconds can tell
     (`check_store_file`: header, schema, catalog): a store that was damaged or deleted since the
     last sync must not be hidden by the snapshot."""
-    from indexing.vectors import VectorStoreError, check_store_file
+    from indexing.vector_errors import VectorStoreError, check_store_file
 
     if not (directory / "chroma.sqlite3").is_file():
         return False

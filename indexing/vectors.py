@@ -3,307 +3,37 @@
 Each collection records the embedding model id and dimension it was built with. Opening it
 with another model raises `EmbeddingModelMismatch` (what to run to re-embed) instead of letting
 Chroma fail later with a dimension error. Chroma is imported lazily (it takes ~1 s), and every
-Chroma failure surfaces as a `VectorStoreError` with a message meant for the user.
+Chroma failure surfaces as a `VectorStoreError` with a message meant for the user
+(vector_errors.py; the clients and the guard around each call are chroma_clients.py).
 """
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import re
 import sqlite3
-import threading
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import numpy as np
 
-from indexing.errors import HintedError
+from indexing.chroma_clients import (
+    STALE_INDEX,
+    client_key,
+    delete_collection,
+    guard,
+    is_url,
+    location_generation,
+    refresh_location,
+    shared_client,
+)
+from indexing.vector_errors import EmbeddingModelMismatch, VectorStoreError
 
 _COLLECTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]")
 _MAX_BATCH = 2000  # below Chroma's limit (5461 embedded); keeps server requests small
 _PAGE = 5000
 
 T = TypeVar("T")
-
-
-class VectorStoreError(HintedError):
-    """The vector store cannot be used; the message (and hint) are meant for the user."""
-
-
-class VectorStoreDamaged(VectorStoreError):
-    """The embedded store's database is damaged: it can only be rebuilt (see `recovery_hint`)."""
-
-
-class VectorStoreReadOnly(VectorStoreError):
-    """The embedded store is in a folder this process cannot write (a read-only mount): the
-    embedded Chroma cannot open it at all, so searches go on by keywords and say so."""
-
-
-def recovery_hint(directory: str | Path) -> str:
-    return (f"move {directory} aside, then run `brain index --rebuild`, `brain memory "
-            "reindex` and `brain sessions reindex`: your files, memories and chats are "
-            "untouched and embeddings come back from the cache")
-
-
-# An error that does not say damage (a bad request, a full disk, a lock) must not advise moving
-# the store aside: that throws away every vector. Only a verified damage gets that advice.
-_NOT_DAMAGE_HINT = "`brain doctor` checks whether the store is damaged and says what to do"
-
-
-def _damaged(directory: str | Path, detail: object) -> VectorStoreDamaged:
-    db = Path(directory) / "chroma.sqlite3"
-    return VectorStoreDamaged(
-        f"The vector store cannot be used: {db} is damaged ({_short(detail)}).",
-        hint=recovery_hint(directory))
-
-
-def _short(detail: object) -> str:
-    """One short line: SQLite quotes the whole undecodable text, Rust the whole panic."""
-    text = str(detail).strip()
-    column = re.search(r"decode to UTF-8 column '([^']+)'", text)
-    if column:
-        return f"text that is not UTF-8 in its {column.group(1)!r} column"
-    first = (text.splitlines() or [""])[0]
-    return first if len(first) <= 120 else first[:117] + "…"
-
-
-def _is_panic(exc: BaseException) -> bool:
-    """A Rust panic inside Chroma (pyo3's PanicException derives from BaseException, so an
-    `except Exception` does not see it)."""
-    return type(exc).__name__ == "PanicException"
-
-
-_DAMAGE = re.compile(r"malformed|not a database|disk image|database corrupt", re.IGNORECASE)
-# Chroma's catalog: small tables it decodes while starting. A damaged page or a byte that is
-# not UTF-8 in one of them makes the Rust side panic — sometimes in a thread that cannot unwind,
-# which aborts the whole process — so they are read here first, in Python, where damage is an
-# ordinary exception.
-_CATALOG = ("collections", "collection_metadata", "segments", "segment_metadata", "tenants",
-            "databases", "embeddings_queue_config", "max_seq_id", "migrations")
-
-
-def check_store_file(directory: str | Path) -> None:
-    """Raise VectorStoreDamaged if the embedded store's database is visibly damaged (empty,
-    not SQLite, a damaged schema or catalog); a few milliseconds, whatever the store's size."""
-    db = Path(directory) / "chroma.sqlite3"
-    try:
-        with db.open("rb") as handle:
-            header = handle.read(16)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise VectorStoreError(f"Cannot read the vector store file {db} ({exc.strerror}).",
-                               hint="check the permissions of the data directory") from exc
-    if not header:
-        raise _damaged(directory, "the file is empty")
-    if header != b"SQLite format 3\x00":
-        raise _damaged(directory, "not a SQLite database")
-    conn = sqlite3.connect(db.resolve().as_uri() + "?mode=ro", uri=True, timeout=5.0)
-    try:
-        tables = {str(name) for name, _sql in conn.execute(
-            "SELECT name, sql FROM sqlite_master WHERE type = 'table'")}
-        for table in _CATALOG:
-            if table in tables:
-                conn.execute(f'SELECT * FROM "{table}"').fetchall()
-    except UnicodeDecodeError as exc:
-        raise _damaged(directory, f"text that is not UTF-8: {exc.reason}") from exc
-    except sqlite3.OperationalError as exc:
-        if _DAMAGE.search(str(exc)) or "decode" in str(exc).lower():
-            raise _damaged(directory, exc) from exc
-        # Locked by another process, or similar: not damage; Chroma will wait or say so.
-    except sqlite3.DatabaseError as exc:
-        raise _damaged(directory, exc) from exc
-    finally:
-        conn.close()
-
-
-class EmbeddingModelMismatch(VectorStoreError):
-    """The collection holds vectors of another embedding model (or dimension)."""
-
-    def __init__(
-        self,
-        collection: str,
-        *,
-        stored_model: str | None,
-        stored_dimension: int | None,
-        model_id: str,
-        dimension: int,
-    ) -> None:
-        stored = (
-            f"{stored_model} ({stored_dimension}-d)"
-            if stored_model
-            else "another program (no model recorded)"
-        )
-        super().__init__(
-            f"The {collection!r} vectors were built with {stored}, but the configured embedding "
-            f"model is {model_id} ({dimension}-d); they cannot be searched together.",
-            hint="run `brain index --sync` to re-embed everything into a fresh collection "
-            "(cached embeddings are reused), or switch embedding.model back",
-        )
-        self.collection = collection
-        self.stored_model = stored_model
-        self.stored_dimension = stored_dimension
-        self.model_id = model_id
-        self.dimension = dimension
-
-
-# -- clients: one per location per process -------------------------------------------------
-
-_clients: dict[tuple[str, ...], Any] = {}
-_clients_lock = threading.Lock()
-# An embedded client reads its HNSW index into memory once: vectors another process (a `brain`
-# command beside the TUI) wrote later are in Chroma's SQLite but not in that index, and reading
-# them fails with "Error finding id" (queries silently miss them). `refresh_location` retires the
-# client — kept open for calls in flight, closed by `close_all` — and counts a generation; every
-# VectorStore of that location reconnects, to a fresh client that reads the disk, at its next call.
-_generations: dict[tuple[str, ...], int] = {}
-_retired: list[Any] = []
-_STALE_INDEX = "Error finding id"  # Chroma's message when its in-memory index is behind the disk
-
-
-def refresh_location(location: str | Path) -> None:
-    """Another process changed the embedded store at `location`: read it afresh from now on.
-    (A Chroma server is shared by every client: nothing to do.)"""
-    if _is_url(location):
-        return
-    key = _client_key(location)
-    with _clients_lock:
-        client = _clients.pop(key, None)
-        if client is None:
-            return
-        _retired.append(client)
-        _generations[key] = _generations.get(key, 0) + 1
-        from chromadb.api.shared_system_client import SharedSystemClient
-
-        # A new PersistentClient on the same path would otherwise share the old one's system.
-        SharedSystemClient._identifier_to_system.pop(getattr(client, "_identifier", key[1]),
-                                                     None)
-
-
-def _settings() -> Any:
-    from chromadb.config import Settings
-
-    return Settings(anonymized_telemetry=False, allow_reset=True)
-
-
-def _is_url(location: str | Path) -> bool:
-    return isinstance(location, str) and location.startswith(("http://", "https://"))
-
-
-def _client_key(location: str | Path) -> tuple[str, ...]:
-    if _is_url(location):
-        parts = urlsplit(str(location))
-        if not parts.hostname:
-            raise VectorStoreError(f"Invalid Chroma server URL {location!r}.")
-        try:
-            port = parts.port or (443 if parts.scheme == "https" else 8000)
-        except ValueError as exc:
-            raise VectorStoreError(f"Invalid port in Chroma server URL {location!r}.") from exc
-        return ("http", parts.scheme, parts.hostname, str(port))
-    return ("path", str(Path(location).expanduser().resolve()))
-
-
-_PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
-                    "all_proxy")
-
-
-@contextlib.contextmanager
-def _proxies_ignored() -> Iterator[None]:
-    """The environment without HTTP(S)_PROXY/ALL_PROXY, while a Chroma client is made.
-
-    chromadb builds its httpx client with the default trust_env=True, which reads proxies from
-    the environment once, when the client is created: built without them, it never sends the
-    user's vectors and texts to a proxy (nor fails behind a dead one). The variables are put
-    back at once; `_clients_lock` is held by the caller."""
-    import os
-
-    saved = {name: os.environ.pop(name) for name in _PROXY_VARIABLES if name in os.environ}
-    try:
-        yield
-    finally:
-        os.environ.update(saved)
-
-
-def _connect(key: tuple[str, ...], location: str | Path) -> Any:
-    import chromadb
-
-    if key[0] == "http":
-        _, scheme, host, port = key
-        try:
-            with _proxies_ignored():
-                return chromadb.HttpClient(
-                    host=host, port=int(port), ssl=scheme == "https", settings=_settings()
-                )
-        except Exception as exc:
-            raise VectorStoreError(
-                f"Cannot reach the Chroma server at {location} ({exc}).",
-                hint="start it (`chroma run --path DIR --port N`), or set "
-                'store.vector_store = "" to use the embedded store',
-            ) from exc
-    path = Path(key[1])
-    if path.exists() and not path.is_dir():
-        raise VectorStoreError(
-            f"The vector store location {path} is a file, not a directory.",
-            hint="set store.vector_store to a directory, an http:// URL, or leave it empty",
-        )
-    from indexing.memory_hygiene import wipe_freed_memory
-
-    check_store_file(path)
-    _check_writable(path)
-    wipe_freed_memory()  # before Chroma's index buffers exist: see memory_hygiene
-    from indexing.quiet_panics import rust_panics_silenced
-
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        with rust_panics_silenced():  # a damaged store's panic report: see quiet_panics
-            return chromadb.PersistentClient(path=str(path), settings=_settings())
-    except BaseException as exc:
-        if not isinstance(exc, Exception) and not _is_panic(exc):
-            raise  # KeyboardInterrupt, SystemExit
-        if _is_panic(exc) or _DAMAGE.search(str(exc)):
-            raise _damaged(path, _first_line(exc)) from exc
-        raise VectorStoreError(
-            f"The vector store at {path} cannot be opened ({_first_line(exc)}).",
-            hint=_NOT_DAMAGE_HINT,
-        ) from exc
-
-
-def _check_writable(path: Path) -> None:
-    """Embedded Chroma opens its database for writing (and migrates it) even to read: in a
-    folder this process cannot write it fails with its own words; said here, before trying."""
-    from indexing.filesystem import can_write, full_or_read_only
-
-    if can_write(path):
-        return
-    where = full_or_read_only(OSError(errno.EROFS, "read-only"), path) \
-        if _read_only_mount(path) else f"{path} is not writable by this user"
-    raise VectorStoreReadOnly(f"The vector store cannot be opened: {where}.",
-                              hint="make the home writable to search by meaning again")
-
-
-def _read_only_mount(path: Path) -> bool:
-    import os
-
-    try:
-        return bool(os.statvfs(path if path.exists() else path.parent).f_flag & os.ST_RDONLY)
-    except OSError:
-        return False
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-
-
-def _client(location: str | Path) -> Any:
-    key = _client_key(location)
-    with _clients_lock:
-        client = _clients.get(key)
-        if client is None:
-            client = _clients[key] = _connect(key, location)
-        return client
 
 
 # -- the store -------------------------------------------------------------------------------
@@ -335,8 +65,8 @@ class VectorStore:
         self.model_id = model_id
         self.dimension = dimension
         self._dropped = False
-        self._key = _client_key(location)
-        self._generation = _generations.get(self._key, 0)
+        self._key = client_key(location)
+        self._generation = location_generation(self._key)
 
     @classmethod
     def open(
@@ -360,29 +90,29 @@ class VectorStore:
         if dimension <= 0:
             raise VectorStoreError(f"Invalid embedding dimension {dimension}.")
         where = str(location)
-        client = _client(location)
+        client = shared_client(location)
         metadata = {"hnsw:space": "cosine", "model_id": model_id, "dimension": int(dimension)}
 
         def create() -> Any:
             if recreate:
-                _delete_collection(client, collection)
+                delete_collection(client, collection)
             return client.get_or_create_collection(
                 collection, metadata=metadata, embedding_function=None
             )
 
-        if not _is_url(location):
-            _guard(where, "finish an interrupted compaction",
+        if not is_url(location):
+            guard(where, "finish an interrupted compaction",
                    lambda: _finish_compaction(client, collection))
-        handle = _guard(where, "open the collection", create)
+        handle = guard(where, "open the collection", create)
         stored = dict(handle.metadata or {})
         stored_model = stored.get("model_id")
         stored_dimension = stored.get("dimension")
         if stored_model != model_id or stored_dimension != dimension:
-            if stored_model is None and _guard(where, "count vectors", handle.count) == 0:
+            if stored_model is None and guard(where, "count vectors", handle.count) == 0:
                 # An empty collection someone else created: replace it, since its distance
                 # function cannot be changed in place.
                 recreate = True
-                handle = _guard(where, "recreate the collection", create)
+                handle = guard(where, "recreate the collection", create)
             else:
                 raise EmbeddingModelMismatch(
                     collection,
@@ -398,32 +128,32 @@ class VectorStore:
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         if self._dropped:
             raise VectorStoreError(f"The {self.name!r} collection was dropped; reopen it.")
-        if _generations.get(self._key, 0) != self._generation:
+        if location_generation(self._key) != self._generation:
             self._reconnect()
         try:
-            return _guard(self.location, what, fn)
+            return guard(self.location, what, fn)
         except VectorStoreError as exc:
             from chromadb.errors import NotFoundError
 
-            if _STALE_INDEX in str(exc.__cause__ or ""):
+            if STALE_INDEX in str(exc.__cause__ or ""):
                 # Written by another process since this one read the index: read it afresh,
                 # once (a store that still fails then is reported as before).
                 refresh_location(self.location)
                 self._reconnect()
-                return _guard(self.location, what, fn)
+                return guard(self.location, what, fn)
             if not isinstance(exc.__cause__, NotFoundError):
                 raise
             # Compacted (here or by another process): the name now holds a new collection.
-            self._collection = _guard(
+            self._collection = guard(
                 self.location, "reopen the collection",
                 lambda: self._client.get_collection(self.name, embedding_function=None))
-            return _guard(self.location, what, fn)
+            return guard(self.location, what, fn)
 
     def _reconnect(self) -> None:
         """Use this location's current client (see `refresh_location`)."""
-        generation = _generations.get(self._key, 0)
-        client = _client(self.location)
-        self._collection = _guard(
+        generation = location_generation(self._key)
+        client = shared_client(self.location)
+        self._collection = guard(
             self.location, "reopen the collection",
             lambda: client.get_collection(self.name, embedding_function=None))
         self._client = client
@@ -488,7 +218,7 @@ class VectorStore:
     def drop(self) -> None:
         """Delete the whole collection, leaving no trace of its vectors in the store's files;
         this object is unusable afterwards."""
-        _guard(self.location, "drop the collection", lambda: self._delete())
+        guard(self.location, "drop the collection", lambda: self._delete())
         self._dropped = True
         self.scrub()
 
@@ -504,14 +234,14 @@ class VectorStore:
         the old one is deleted leaves the complete copy, renamed on the next open. Embedded
         stores only (a server keeps its own files). Returns the vectors kept.
         """
-        if _is_url(self.location):
+        if is_url(self.location):
             return self.count()
         client, name = self._client, self.name
         metadata = dict(self._collection.metadata or {})
         temp = _compaction_name(name)
 
         def copy() -> int:
-            _delete_collection(client, temp)
+            delete_collection(client, temp)
             target = client.create_collection(temp, metadata=metadata, embedding_function=None)
             copied, offset = 0, 0
             while True:
@@ -534,14 +264,14 @@ class VectorStore:
             renamed.modify(name=name)
             return client.get_collection(name, embedding_function=None)
 
-        self._collection = _guard(self.location, "compact the collection", swap)
+        self._collection = guard(self.location, "compact the collection", swap)
         self.scrub()
         return kept
 
     def scrub(self) -> None:
         """Remove what deleted collections leave in an embedded store's files (see
         `scrub_store`); a no-op for a server."""
-        if _is_url(self.location):
+        if is_url(self.location):
             return
         try:
             scrub_store(self.location)
@@ -552,7 +282,7 @@ class VectorStore:
             ) from exc
 
     def _delete(self) -> None:
-        _delete_collection(self._client, self.name)
+        delete_collection(self._client, self.name)
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -642,14 +372,14 @@ class VectorStore:
 def count_vectors(location: str | Path, collection: str) -> int:
     """Vectors in `collection` at `location`, 0 when it does not exist; opens no model and
     creates nothing but the client (for consistency checks)."""
-    client = _client(location)
-    names = _guard(str(location), "list collections",
+    client = shared_client(location)
+    names = guard(str(location), "list collections",
                    lambda: [getattr(c, "name", c) for c in client.list_collections()])
     if collection not in names:
         return 0
-    handle = _guard(str(location), "open the collection",
+    handle = guard(str(location), "open the collection",
                     lambda: client.get_collection(collection, embedding_function=None))
-    return int(_guard(str(location), "count vectors", handle.count))
+    return int(guard(str(location), "count vectors", handle.count))
 
 
 def _compaction_name(name: str) -> str:
@@ -663,7 +393,7 @@ def _finish_compaction(client: Any, name: str) -> None:
     if temp not in names:
         return
     if name in names:
-        _delete_collection(client, temp)  # the copy was partial: the original is complete
+        delete_collection(client, temp)  # the copy was partial: the original is complete
     else:
         client.get_collection(temp, embedding_function=None).modify(name=name)
 
@@ -698,69 +428,3 @@ def scrub_store(location: str | Path) -> None:
         conn.close()
 
 
-def _delete_collection(client: Any, name: str) -> None:
-    from chromadb.errors import NotFoundError
-
-    with contextlib.suppress(NotFoundError, ValueError):  # already gone
-        client.delete_collection(name)
-
-
-def _guard(location: str, what: str, fn: Callable[[], T]) -> T:
-    """Run a Chroma call, turning its failures into VectorStoreError with a useful hint."""
-    try:
-        return fn()
-    except VectorStoreError:
-        raise
-    except BaseException as exc:
-        if not isinstance(exc, Exception) and not _is_panic(exc):
-            raise  # KeyboardInterrupt, SystemExit
-        if _is_url(location):
-            raise VectorStoreError(
-                f"Could not {what} on the Chroma server at {location} ({_first_line(exc)}).",
-                hint="check that the server is running and reachable",
-            ) from exc
-        if _is_panic(exc) or _DAMAGE.search(str(exc)):
-            raise _damaged(location, _first_line(exc)) from exc
-        raise VectorStoreError(
-            f"Could not {what} in the vector store at {location} ({_first_line(exc)}).",
-            hint=_NOT_DAMAGE_HINT,
-        ) from exc
-
-
-def warm(location: str | Path) -> threading.Thread | None:
-    """Import chromadb and connect to `location` on a daemon thread (about a second on a cold
-    start), so it overlaps with loading the embedding model; the first real use then finds the
-    client cached. Only for a store that exists: warming must not create one. Failures are left
-    for that first use to report, with its context."""
-    if not _is_url(location) and not Path(location).is_dir():
-        return None
-
-    def run() -> None:
-        try:
-            _client(location)
-        except BaseException:  # chromadb panics are BaseExceptions; the real use reports
-            return
-
-    thread = threading.Thread(target=run, name="vectors-warm", daemon=True)
-    thread.start()
-    return thread
-
-
-def close_all() -> None:
-    """Close every cached client (tests; a long-lived process switching stores). Closing, not
-    only forgetting: an embedded client keeps Chroma's SQLite file, its index files and an
-    event loop open (about 14 descriptors) until `close()`, so forgotten clients piled up to
-    more than a thousand open files in one test process."""
-    with _clients_lock:
-        clients = [*_clients.values(), *_retired]
-        _clients.clear()
-        _retired.clear()
-    from indexing.quiet_panics import rust_panics_silenced
-
-    for client in clients:
-        try:
-            with rust_panics_silenced():
-                client.close()
-        except BaseException as exc:  # a panic from a damaged store: nothing left to close
-            if not isinstance(exc, Exception) and not _is_panic(exc):
-                raise

@@ -49,7 +49,7 @@ def _close_vector_clients() -> Iterator[None]:
     yield
     import sys
 
-    vectors = sys.modules.get("indexing.vectors")
+    vectors = sys.modules.get("indexing.chroma_clients")
     if vectors is not None:  # only when the test used the vector store
         vectors.close_all()
 

@@ -176,7 +176,7 @@ def _rank(
     # The dense ranking reads the question without the words of nearly every turn (`topic`).
     topic = topic_text(text, index.common_terms)
     topic_vector = query_vector if topic == text else embedder.embed_query(topic)
-    from indexing.vectors import VectorStoreReadOnly
+    from indexing.vector_errors import VectorStoreReadOnly
 
     dense: list[tuple[str, float, float]] = []
     fetched: dict[str, np.ndarray] = {}

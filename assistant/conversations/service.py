@@ -23,7 +23,8 @@ def collection_name(model_id: str, dimension: int) -> str:
 
 def conversation_vectors(ctx: AppContext) -> VectorIndex:
     """The conversation collection, beside the knowledge collection (or on the Chroma server)."""
-    from indexing.vectors import EmbeddingModelMismatch, VectorStore
+    from indexing.vector_errors import EmbeddingModelMismatch
+    from indexing.vectors import VectorStore
 
     embedder = ctx.embedder()
     location = ctx.config.store.vector_store or str(ctx.paths.vectors_dir)

@@ -82,7 +82,7 @@ def search(
     """Active memories ranked by the recall score (no forced items, no side effects)."""
     if top_k <= 0 or not query.strip():
         return []
-    from indexing.vectors import VectorStoreDamaged, VectorStoreReadOnly
+    from indexing.vector_errors import VectorStoreDamaged, VectorStoreReadOnly
 
     pool = max(settings.candidates, top_k * 3)
     query_vector = store.embedder().embed_query(query)

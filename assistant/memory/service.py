@@ -54,7 +54,8 @@ def recall_settings(ctx: AppContext) -> RecallSettings:
 
 def chroma_vectors(ctx: AppContext) -> VectorIndex:
     """The `memories` collection, beside the knowledge collection (or on the Chroma server)."""
-    from indexing.vectors import EmbeddingModelMismatch, VectorStore
+    from indexing.vector_errors import EmbeddingModelMismatch
+    from indexing.vectors import VectorStore
 
     embedder = ctx.embedder()
     location = ctx.config.store.vector_store or str(ctx.paths.vectors_dir)

@@ -344,7 +344,7 @@ class HybridRetriever:
         and Chroma release the GIL, so the keyword search is nearly free. A vector store that
         cannot be searched (damaged, server down) leaves keywords alone, said in `unusable`.
         """
-        from indexing.vectors import EmbeddingModelMismatch, VectorStoreError
+        from indexing.vector_errors import EmbeddingModelMismatch, VectorStoreError
 
         def dense() -> list[tuple[str, float]]:
             t = time.perf_counter()

@@ -21,7 +21,7 @@ def open_retriever(ctx: AppContext, *, origin: str = "cli", log: bool = True) ->
     """
     from assistant.knowledge_service import vector_location
     from assistant.retrieval.hybrid import HybridRetriever
-    from indexing import vectors
+    from indexing import chroma_clients
     from indexing.embedder import preload
     from indexing.filesystem import can_write
 
@@ -30,7 +30,7 @@ def open_retriever(ctx: AppContext, *, origin: str = "cli", log: bool = True) ->
     preload(ctx.embedder())
     kb = open_knowledge(ctx)
     if not kb.searches_without_store:
-        vectors.warm(vector_location(ctx))
+        chroma_clients.warm(vector_location(ctx))
     try:
         if kb.reembed_needed:
             from indexing.knowledge_types import ReembedNeeded

@@ -31,7 +31,7 @@ def _forget_clients() -> None:
     (--rebuild, a moved-aside directory) since this process last opened it."""
     from chromadb.api.client import SharedSystemClient
 
-    from indexing.vectors import close_all
+    from indexing.chroma_clients import close_all
 
     close_all()
     SharedSystemClient.clear_system_cache()

@@ -57,7 +57,7 @@ def _vectors(home: Path, collection_prefix: str, ids: list[str] | None = None
     from chromadb.api.client import SharedSystemClient
     from chromadb.config import Settings
 
-    from indexing.vectors import close_all
+    from indexing.chroma_clients import close_all
 
     client = chromadb.PersistentClient(path=str(resolve_paths(home).vectors_dir),
                                        settings=Settings(anonymized_telemetry=False))

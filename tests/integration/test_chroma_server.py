@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexing.vectors import VectorStore, VectorStoreError
+from indexing.vector_errors import VectorStoreError
+from indexing.vectors import VectorStore
 
 # The same tests, collected again here so that they use this module's `location` fixture.
 from tests.integration.test_vectors import (  # noqa: F401
@@ -171,7 +172,7 @@ def test_a_proxy_in_the_environment_is_never_used(
     nor break the store (chromadb's own httpx client trusts the environment)."""
     import socket
 
-    from indexing.vectors import close_all
+    from indexing.chroma_clients import close_all
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -161,7 +161,7 @@ def test_jieba_loads_only_for_text_with_cjk() -> None:
 def test_the_store_check_reruns_only_when_chroma_s_file_changes(  # type: ignore[no-untyped-def]
     kb, knowledge, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import indexing.vectors as vectors
+    import indexing.vector_errors as vectors
 
     checks: list[Path] = []
     real = vectors.check_store_file

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexing.vectors import VectorStore, _client, _compaction_name
+from indexing.chroma_clients import shared_client
+from indexing.vectors import VectorStore, _compaction_name
 
 DIM = 32
 N = 1500  # beyond Chroma's HNSW sync threshold (1000): the segment files are really written
@@ -83,7 +84,7 @@ def test_drop_leaves_no_trace(tmp_path: Path, round_: int) -> None:
 def test_an_interrupted_compaction_is_settled_on_open(tmp_path: Path) -> None:
     location = tmp_path / "chroma"
     store, vectors = _filled(location, "knowledge-test")
-    client = _client(str(location))
+    client = shared_client(str(location))
     # Killed while copying: the original is complete, the partial copy is discarded.
     partial = client.create_collection(_compaction_name("knowledge-test"),
                                        metadata=store._collection.metadata,

@@ -9,12 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexing.vectors import (
-    EmbeddingModelMismatch,
-    VectorStore,
-    VectorStoreDamaged,
-    VectorStoreError,
-)
+from indexing.vector_errors import EmbeddingModelMismatch, VectorStoreDamaged, VectorStoreError
+from indexing.vectors import VectorStore
 
 DIM = 8
 
@@ -220,18 +216,18 @@ def test_invalid_names(location: str) -> None:
 
 
 def test_one_client_per_location(tmp_path: Path) -> None:
-    from indexing import vectors
+    from indexing import chroma_clients
 
     one = VectorStore.open(tmp_path / "v", "first-coll", model_id="m", dimension=4)
     two = VectorStore.open(str(tmp_path / "v") + "/", "second-coll", model_id="m", dimension=4)
     assert one._client is two._client
-    assert vectors._client_key(tmp_path / "v") in vectors._clients
+    assert chroma_clients.client_key(tmp_path / "v") in chroma_clients._clients
 
 
 def test_foreign_collections(tmp_path: Path) -> None:
-    from indexing import vectors
+    from indexing import chroma_clients
 
-    raw = vectors._client(tmp_path / "v")
+    raw = chroma_clients.shared_client(tmp_path / "v")
     raw.create_collection("empty-foreign", embedding_function=None)
     used = raw.create_collection("used-foreign", embedding_function=None)
     used.add(ids=["x"], embeddings=[[1.0, 0.0, 0.0, 0.0]])

@@ -8,7 +8,8 @@ import pytest
 
 from assistant.cli.common import top_k_error
 from assistant.cli.main import main
-from indexing.vectors import VectorStoreError, _guard
+from indexing.chroma_clients import guard
+from indexing.vector_errors import VectorStoreError
 
 TOP_K = [
     ("search", "q"),
@@ -60,7 +61,7 @@ def test_a_store_error_that_is_not_damage_never_advises_moving_the_store_aside()
         raise ValueError("Number of requested results 10000000 is too large")
 
     with pytest.raises(VectorStoreError) as caught:
-        _guard("/tmp/vectors", "query", query)
+        guard("/tmp/vectors", "query", query)
     assert "aside" not in (caught.value.hint or "") and "doctor" in (caught.value.hint or "")
 
 

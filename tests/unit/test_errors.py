@@ -19,7 +19,7 @@ def user_facing_errors() -> list[type[BaseException]]:
     from indexing.knowledge_types import FolderError, KnowledgeError, ReembedNeeded
     from indexing.lock import IndexBusy
     from indexing.manifest import ManifestError
-    from indexing.vectors import EmbeddingModelMismatch, VectorStoreError
+    from indexing.vector_errors import EmbeddingModelMismatch, VectorStoreError
 
     return [
         UserError, ChatError, ConfigError, SecretRejected, OllamaError, EmbeddingModelError,

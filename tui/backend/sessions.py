@@ -91,7 +91,7 @@ class SessionsAdapter:
         database since the last search: its vectors went to the shared collection, which this
         process's client holds in memory as it first read it; read it afresh (and index what
         that process left unindexed, if it was interrupted)."""
-        from indexing.vectors import refresh_location
+        from indexing.chroma_clients import refresh_location
 
         now = self.store().others_version()
         if self._others_seen is not None and now != self._others_seen:
