@@ -15,22 +15,20 @@ lazily on the first cache miss, so a fully cached re-index never imports torch.
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import hashlib
 import logging
-import re
 import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from indexing.embedders.base import EmbeddingModelError, InnerModel, normalise_rows
+from indexing.embedding_cache import MemoryCache, open_cache, safe_dir_name, unwritable
 from indexing.idle_release import IdleRelease
 
 if TYPE_CHECKING:
@@ -48,7 +46,6 @@ __all__ = [
     "text_key",
 ]
 
-_CACHE_SIZE_LIMIT = 8 * 1024**3  # evicting only costs a re-embed, but let big corpora fit
 _DIMENSION_KEY = "meta:dimension"
 log = logging.getLogger(__name__)
 _QUERY_MEMO = 512  # recent query vectors kept in memory (chat follow-ups repeat queries)
@@ -78,105 +75,6 @@ def text_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _safe_dir_name(model_id: str) -> str:
-    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", model_id).strip("._")[:80] or "model"
-    return f"{readable}-{hashlib.sha256(model_id.encode()).hexdigest()[:8]}"
-
-
-def _new_cache(directory: Path) -> Any:
-    import diskcache
-
-    # cull_limit=0: no eviction check on every write (it doubled the cost of a write); the
-    # size limit is enforced once per open instead.
-    cache = diskcache.Cache(str(directory), size_limit=_CACHE_SIZE_LIMIT, cull_limit=0)
-    cache.cull()
-    return cache
-
-
-# Errors of the place, not of the cache: a full disk, a read-only mount, no permission.
-_UNWRITABLE_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM,
-                                errno.EDQUOT})
-_UNWRITABLE_SQLITE = ("readonly database", "read-only", "disk is full", "unable to open",
-                      "disk i/o error", "permission", "locked")
-
-
-def _unwritable(exc: BaseException) -> bool:
-    if isinstance(exc, OSError):
-        return exc.errno in _UNWRITABLE_ERRNOS
-    return isinstance(exc, sqlite3.OperationalError) and any(
-        words in str(exc).lower() for words in _UNWRITABLE_SQLITE)
-
-
-def cache_damaged(directory: Path) -> bool:
-    """A verified integrity failure of the cache's database: it exists and SQLite, reading it
-    read-only, finds it malformed or not a database at all. Anything else (it cannot be
-    opened, the disk is full) is not damage."""
-    db = directory / "cache.db"
-    if not db.is_file():
-        return False
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    except sqlite3.Error:
-        return False
-    try:
-        return str(conn.execute("PRAGMA quick_check").fetchone()[0]) != "ok"
-    except sqlite3.OperationalError:
-        return False  # locked, unreadable: the place, not the file
-    except sqlite3.DatabaseError:
-        return True  # "file is not a database", "database disk image is malformed"
-    finally:
-        conn.close()
-
-
-class MemoryCache:
-    """The cache's interface in memory: what a run uses when the disk cache cannot be
-    written (full disk, read-only home). Nothing is lost: the disk cache is left as it was,
-    and this run embeds what it does not find."""
-
-    def __init__(self) -> None:
-        self._items: dict[str, Any] = {}
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self._items.get(key, default)
-
-    def set(self, key: str, value: Any) -> bool:
-        self._items[key] = value
-        return True
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._items
-
-    def transact(self) -> contextlib.AbstractContextManager[None]:
-        return contextlib.nullcontext()
-
-    def close(self) -> None:
-        self._items.clear()
-
-
-def _open_cache(directory: Path) -> Any:
-    try:
-        return _new_cache(directory)
-    except (sqlite3.DatabaseError, OSError) as first:
-        if _unwritable(first) or not cache_damaged(directory):
-            # Reading needs no write access: a search on a read-only home or a full disk
-            # goes on without persisting, and the healthy cache stays where it is.
-            log.info("the embedding cache at %s cannot be written (%s); this run keeps "
-                     "its embeddings in memory", directory, first)
-            return MemoryCache()
-        # A verified integrity failure: the cache is derived data, so the damaged one is
-        # moved aside (kept for inspection) and replaced, costing re-embeds but never
-        # blocking indexing.
-        aside = directory.with_name(f"{directory.name}.broken-{int(time.time())}")
-        try:
-            directory.rename(aside)
-            return _new_cache(directory)
-        except (sqlite3.DatabaseError, OSError) as exc:
-            raise EmbeddingModelError(
-                f"The embedding cache at {directory} is damaged and cannot be replaced: {exc}",
-                hint="delete that directory; it only holds cached embeddings",
-            ) from exc
-
-
 class CachedEmbedder:
     """An `Embedder` that consults the disk cache before calling its model.
 
@@ -196,19 +94,19 @@ class CachedEmbedder:
     ) -> None:
         self._inner = inner
         self._batch_size = max(1, int(batch_size))
-        directory = Path(cache_dir) / _safe_dir_name(inner.model_id)
+        directory = Path(cache_dir) / safe_dir_name(inner.model_id)
         self._cache: Any
         try:
             directory.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            if not _unwritable(exc) or not directory.parent.parent.exists():
+            if not unwritable(exc) or not directory.parent.parent.exists():
                 raise EmbeddingModelError(
                     f"Cannot create the embedding cache at {directory.parent}: {exc}",
                     hint="check the permissions of the cache directory",
                 ) from exc
             self._cache = MemoryCache()  # a read-only home: searching still works
         else:
-            self._cache = _open_cache(directory)
+            self._cache = open_cache(directory)
         self.cache_dir = directory
         self._model_lock = threading.Lock()
         # A model that can free its memory does so after `idle_unload_seconds` without use
@@ -262,7 +160,7 @@ class CachedEmbedder:
                 try:
                     self._cache.set(_DIMENSION_KEY, dimension)
                 except (sqlite3.OperationalError, OSError) as exc:
-                    if not _unwritable(exc):
+                    if not unwritable(exc):
                         raise
 
     def cached(self, text: str) -> bool:
@@ -364,7 +262,7 @@ class CachedEmbedder:
                 for key, vector in items:
                     self._cache.set(key, vector.tobytes())
         except (sqlite3.OperationalError, OSError) as exc:
-            if not _unwritable(exc):
+            if not unwritable(exc):
                 raise
             # The disk filled up (or went read-only) mid-run: the vectors are in hand, and a
             # cache entry is only a saving; the store that needs the space says so itself.
@@ -413,31 +311,6 @@ class CachedEmbedder:
 
     def close(self) -> None:
         self._cache.close()
-
-
-def erase_cached(cache_root: str | Path, keys: Collection[str]) -> int:
-    """Delete these text keys (`text_key`) from every model's cache under `cache_root` and leave
-    no trace of them in the cache files; returns the entries deleted. For removals the user
-    expects to be final (a folder's chunks, forgotten memories)."""
-    import diskcache
-
-    from indexing.scrub import scrub_file
-
-    root = Path(cache_root)
-    if not keys or not root.is_dir():
-        return 0
-    removed = 0
-    for directory in sorted(p for p in root.iterdir() if (p / "cache.db").is_file()):
-        cache = diskcache.Cache(str(directory), size_limit=_CACHE_SIZE_LIMIT, cull_limit=0)
-        try:
-            with cache.transact():
-                here = sum(bool(cache.delete(key)) for key in keys)
-        finally:
-            cache.close()
-        if here:
-            scrub_file(directory / "cache.db", label=f"embedding cache {directory}")
-        removed += here
-    return removed
 
 
 class UncachedEmbedder:

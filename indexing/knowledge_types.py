@@ -62,7 +62,7 @@ class FolderRemoved:
     files: int
     chunks: int
     # Embedding-cache keys of the removed chunks that no remaining chunk shares: the caller
-    # erases them from the cache (indexing.embedder.erase_cached).
+    # erases them from the cache (indexing.embedding_cache.erase_cached).
     cache_keys: frozenset[str] = frozenset()
     earlier: bool = False  # removed before (a re-run of a completed removal): nothing to do
 

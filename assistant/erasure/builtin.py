@@ -42,7 +42,8 @@ def retrieval_log(ctx: AppContext, removal: Removal) -> None:
 def embedding_cache(ctx: AppContext, removal: Removal) -> None:
     """Cached vectors of removed chunks (and any a memory left there before memories stopped
     being cached)."""
-    from indexing.embedder import erase_cached, text_key
+    from indexing.embedder import text_key
+    from indexing.embedding_cache import erase_cached
 
     keys = set(removal.cache_keys) | {text_key(t) for t in removal.cache_texts}
     if keys:

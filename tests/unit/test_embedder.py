@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import indexing.embedder as embedder_module
+import indexing.embedding_cache as embedding_cache
 from indexing.embedder import (
     CachedEmbedder,
     Embedder,
@@ -462,7 +462,7 @@ def test_a_cache_that_cannot_be_written_is_left_in_place(
     def fails(directory: Path) -> None:
         raise failure
 
-    monkeypatch.setattr(embedder_module, "_new_cache", fails)
+    monkeypatch.setattr(embedding_cache, "_new_cache", fails)
     model = CountingModel()
     emb = CachedEmbedder(model, tmp_path)
     assert emb.embed_documents(["a query's neighbour"]).shape == (1, 8)
