@@ -326,14 +326,21 @@ def _with_backstop(result: ExtractionResult, turns: Sequence[str]) -> Extraction
     """`result` plus what the statement rule finds in each turn the model left without a
     memory (memory/statement_rule.py), validated like the model's: secrets, chatter and
     grounding. Only after the model answered (a reply, usable or not): a failed call is an
-    extraction that did not happen, retried with the session."""
+    extraction that did not happen, retried with the session. A turn saying word for word
+    what a covered turn said is covered too: the model grounds its memory in one of them, and
+    the same message sent twice (a re-asked question, an `ask -c` after a killed run) is one
+    statement, not a second chance for the rule."""
     from assistant.memory.statement_rule import RULE_CONFIDENCE, self_statements
 
+    def said(turn: str) -> str:
+        return " ".join(turn.casefold().split())
+
     covered = {m.source_turn for m in result.memories}
+    covered_words = {said(turns[i]) for i in covered if 0 <= i < len(turns)}
     items = [
         {"text": text, "type": mtype.value, "turn": i + 1, "key": None,
          "confidence": RULE_CONFIDENCE, "importance": DEFAULT_IMPORTANCE}
-        for i, turn in enumerate(turns) if i not in covered
+        for i, turn in enumerate(turns) if i not in covered and said(turn) not in covered_words
         for text, mtype in self_statements(turn)
     ]
     if not items:

@@ -70,6 +70,18 @@ def test_the_rule_fills_in_only_where_the_model_found_nothing() -> None:
     assert result.memories[1].type is MemoryType.FACT
 
 
+def test_a_turn_repeating_a_covered_turn_is_covered() -> None:
+    """The same message twice in one batch (asked again after a killed run): the model's
+    memories grounded in one of them cover both; the rule adds nothing."""
+    said = "My NAS is vaultbox and I back up with restic."
+    reply = {"memories": [{"text": "The user's NAS is called vaultbox.", "type": "fact",
+                           "turn": 2, "key": "nas_name", "confidence": 0.9,
+                           "importance": 0.6}]}
+    result = extract_memories([said, said], chat_fn=lambda m, s: json.dumps(reply))
+    assert [(m.text, m.by_rule) for m in result.memories] == [
+        ("The user's NAS is called vaultbox.", False)]
+
+
 def test_no_rule_memory_when_the_model_could_not_be_asked() -> None:
     def down(messages, schema):  # type: ignore[no-untyped-def]
         raise ConnectionError("refused")
