@@ -60,7 +60,7 @@ def _register_lazy_package(name: str) -> None:
                 spec.loader.exec_module(module)
         return object.__getattribute__(module, attribute)
 
-    module.__getattr__ = complete  # type: ignore[method-assign]
+    module.__getattr__ = complete  # type: ignore[method-assign]  # why: PEP 562 module hook
     sys.modules[name] = module
     parent, _, child = name.rpartition(".")
     if parent:
