@@ -336,7 +336,7 @@ def _with_backstop(result: ExtractionResult, turns: Sequence[str]) -> Extraction
         return " ".join(turn.casefold().split())
 
     covered = {m.source_turn for m in result.memories}
-    covered_words = {said(turns[i]) for i in covered if 0 <= i < len(turns)}
+    covered_words = {said(turns[i]) for i in covered if i is not None and 0 <= i < len(turns)}
     items = [
         {"text": text, "type": mtype.value, "turn": i + 1, "key": None,
          "confidence": RULE_CONFIDENCE, "importance": DEFAULT_IMPORTANCE}
