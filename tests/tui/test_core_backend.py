@@ -645,10 +645,12 @@ async def test_quitting_while_the_question_goes_on_screen_keeps_it(  # type: ign
         chat = app.chat_screen.chat
         # The exact state, held as long as the test needs it (a 0.5 s window polled under load
         # was missed): the question is on its way to the screen, its worker not started yet.
-        await wait_until(pilot, entered.is_set, what="the question being put on screen")
-        assert chat._starting is not None
-        await app.action_quit()
-        release.set()
+        try:
+            await wait_until(pilot, entered.is_set, what="the question being put on screen")
+            assert chat._starting is not None, "the question went on screen outside send"
+            await app.action_quit()
+        finally:
+            release.set()  # a failed wait or assert must not leave the app's exit held for ever
         await wait_until(pilot, lambda: app.return_code is not None, timeout=15,
                          what="the app to exit")
     turn = only_turn(ctx)
