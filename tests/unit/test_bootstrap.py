@@ -149,17 +149,38 @@ def test_the_long_install_steps_count_packages_as_pip_collects_them(
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
     (package / "__main__.py").write_text(textwrap.dedent("""
-        import sys, time
-        log = open(sys.argv[sys.argv.index("--log") + 1], "a")
+        import os, sys, time
+        path = sys.argv[sys.argv.index("--log") + 1]
+        seen = os.environ["FAKE_PIP_SEEN"]
+        log = open(path, "a")
         for line in ["Collecting alpha==1.0", "Requirement already satisfied: beta==2 in /x",
                      "Collecting Gamma_Pkg==3", "Installing collected packages: alpha, gamma"]:
             log.write("2026-12-02T00:34:25,515 " + line + "\\n")
             log.flush()
-            time.sleep(0.7)
+            size = os.path.getsize(path)
+            deadline = time.monotonic() + 60
+            # the next line only once the meter has read this one (a busy machine's poll can
+            # come late: waiting a fixed time let it skip a count)
+            while time.monotonic() < deadline:
+                try:
+                    if int(open(seen).read() or 0) >= size:
+                        break
+                except (OSError, ValueError):
+                    pass
+                time.sleep(0.05)
     """))
     monkeypatch.setenv("PYTHONPATH", str(package.parent))
+    seen = tmp_path / "seen"
+    monkeypatch.setenv("FAKE_PIP_SEEN", str(seen))
     stream = io.StringIO()
     meter = bootstrap.Meter(3, stream, live=lambda: True)
+    update = meter.update
+
+    def update_and_say(log: str) -> None:
+        update(log)
+        seen.write_text(str(len(log.encode("utf-8"))))
+
+    meter.update = update_and_say  # type: ignore[method-assign]  # why: observe each poll
     assert bootstrap._run([sys.executable, "-m", "pip", "install", "x"], optional=False,
                           meter=meter)
     drawn = stream.getvalue()
