@@ -19,9 +19,10 @@ from typing import Any, TextIO
 
 from assistant.memory.clock import check_plausible, parse_iso, to_iso
 from assistant.memory.document import episode_context
-from assistant.memory.model import MemoryType, NewMemory, parse_type
+from assistant.memory.import_runs import AlreadyImported, ImportReport, ImportRun
+from assistant.memory.model import Memory, MemoryStatus, MemoryType, NewMemory, parse_type
 from assistant.memory.secrets import find_secret_in
-from assistant.memory.store import AlreadyImported, ImportReport, ImportRun, MemoryStore
+from assistant.memory.store import MemoryStore
 from assistant.plain_text import json_text
 
 _ACCEPTED = {"text", "type", "key", "created_at", "source", "importance", "confidence",
@@ -189,10 +190,29 @@ def import_memories(
     return report, parsed.errors
 
 
+def export_row(memory: Memory) -> dict[str, Any]:
+    """One memory as an export line (what `parse_line` reads back, `_IGNORED` fields too)."""
+    return {
+        "text": memory.text,
+        "type": memory.type.value,
+        "key": memory.key,
+        "created_at": memory.created_at,
+        "source": memory.source,
+        "importance": memory.importance,
+        "confidence": memory.confidence,
+        "pinned": memory.pinned,
+        "id": memory.id,
+        "status": memory.status.value,
+        "updated_at": memory.updated_at,
+    }
+
+
 def export_memories(store: MemoryStore, out: TextIO, *, include_inactive: bool = False) -> int:
+    """Write the memories oldest first, one JSON line each; returns how many."""
+    statuses = None if include_inactive else (MemoryStatus.ACTIVE,)
     count = 0
-    for row in store.export_rows(include_inactive=include_inactive):
-        out.write(json_text(row) + "\n")  # exact JSON, nothing a terminal would obey
+    for memory in reversed(store.list(statuses=statuses)):
+        out.write(json_text(export_row(memory)) + "\n")  # exact JSON, nothing a terminal obeys
         count += 1
     return count
 

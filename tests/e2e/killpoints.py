@@ -29,7 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 
 MARKS = ("recorded", "finish_removal", "erase_traces", "clear", "sync_folders", "repair",
-         "begin_import", "begin_run", "embed_documents", "_upsert_vectors")
+         "begin_import", "begin_run", "embed_documents", "upsert_vectors")
 
 WORKER = r"""
 import json, os, signal, sys, threading

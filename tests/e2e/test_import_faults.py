@@ -142,7 +142,7 @@ def _conversations(home: Path, worker: KillWorker) -> dict[str, Any]:
 # after a batch's commit are a few hundred of them, after thousands spent checking lines.
 IMPORTS = {
     "memory": (["memory", "import"], _memory_lines, (150,), _memories, "begin_import",
-               "_upsert_vectors"),
+               "upsert_vectors"),
     "sessions": (["sessions", "import"], _session_lines, (20, 15), _conversations,
                  "begin_run", "embed_documents"),
 }

@@ -373,22 +373,23 @@ def test_an_import_killed_in_its_vector_step_is_reported_not_refused(
     """Issue 13: the re-run said "already imported … pass --again" (and --again would have
     doubled every memory) while it silently repaired the vectors."""
     from assistant.memory.store import MemoryStore
+    from assistant.memory.vectors import VectorSync
 
     lines = tmp_path / "m.jsonl"
     lines.write_text("".join(json.dumps({"text": f"The user owns bike {i}"}) + "\n"
                              for i in range(5)), encoding="utf-8")
     real_finish, real_sync = MemoryStore.finish_import, MemoryStore.sync_vectors
-    real_upsert = MemoryStore._upsert_vectors
+    real_upsert = VectorSync.upsert_vectors
 
     def killed(self, run):  # type: ignore[no-untyped-def]
         raise KeyboardInterrupt  # stands in for a kill in the final vector step
 
     # The kill: the lines are committed, their vectors never written.
-    monkeypatch.setattr(MemoryStore, "_upsert_vectors", lambda self, memories, vectors: None)
+    monkeypatch.setattr(VectorSync, "upsert_vectors", lambda self, memories, vectors: None)
     monkeypatch.setattr(MemoryStore, "sync_vectors", lambda self, batch_size=256: 0)
     monkeypatch.setattr(MemoryStore, "finish_import", killed)
     assert cli("import", str(lines)) == 130
-    monkeypatch.setattr(MemoryStore, "_upsert_vectors", real_upsert)
+    monkeypatch.setattr(VectorSync, "upsert_vectors", real_upsert)
     monkeypatch.setattr(MemoryStore, "sync_vectors", real_sync)
     monkeypatch.setattr(MemoryStore, "finish_import", real_finish)
     capsys.readouterr()

@@ -1,0 +1,28 @@
+"""The memory store's refusals: each a `UserError` the CLI prints and the TUI notifies.
+
+(`AlreadyImported` lives with the import runs it reports, in `import_runs.py`.)
+"""
+
+from __future__ import annotations
+
+from assistant.errors import UserError
+
+
+class MemoryNotFound(UserError):
+    pass
+
+
+class SecretRejected(UserError):
+    pass
+
+
+class NotGrounded(UserError):
+    """A memory proposed by the assistant that the user never said (e.g. a document's text)."""
+
+
+class ConcurrentChange(UserError):
+    """The memory changed since it was read; the newer change (usually the user's) is kept."""
+
+
+class NothingToUndo(UserError):
+    pass

@@ -1,0 +1,94 @@
+"""The memory database's tables, as the steps of the one migrations runner
+(`indexing.sqlite_db.open_database`): a step is never edited once released, only appended.
+
+- `memories`: one row per memory, `version` bumped by every change, `vec_state` saying whether
+  its vector must be (re)written (`pending`) or removed (`stale`).
+- `history`: every change with the state before it, so undo can restore any earlier state.
+- `profile`: the one profile row; `counters`; `imports`: one row per import run.
+"""
+
+from __future__ import annotations
+
+from indexing.sqlite_db import Schema
+
+_MIGRATIONS: tuple[str, ...] = (
+    # 1: initial schema
+    """
+    CREATE TABLE memories (
+        id TEXT PRIMARY KEY,
+        type TEXT NOT NULL,
+        key TEXT,
+        text TEXT NOT NULL,
+        context TEXT NOT NULL DEFAULT '',
+        confidence REAL NOT NULL,
+        importance REAL NOT NULL,
+        status TEXT NOT NULL,
+        pinned INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        last_used_at TEXT,
+        use_count INTEGER NOT NULL DEFAULT 0,
+        source TEXT,
+        session_id TEXT,
+        source_text TEXT,
+        superseded_by TEXT,
+        version INTEGER NOT NULL DEFAULT 1,
+        edited_by_user INTEGER NOT NULL DEFAULT 0,
+        vec_state TEXT NOT NULL DEFAULT 'pending'
+    );
+    CREATE INDEX memories_status ON memories(status);
+    CREATE INDEX memories_key ON memories(key) WHERE key IS NOT NULL;
+    CREATE INDEX memories_vec ON memories(vec_state) WHERE vec_state != 'ok';
+    CREATE TABLE history (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        memory_id TEXT NOT NULL,
+        event TEXT NOT NULL,
+        old_text TEXT,
+        new_text TEXT,
+        actor TEXT NOT NULL,
+        at TEXT NOT NULL,
+        old_state TEXT,
+        undone INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX history_memory ON history(memory_id, seq);
+    CREATE TABLE profile (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        text TEXT NOT NULL,
+        updated_at TEXT,
+        edited_by_user INTEGER NOT NULL DEFAULT 0,
+        pending_text TEXT
+    );
+    CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+    """,
+    # 2: import runs (resume an interrupted `brain memory import`, refuse a repeated one)
+    """
+    CREATE TABLE imports (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        content_hash TEXT NOT NULL,
+        name TEXT NOT NULL,
+        total INTEGER NOT NULL,
+        committed INTEGER NOT NULL DEFAULT 0,
+        added INTEGER NOT NULL DEFAULT 0,
+        started_at TEXT NOT NULL,
+        finished_at TEXT
+    );
+    CREATE INDEX imports_hash ON imports(content_hash, id);
+    """,
+    # 3: whether a run got through its final vector step (a run killed there is finished, its
+    # lines all stored, but some memories still lack a vector: the re-run says so and repairs)
+    """
+    ALTER TABLE imports ADD COLUMN vectors_done INTEGER NOT NULL DEFAULT 1;
+    """,
+    # 4: the memories a model-written profile was built from (JSON list of ids; NULL: not
+    # known, as for profiles written before: then every memory counts as used), so the profile
+    # follows its sources when one is edited, deleted or erased
+    """
+    ALTER TABLE profile ADD COLUMN sources TEXT;
+    """,
+    # 5: which outside agent (MCP client) made a change, for Actor.AGENT rows
+    """
+    ALTER TABLE history ADD COLUMN via TEXT;
+    """,
+)
+SCHEMA = Schema("memory store", _MIGRATIONS)
+SCHEMA_VERSION = SCHEMA.version
