@@ -24,6 +24,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from indexing.threads import start_daemon
+
 T = TypeVar("T")
 _STOP = object()
 _ids = itertools.count(1)
@@ -113,5 +115,5 @@ async def in_thread(fn: Callable[[], T]) -> T:
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(settle, lambda: done.set_result(result))
 
-    threading.Thread(target=run, name="brain-call", daemon=True).start()
+    start_daemon("brain-call", run)
     return await done

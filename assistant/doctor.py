@@ -8,9 +8,9 @@ black-holed host) is reported at once, and a slow model load cannot hide the oth
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -22,6 +22,7 @@ from assistant.config_load import load_config
 from assistant.context import AppContext
 from assistant.errors import UserError
 from assistant.paths import DIR_MODE, AppPaths, resolve_paths
+from indexing.threads import start_daemon
 
 LOW_DISK_BYTES = 1_000_000_000
 # Opening Chroma and reading the model's files take a moment even on an idle machine; a tiny
@@ -139,10 +140,7 @@ def run_checks(ctx: AppContext, *, on_check: OnCheck | None = None) -> list[Chec
     threads = []
     for i, (fn, slot) in enumerate(groups):
         # Daemon threads: a hung check must not keep the process alive after the report.
-        thread = threading.Thread(target=runner, args=(fn, slot), daemon=True,
-                                  name=f"doctor-{i}")
-        thread.start()
-        threads.append(thread)
+        threads.append(start_daemon(f"doctor-{i}", functools.partial(runner, fn, slot)))
     checks: list[Check] = []
     for thread, (_, slot) in zip(threads, groups, strict=True):
         thread.join(max(0.0, deadline - time.monotonic()))

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from indexing.threads import start_daemon
 from indexing.vector_errors import (
     DAMAGE_WORDS,
     NOT_DAMAGE_HINT,
@@ -226,9 +227,7 @@ def warm(location: str | Path) -> threading.Thread | None:
         except BaseException:  # chromadb panics are BaseExceptions; the real use reports
             return
 
-    thread = threading.Thread(target=run, name="vectors-warm", daemon=True)
-    thread.start()
-    return thread
+    return start_daemon("vectors-warm", run)
 
 
 def close_all() -> None:

@@ -30,6 +30,7 @@ import numpy as np
 from indexing.embedders.base import EmbeddingModelError, InnerModel, normalise_rows
 from indexing.embedding_cache import MemoryCache, open_cache, safe_dir_name, unwritable
 from indexing.idle_release import IdleRelease
+from indexing.threads import start_daemon
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -462,9 +463,7 @@ def preload(embedder: Embedder) -> threading.Thread | None:
         except Exception:  # reported by the first real use, with its context
             return
 
-    thread = threading.Thread(target=run, name="embedder-preload", daemon=True)
-    thread.start()
-    return thread
+    return start_daemon("embedder-preload", run)
 
 
 def as_llama_embedding(embedder: Embedder) -> BaseEmbedding:

@@ -19,6 +19,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from indexing.threads import start_daemon
+
 log = logging.getLogger(__name__)
 
 
@@ -55,9 +57,7 @@ class IdleRelease:
         with self._wake:
             self._last = self._clock()
             if self._background and self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="embedder-idle-release", daemon=True)
-                self._thread.start()
+                self._thread = start_daemon("embedder-idle-release", self._run)
 
     def check(self) -> float | None:
         """Release if idle long enough. Returns the seconds until the next check is due, or

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 
 from assistant.mcp.handlers import BrainTools
+from indexing.threads import start_daemon
 
 log = logging.getLogger(__name__)
 
@@ -30,10 +31,9 @@ class IdleWork:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._next_summary = 0.0
-        self._thread = threading.Thread(target=self._run, name="mcp-idle", daemon=True)
 
     def start(self) -> None:
-        self._thread.start()
+        start_daemon("mcp-idle", self._run)
 
     def stop(self) -> None:
         self._stop.set()

@@ -37,6 +37,7 @@ from assistant.memory.store import (
     VectorIndex,
 )
 from assistant.private_embedding import PrivateEmbedder
+from indexing.threads import start_daemon
 
 log = logging.getLogger(__name__)
 
@@ -306,9 +307,7 @@ class MemoryService:
             if on_done is not None:
                 on_done(outcome)
 
-        thread = threading.Thread(target=work, name="memory-extraction", daemon=True)
-        thread.start()
-        return thread
+        return start_daemon("memory-extraction", work)
 
     def maintain(self) -> list[str]:
         """Enforce the capacity limit; returns the ids archived. Also restates what earlier
