@@ -135,7 +135,9 @@ def _logged_scores(ctx: AppContext, log_ids: builtins.list[int]) -> dict[int, di
                                               fused=h.fused)
                         for h in entry.hits
                     }
-    except Exception:  # scores are a nicety: a damaged log must not stop a resume
+    # Not a worker's failure (this runs inside the resume's `attempt`): scores are a nicety, a
+    # damaged log must not stop a resume.
+    except Exception:
         return out
     return out
 

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 from textual.worker import Worker
 
 from assistant.chat.answer_notes import NONE_CITED
-from assistant.daemon_pool import in_thread
 from assistant.errors import HintedError
 from tui.controllers.extraction import Activity, IdleExtraction
 from tui.protocols import ChatTurn
@@ -38,7 +37,7 @@ from tui.views import (
     Waiting,
 )
 from tui.widgets.message import AnswerMessage
-from tui.workers import describe, report, succeeded
+from tui.workers import Failure, attempt, attempt_async, notify, succeeded
 
 if TYPE_CHECKING:
     from tui.screens.chat import ChatScreen
@@ -95,6 +94,13 @@ class ChatController:
             starting.set()
 
     async def _answer(self, answer: AnswerMessage, text: str) -> None:
+        # Ollama down before the first event, or a bug: shown in the answer itself.
+        await attempt_async(self.screen.app, "Answering", lambda: self._stream(answer, text),
+                            shown=lambda f: self._show(answer, Failed(f.message, f.hint)))
+        if not answer.finished:  # the stream ended without its final event
+            await self._show(answer, Finished(self.model, 0, 0.0, interrupted=True))
+
+    async def _stream(self, answer: AnswerMessage, text: str) -> None:
         turn: ChatTurn | None = None
         try:
             turn = await self.screen.backend.chat.ask(self.session_id, text, model=self.model)
@@ -107,13 +113,8 @@ class ChatController:
             if turn is not None:
                 turn.cancel()  # the engine stores the turn as interrupted
             raise
-        except Exception as exc:  # Ollama down before the first event, or a bug: shown
-            message, hint = describe(exc)
-            await self._show(answer, Failed(message, hint))
         finally:
             self._turn = None
-        if not answer.finished:  # the stream ended without its final event
-            await self._show(answer, Finished(self.model, 0, 0.0, interrupted=True))
 
     def cancel(self) -> None:
         """Esc: stop the answer being written (kept as interrupted, with its text)."""
@@ -232,11 +233,8 @@ class ChatController:
             # The engine has stored the turn once the stream ended (it ends promptly).
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(worker.wait(), STOP_TIMEOUT)
-        try:
-            await self.screen.backend.chat.close()
-        except Exception as exc:
-            message, _ = describe(exc)
-            self.screen.notify(f"Could not finish saving: {message}", severity="error")
+        await attempt_async(self.screen.app, "Could not finish saving",
+                            self.screen.backend.chat.close)
 
     # --- the answer's context: sources, memories, rating, copy ---------------------------------
 
@@ -378,12 +376,14 @@ class ChatController:
     async def _resume(self, session_id: str) -> None:
         screen = self.screen
         turns_of = screen.backend.sessions.turns
-        try:
-            turns: list[TurnView] = await in_thread(lambda: turns_of(session_id))
-        except Exception as exc:
-            if isinstance(exc, HintedError):  # e.g. deleted elsewhere: start fresh
+
+        def failed(failure: Failure) -> None:
+            if isinstance(failure.error, HintedError):  # e.g. deleted elsewhere: start fresh
                 self._forget(session_id)
-            report(screen.app, "Opening the session", exc)
+            notify(screen.app, failure)
+        turns: list[TurnView] | None = await attempt(
+            screen.app, "Opening the session", lambda: turns_of(session_id), shown=failed)
+        if turns is None:
             return
         self.session_id = session_id
         screen.state.update(last_session=session_id)

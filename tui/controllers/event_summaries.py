@@ -6,18 +6,16 @@ waits RETRY_SECONDS; quitting never waits for it (a run left unsummarised stays 
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from assistant.daemon_pool import in_thread
 from tui.controllers.extraction import Activity
+from tui.workers import attempt, quietly
 
 if TYPE_CHECKING:
     from tui.screens.chat import ChatScreen
 
-log = logging.getLogger(__name__)
 
 RETRY_SECONDS = 300.0
 CHECKS_PER_WINDOW = 4
@@ -48,11 +46,11 @@ class IdleEventSummaries:
         self.screen.run_worker(self._summarize(), group="event-summaries")
 
     async def _summarize(self) -> None:
-        written = 0
         try:
-            written = await in_thread(self.screen.backend.events.summarize_due)
-        except Exception:  # the model or the log unavailable: tried again later, quietly
-            log.exception("agent event summaries failed")
+            # The model or the log unavailable: tried again later, quietly (in the log).
+            written = await attempt(self.screen.app, "Agent event summaries",
+                                    self.screen.backend.events.summarize_due,
+                                    shown=quietly) or 0
         finally:
             self._running = False
         self.written += written

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from tui.workers import describe
+from tui.workers import attempt_async
 
 if TYPE_CHECKING:
     from tui.screens.chat import ChatScreen
@@ -63,22 +63,26 @@ class IdleExtraction:
         self.screen.run_worker(self._extract(self._unextracted), group="extract")
 
     async def _extract(self, pending: int) -> None:
-        chat = self.screen.backend.chat
         try:
-            if self._earlier:
-                self._earlier = False
-                if not pending and not await chat.pending_extraction():
-                    return
-            extracted = await chat.extract_pending()
-        except Exception as exc:
-            message, _ = describe(exc)
-            self.screen.notify(f"Extracting memories: {message}", severity="error")
-            extracted = 0
+            outcome = await attempt_async(self.screen.app, "Extracting memories",
+                                          lambda: self._run(pending))
         finally:
             self._extracting = False
+        ran, extracted = outcome if outcome is not None else (True, 0)
+        if not ran:
+            return
         # A failed extraction leaves the turns pending: the next cadence or the next run retries.
         self._unextracted = max(0, self._unextracted - pending)
         self.activity.touch()
         if extracted:
             self.screen.memory.poll()  # new memories appear at once, highlighted
             self.screen.status.refresh_stats()
+
+    async def _run(self, pending: int) -> tuple[bool, int]:
+        """(whether there was anything to extract, memories extracted)."""
+        chat = self.screen.backend.chat
+        if self._earlier:
+            self._earlier = False
+            if not pending and not await chat.pending_extraction():
+                return False, 0
+        return True, await chat.extract_pending()

@@ -12,9 +12,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from assistant.daemon_pool import in_thread
 from tui.views import FolderView, SearchResult, SyncProgress, SyncSummary
-from tui.workers import Refresh, attempt, describe, on_loop, succeeded
+from tui.workers import Failure, Refresh, attempt, on_loop, succeeded
 
 if TYPE_CHECKING:
     from tui.protocols import KnowledgeApi
@@ -112,16 +111,17 @@ class IndexingController:
                 last = now
                 report(p)
 
+        def sync() -> SyncSummary | None:
+            try:
+                return self.api.sync(folders, rebuild=rebuild, progress=progress)
+            except SyncInterrupted:  # quitting: nothing to show
+                return None
+
         try:
-            summary = await in_thread(
-                lambda: self.api.sync(folders, rebuild=rebuild, progress=progress))
-        except SyncInterrupted:
-            return
-        except Exception as exc:
-            message, hint = describe(exc)
-            self._finished(None, message + (f" ({hint})" if hint else ""))
-        else:
-            self._finished(summary, "")
+            summary = await attempt(self.screen.app, label, sync,
+                                    shown=lambda failed: self._finished(None, failed.line))
+            if summary is not None:
+                self._finished(summary, "")
         finally:
             self._syncing = False
 
@@ -160,11 +160,11 @@ class IndexingController:
 
     async def _watch(self) -> None:
         changed = on_loop(self.screen.app, self._watched)
-        try:
-            await in_thread(lambda: self.api.watch(changed, self._stop))
-        except Exception as exc:
-            message, _ = describe(exc)
-            self.screen.status_bar.activity = f"watch off: {message}"
+        await attempt(self.screen.app, "Watching folders",
+                      lambda: self.api.watch(changed, self._stop), shown=self._watch_off)
+
+    def _watch_off(self, failed: Failure) -> None:
+        self.screen.status_bar.activity = f"watch off: {failed.message}"
 
     def _watched(self, text: str) -> None:
         self.screen.status_bar.activity = text

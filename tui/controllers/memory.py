@@ -23,7 +23,7 @@ from tui.undo_stack import Undoable, UndoStack
 from tui.views import MemoryChanges, MemoryEvent, MemoryView
 from tui.widgets.memory_pane import MemoryVerb
 from tui.wording import plural
-from tui.workers import Refresh, attempt
+from tui.workers import Refresh, Repeats, attempt, quietly
 
 if TYPE_CHECKING:
     from tui.protocols import MemoryApi
@@ -36,6 +36,7 @@ class MemoryController:
         self.screen = screen
         self.poll_seconds = poll_seconds
         self.seen: MemoryChanges | None = None  # where the store stood at the last poll
+        self._poll_failures = Repeats()
         self.poll = Refresh(screen, "memory-poll", self._poll)
         # The list shown again after a change or a filter edit: one listing at a time, the
         # last one with the filters as they are then (never cancelled: see MemoryPane._fill).
@@ -209,14 +210,11 @@ class MemoryController:
                 await pane.show([m for m in now if m.status == "active"], all_active=False)
 
     async def _poll(self) -> None:
-        from assistant.daemon_pool import in_thread
-
         seen = self.seen
-        try:
-            changes = await in_thread(lambda: self.api.changes(
-                seen.version if seen else -1, seen.stamp if seen else ""))
-        except Exception:
-            return  # the store may still be opening; the next tick tries again
+        # The store may still be opening: quiet, the next tick tries again (a bug is logged once).
+        changes = await attempt(self.screen.app, "Reading memory changes", lambda: self.api.changes(
+            seen.version if seen else -1, seen.stamp if seen else ""),
+            shown=quietly, repeats=self._poll_failures)
         if changes is None:
             return
         self.seen = changes

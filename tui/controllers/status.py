@@ -11,7 +11,6 @@ the older one, which closes its request and makes Ollama drop that load.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import threading
@@ -19,8 +18,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from indexing.threads import start_daemon
 from tui.views import OllamaStatus
-from tui.workers import Refresh, describe, on_loop, report
+from tui.workers import Failure, Refresh, Repeats, attempt, attempt_async, on_loop, outcome
 
 if TYPE_CHECKING:
     from tui.screens.chat import ChatScreen
@@ -40,7 +40,7 @@ class StatusController:
         self.warming = threading.Event()  # set while models load (cannot be interrupted)
         self.preloaded: str | None = None  # the chat model Ollama has loaded for us
         self._warned: tuple[str, ...] = ()  # retrieval warnings already shown as a toast
-        self._stats_failure: tuple[str, str] | None = None  # the last one reported
+        self._stats_failures = Repeats()
         self.check_ollama = Refresh(screen, "ollama", self._check)
         self.refresh_stats = Refresh(screen, "stats", self._stats)
 
@@ -64,15 +64,14 @@ class StatusController:
         # not wait for it (run_app exits at once when it is still loading).
         self.warming.set()
         loaded = on_loop(self.screen.app, self._loaded)
-        threading.Thread(target=self._load, args=(loaded,), name="brain-warm-up",
-                         daemon=True).start()
+        start_daemon("brain-warm-up", lambda: self._load(loaded))
 
     def _load(self, loaded: Callable[[str], None]) -> None:
         try:
-            try:
-                self.screen.backend.knowledge.warm_up()
-            except Exception as exc:  # a broken model install must not kill the UI
-                loaded(describe(exc)[0])
+            # A broken model install must not kill the UI: said, its traceback logged.
+            warmed = outcome("Loading the index", self.screen.backend.knowledge.warm_up)
+            if isinstance(warmed, Failure):
+                loaded(warmed.message)
                 return
             loaded("")
         finally:
@@ -126,21 +125,23 @@ class StatusController:
         # The first tick after a second: an already loaded model answers in milliseconds.
         timer = self.screen.set_interval(PRELOAD_TICK_SECONDS, tick)
         self.preloaded = None
+
+        def failed(failure: Failure) -> None:
+            # Shown; the first question reports it again if it lasts.
+            log.info("preloading %s failed: %s", model, failure.message)
+            if (getattr(failure.error, "kind", "") not in _BANNER_KINDS
+                    and not self.screen.quitting):
+                self.screen.notify(f"Could not load {model}: {failure.message}",
+                                   severity="warning", timeout=8)
+
         try:
-            seconds = await self.screen.backend.chat.preload(self.screen.chat.session_id,
-                                                             model)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # shown; the first question reports it again if it lasts
-            kind = getattr(exc, "kind", "")
-            message, _ = describe(exc)
-            log.info("preloading %s failed: %s", model, message)
-            if kind not in _BANNER_KINDS and not self.screen.quitting:
-                self.screen.notify(f"Could not load {model}: {message}", severity="warning",
-                                   timeout=8)
-        else:
-            log.info("preloaded %s in %.1f s", model, seconds)
-            self.preloaded = model
+            seconds = await attempt_async(
+                self.screen.app, f"Preloading {model}",
+                lambda: self.screen.backend.chat.preload(self.screen.chat.session_id, model),
+                shown=failed)
+            if seconds is not None:
+                log.info("preloaded %s in %.1f s", model, seconds)
+                self.preloaded = model
         finally:
             timer.stop()
             if shown and bar.model_activity == shown:
@@ -149,15 +150,16 @@ class StatusController:
     # --- Ollama ---------------------------------------------------------------------------------
 
     async def _check(self) -> None:
-        from assistant.daemon_pool import in_thread
-
         model = self.screen.chat.model
-        try:
-            status = await in_thread(lambda: self.screen.backend.ollama.status(model))
-        except Exception as exc:  # a broken client install: report, keep the app running
-            status = OllamaStatus(False, message=f"cannot check {self._server()}: "
-                                         f"{describe(exc)[0]}")
-        self._checked(status)
+
+        def failed(failure: Failure) -> None:  # a broken client install: said in the banner
+            self._checked(OllamaStatus(False, message=f"cannot check {self._server()}: "
+                                                      f"{failure.message}"))
+
+        status = await attempt(self.screen.app, "Checking the model server",
+                               lambda: self.screen.backend.ollama.status(model), shown=failed)
+        if status is not None:
+            self._checked(status)
 
     def _server(self) -> str:
         """"Ollama" or "the model server": the messages name the configured provider."""
@@ -192,18 +194,13 @@ class StatusController:
     # --- counts and warnings --------------------------------------------------------------------
 
     async def _stats(self) -> None:
-        from assistant.daemon_pool import in_thread
-
         backend = self.screen.backend
-        try:
-            files, chunks, memories = await in_thread(
-                lambda: (*backend.knowledge.stats(), backend.memory.count()))
-        except Exception as exc:  # said once, not at every poll
-            if describe(exc) != self._stats_failure:
-                self._stats_failure = describe(exc)
-                report(self.screen.app, "Reading the index", exc)
+        counts = await attempt(self.screen.app, "Reading the index",
+                               lambda: (*backend.knowledge.stats(), backend.memory.count()),
+                               repeats=self._stats_failures)  # said once, not at every poll
+        if counts is None:
             return
-        self._stats_failure = None
+        files, chunks, memories = counts
         self.screen.status_bar.set_index(files, chunks)
         self.screen.status_bar.memories = memories
 

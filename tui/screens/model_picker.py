@@ -11,12 +11,11 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from assistant.daemon_pool import in_thread
 from assistant.plain_text import plain
 from tui.plain import plain_text
 from tui.protocols import OllamaApi
 from tui.views import ModelView
-from tui.workers import describe
+from tui.workers import Failure, attempt
 
 
 def _size(n: int) -> str:
@@ -48,15 +47,15 @@ class ModelPicker(ModalScreen[str | None]):
         self.run_worker(self._load(), exclusive=True)
 
     async def _load(self) -> None:
-        try:
-            models = await in_thread(self.ollama.models)
-        except Exception as exc:  # Ollama down…, or anything unexpected: said in the dialog
-            self._failed(describe(exc)[0])
-            return
-        self._show(models)
+        # Ollama down…, or anything unexpected: said in the dialog.
+        models = await attempt(self.app, "Listing models", self.ollama.models,
+                               shown=self._failed)
+        if models is not None:
+            self._show(models)
 
-    def _failed(self, message: str) -> None:
-        self.query_one("#model-status", Static).update(plain(f"Cannot list models: {message}"))
+    def _failed(self, failed: Failure) -> None:
+        self.query_one("#model-status", Static).update(
+            plain(f"Cannot list models: {failed.message}"))
 
     def _show(self, models: list[ModelView]) -> None:
         status = self.query_one("#model-status", Static)

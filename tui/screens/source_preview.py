@@ -79,6 +79,8 @@ class SourcePreview(ModalScreen[None]):
             self.notify(
                 f"Editor {command[0]!r} not found: set $EDITOR", severity="error", timeout=8
             )
-        except Exception as exc:  # SuspendNotSupported (e.g. a web terminal), OSError
+        # Not a worker (a key action on the loop, around the terminal's suspend): the expected
+        # SuspendNotSupported (a web terminal) or OSError, said in the terminal's own words.
+        except Exception as exc:
             self.notify(f"Cannot open an editor here: {exc or type(exc).__name__}",
                         severity="error", timeout=8)
