@@ -33,6 +33,7 @@ from assistant.retrieval.rerank import Reranker
 from assistant.retrieval.scores import fused_display, keyword_score, term_coverage
 from assistant.retrieval.weights import dense_trusted, dense_weight
 from assistant.timerange import TimeRange
+from indexing.timing import timed
 from indexing.types import Chunk, ChunkPlace
 
 if TYPE_CHECKING:
@@ -194,84 +195,79 @@ class HybridRetriever:
         if top_k < 1:
             raise UserError(f"--top-k must be at least 1, got {top_k}")
         pool_size = max(candidates or self.settings.candidates, top_k)
-        start = time.perf_counter()
         timings: dict[str, float] = dict.fromkeys(STAGES, 0.0)
+        with timed(timings, "total"):
+            search_query = self.search_query_for(query.strip(), history)
+            sources = allowed_sources(self.kb, in_path, self._cwd) if in_path else None
+            if modified is not None:
+                sources = modified_sources(self.kb, modified, sources)
 
-        search_query = self.search_query_for(query.strip(), history)
-        sources = allowed_sources(self.kb, in_path, self._cwd) if in_path else None
-        if modified is not None:
-            sources = modified_sources(self.kb, modified, sources)
+            unusable: list[str] = []  # the vector store could not be searched: keywords only
+            dense, keyword = self._run_retrievers(search_query, pool_size, sources, timings,
+                                                  unusable)
+            if not dense and not keyword:
+                _files, chunks = self.kb.stats()
+                if chunks == 0:
+                    raise UserError(
+                        "the index is empty: there is nothing to search yet",
+                        hint="index a folder first: `brain index PATH`",
+                    )
 
-        unusable: list[str] = []  # the vector store could not be searched: keywords only
-        dense, keyword = self._run_retrievers(search_query, pool_size, sources, timings,
-                                              unusable)
-        if not dense and not keyword:
-            _files, chunks = self.kb.stats()
-            if chunks == 0:
-                raise UserError(
-                    "the index is empty: there is nothing to search yet",
-                    hint="index a folder first: `brain index PATH`",
-                )
+            with timed(timings, "fuse"):
+                trust = dense_weight(search_query, self.embedder.model_id)
+                ranked = self._fuse(dense, keyword, trust, search_query)
 
-        t = time.perf_counter()
-        trust = dense_weight(search_query, self.embedder.model_id)
-        ranked = self._fuse(dense, keyword, trust, search_query)
-        timings["fuse"] = (time.perf_counter() - t) * 1000
+            with timed(timings, "rerank"):
+                rerank_scores: dict[str, float] = {}
+                # The full chunks read so far: only those shown or reranked.
+                texts: dict[str, Chunk] = {}
+                if self.reranker is not None and ranked:
+                    texts = self.kb.get_chunks([c.id for c in ranked[: max(top_k * 3, 20)]])
+                    head = [c for c in ranked[: max(top_k * 3, 20)] if c.id in texts]
+                    scores = self.reranker.rerank(search_query, [texts[c.id].text for c in head])
+                    rerank_scores = {c.id: s for c, s in zip(head, scores, strict=True)}
+                    head = sorted(head, key=lambda c: -rerank_scores[c.id])  # stable on ties
+                    ranked = head + [c for c in ranked if c.id not in rerank_scores]
 
-        t = time.perf_counter()
-        rerank_scores: dict[str, float] = {}
-        texts: dict[str, Chunk] = {}  # the full chunks read so far: only those shown or reranked
-        if self.reranker is not None and ranked:
-            texts = self.kb.get_chunks([c.id for c in ranked[: max(top_k * 3, 20)]])
-            head = [c for c in ranked[: max(top_k * 3, 20)] if c.id in texts]
-            scores = self.reranker.rerank(search_query, [texts[c.id].text for c in head])
-            rerank_scores = {c.id: s for c, s in zip(head, scores, strict=True)}
-            head = sorted(head, key=lambda c: -rerank_scores[c.id])  # stable on ties
-            ranked = head + [c for c in ranked if c.id not in rerank_scores]
-        timings["rerank"] = (time.perf_counter() - t) * 1000
+            with timed(timings, "fuse"):  # choosing what is shown counts as fusing
+                chosen = self._shown(ranked, top_k, texts)
+                query_terms = self._tokenize(search_query)
+                best_raw = keyword[0][1] if keyword else 0.0
+                terms = self._chunk_terms([chunk for c, chunk, _ in chosen if c.bm25 is not None])
 
-        t = time.perf_counter()
-        chosen = self._shown(ranked, top_k, texts)
-        query_terms = self._tokenize(search_query)
-        best_raw = keyword[0][1] if keyword else 0.0
-        terms = self._chunk_terms([chunk for c, chunk, _ in chosen if c.bm25 is not None])
-
-        def cover(chunk: Chunk) -> float:
-            return term_coverage(query_terms, terms[chunk.id])
-        # The best possible fused score: first in both lists, from a file modified just now.
-        best_possible = 1.0 + max(0.0, self.settings.recency_boost)
-        hits = [
-            SearchHit(
-                chunk=chunk,
-                rank=position,
-                score=(
-                    round(rerank_scores[c.id], 6)
-                    if c.id in rerank_scores
-                    else fused_display(c.fused, best_possible)
-                ),
-                fused=c.fused,
-                rrf=c.rrf,
-                cosine=c.cosine,
-                dense_rank=c.dense_rank,
-                bm25=c.bm25,
-                keyword=(
-                    keyword_score(c.bm25, best_raw, cover(chunk)) if c.bm25 is not None else None
-                ),
-                keyword_rank=c.keyword_rank,
-                recency_boost=c.boost,
-                rerank_score=rerank_scores.get(c.id),
-                more_from_file=more,
-            )
-            for position, (c, chunk, more) in enumerate(chosen, start=1)
-        ]
-        # The gate vouches only with evidence from what is shown: a strong match the list
-        # does not hold must not make a list of weak ones look confident. An English-only
-        # model's cosine on a Chinese query says nothing: it must not vouch either.
-        best_cosine = _best(h.cosine for h in hits) if dense_trusted(trust) else None
-        best_keyword = _best(h.keyword for h in hits)
-        low = not hits or is_low_confidence(best_cosine, best_keyword, self.gate_thresholds)
-        timings["fuse"] += (time.perf_counter() - t) * 1000
-        timings["total"] = (time.perf_counter() - start) * 1000
+                def cover(chunk: Chunk) -> float:
+                    return term_coverage(query_terms, terms[chunk.id])
+                # The best possible fused score: first in both lists, from a file modified just now.
+                best_possible = 1.0 + max(0.0, self.settings.recency_boost)
+                hits = [
+                    SearchHit(
+                        chunk=chunk,
+                        rank=position,
+                        score=(
+                            round(rerank_scores[c.id], 6)
+                            if c.id in rerank_scores
+                            else fused_display(c.fused, best_possible)
+                        ),
+                        fused=c.fused,
+                        rrf=c.rrf,
+                        cosine=c.cosine,
+                        dense_rank=c.dense_rank,
+                        bm25=c.bm25,
+                        keyword=(keyword_score(c.bm25, best_raw, cover(chunk))
+                                 if c.bm25 is not None else None),
+                        keyword_rank=c.keyword_rank,
+                        recency_boost=c.boost,
+                        rerank_score=rerank_scores.get(c.id),
+                        more_from_file=more,
+                    )
+                    for position, (c, chunk, more) in enumerate(chosen, start=1)
+                ]
+                # The gate vouches only with evidence from what is shown: a strong match the list
+                # does not hold must not make a list of weak ones look confident. An English-only
+                # model's cosine on a Chinese query says nothing: it must not vouch either.
+                best_cosine = _best(h.cosine for h in hits) if dense_trusted(trust) else None
+                best_keyword = _best(h.keyword for h in hits)
+                low = not hits or is_low_confidence(best_cosine, best_keyword, self.gate_thresholds)
         result = RetrievalResult(
             query=(typed or query).strip(),
             hits=hits,
@@ -347,29 +343,26 @@ class HybridRetriever:
         from indexing.vector_errors import EmbeddingModelMismatch, VectorStoreError
 
         def dense() -> list[tuple[str, float]]:
-            t = time.perf_counter()
-            vector = self.embedder.embed_query(query)
-            t2 = time.perf_counter()
-            try:
-                found = self.kb.dense_search(vector, k, sources=sources)
-            except EmbeddingModelMismatch:
-                raise
-            except VectorStoreError as exc:
-                logger.info("vector search failed: %s", exc)
-                unusable.append(f"{exc.message} Searching by keywords only; to repair: "
-                                f"{exc.hint}" if exc.hint else
-                                f"{exc.message} Searching by keywords only.")
-                found = []
-            timings["embed"] = (t2 - t) * 1000
-            timings["dense"] = (time.perf_counter() - t2) * 1000
+            with timed(timings, "embed"):
+                vector = self.embedder.embed_query(query)
+            with timed(timings, "dense"):
+                try:
+                    found = self.kb.dense_search(vector, k, sources=sources)
+                except EmbeddingModelMismatch:
+                    raise
+                except VectorStoreError as exc:
+                    logger.info("vector search failed: %s", exc)
+                    unusable.append(f"{exc.message} Searching by keywords only; to repair: "
+                                    f"{exc.hint}" if exc.hint else
+                                    f"{exc.message} Searching by keywords only.")
+                    found = []
             return found
 
         future: Future[list[tuple[str, float]]] | None = None
         if self._pool is not None:
             future = self._pool.submit(dense)
-        t = time.perf_counter()
-        keyword = self.kb.keyword_search(query, k, sources=sources)
-        timings["keyword"] = (time.perf_counter() - t) * 1000
+        with timed(timings, "keyword"):
+            keyword = self.kb.keyword_search(query, k, sources=sources)
         dense_hits = future.result() if future is not None else dense()
         return list(dense_hits), list(keyword)
 
