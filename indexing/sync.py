@@ -25,6 +25,7 @@ import numpy as np
 
 from indexing.chunking import ChunkSettings, chunk_file, content_hash
 from indexing.content_time import content_time, copied_together
+from indexing.lazy import Lazy
 from indexing.manifest import FileRecord, Manifest
 from indexing.progress import Phase, ProgressCallback, SyncProgress
 from indexing.readers import SkipFile, read_file
@@ -206,8 +207,12 @@ class Syncer:
         # A callable opens the store on first use: a sync that changes nothing never imports
         # Chroma (seconds of a re-sync; issue 25). `before_vector_write` runs once, before
         # the first write to the store (the caller records that the store may now differ).
-        self._vectors = vectors if not callable(vectors) else None
-        self._open_vectors = vectors if callable(vectors) else None
+        if callable(vectors):
+            self._vectors: Lazy[VectorStore] = Lazy(vectors)
+        else:
+            store = vectors
+            self._vectors = Lazy(lambda: store)
+            self._vectors.get()  # given open: `opened_vectors` names it
         self._before_write = before_vector_write
         self.embedder = embedder
         self.settings = settings
@@ -232,15 +237,12 @@ class Syncer:
 
     @property
     def vectors(self) -> VectorStore:
-        if self._vectors is None:
-            assert self._open_vectors is not None
-            self._vectors = self._open_vectors()
-        return self._vectors
+        return self._vectors.get()
 
     @property
     def opened_vectors(self) -> VectorStore | None:
         """The store if this sync opened it (None: it never needed to)."""
-        return self._vectors
+        return self._vectors.peek()
 
     def _writing_vectors(self) -> VectorStore:
         if self._before_write is not None:

@@ -35,6 +35,7 @@ from assistant.conversations.documents import (
     turn_unit_id,
 )
 from assistant.conversations.topic import COMMON_SHARE
+from indexing.lazy import Lazy
 
 if TYPE_CHECKING:
     from assistant.sessions.store import SessionStore
@@ -153,10 +154,8 @@ class ConversationIndex:
         from indexing.keywords import KeywordIndex
 
         self.store = store
-        self._embedder_factory = embedder
-        self._vectors_factory = vectors
-        self._embedder: Embedder | None = None
-        self._vectors: VectorIndex | None = None
+        self._embedder = Lazy(embedder)
+        self._vectors = Lazy(vectors)
         self._lock = threading.RLock()
         # Erasure hook: after a forget, free pages and WAL copies of the erased text are purged
         # (issue 13's no-trace purge plugs in here; until then the FTS merge and secure_delete
@@ -174,16 +173,10 @@ class ConversationIndex:
     # --- plumbing ---------------------------------------------------------------------------
 
     def embedder(self) -> Embedder:
-        with self._lock:
-            if self._embedder is None:
-                self._embedder = self._embedder_factory()
-            return self._embedder
+        return self._embedder.get()
 
     def vectors(self) -> VectorIndex:
-        with self._lock:
-            if self._vectors is None:
-                self._vectors = self._vectors_factory()
-            return self._vectors
+        return self._vectors.get()
 
     def count(self) -> int:
         with self.store.lock:
@@ -363,7 +356,7 @@ class ConversationIndex:
     def _clear(self) -> None:
         """No vectors, no units, no keywords."""
         self.vectors().drop()
-        self._vectors = None
+        self._vectors.close()  # dropped: the next use opens a new collection
         with self.store.transaction() as conn:
             conn.execute(f"DELETE FROM {UNITS_TABLE}")
             self.keywords.clear()

@@ -3,7 +3,6 @@ model loaded on first use (never at start-up), and search with the configured we
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING
 
 from assistant.context import AppContext
@@ -11,6 +10,7 @@ from assistant.events.matrix import NO_FILTERS, EventMatrix, Filters
 from assistant.events.model import EventHit
 from assistant.events.search import search_events, weights_from
 from assistant.events.store import EventStore
+from indexing.lazy import Lazy
 
 if TYPE_CHECKING:
     from indexing.embedder import Embedder
@@ -28,9 +28,8 @@ class EventService:
                  embedder: Embedder | None = None) -> None:
         self.ctx = ctx
         self.store = store
-        self._embedder = embedder
-        self._matrix: EventMatrix | None = None
-        self._lock = threading.Lock()
+        self._embedder = Lazy(lambda: self._private_embedder() if embedder is None else embedder)
+        self._matrix = Lazy(self._open_matrix)
 
     @classmethod
     def open(cls, ctx: AppContext, *, embedder: Embedder | None = None) -> EventService:
@@ -41,20 +40,20 @@ class EventService:
         self.store.close()
 
     def embedder(self) -> Embedder:
-        with self._lock:
-            if self._embedder is None:
-                from assistant.private_embedding import PrivateEmbedder
+        return self._embedder.get()
 
-                # Events are the user's private record: their vectors never reach the cache.
-                self._embedder = PrivateEmbedder(self.ctx.embedder())
-            return self._embedder
+    def _private_embedder(self) -> Embedder:
+        from assistant.private_embedding import PrivateEmbedder
+
+        # Events are the user's private record: their vectors never reach the cache.
+        return PrivateEmbedder(self.ctx.embedder())
 
     def matrix(self) -> EventMatrix:
+        return self._matrix.get()
+
+    def _open_matrix(self) -> EventMatrix:
         embedder = self.embedder()
-        with self._lock:
-            if self._matrix is None:
-                self._matrix = EventMatrix(self.store, embedder.model_id, embedder.dimension)
-            return self._matrix
+        return EventMatrix(self.store, embedder.model_id, embedder.dimension)
 
     def embed_pending(self, *, limit: int | None = None) -> int:
         """Embed events that have no vector yet (oldest first); returns how many."""

@@ -6,11 +6,11 @@ retrieval.reranker to a local model path or a Hugging Face name already in the l
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 from assistant.errors import UserError
+from indexing.lazy import Lazy
 
 
 class Reranker(Protocol):
@@ -35,25 +35,22 @@ class CrossEncoderReranker:
         self.name = model
         self._device = device
         self._batch_size = batch_size
-        self._model: Any = None
-        self._lock = threading.Lock()
+        self._model: Lazy[Any] = Lazy(self._open)
 
     def _load(self) -> Any:
-        with self._lock:
-            if self._model is None:
-                try:
-                    from sentence_transformers import CrossEncoder
+        return self._model.get()
 
-                    self._model = CrossEncoder(
-                        self.name, device=self._device, local_files_only=True
-                    )
-                except Exception as exc:
-                    raise UserError(
-                        f"cannot load the reranker {self.name!r}: {exc}",
-                        hint="set retrieval.reranker to a local cross-encoder folder or a model "
-                        "already in the Hugging Face cache, or to \"\" to turn reranking off",
-                    ) from exc
-            return self._model
+    def _open(self) -> Any:
+        try:
+            from sentence_transformers import CrossEncoder
+
+            return CrossEncoder(self.name, device=self._device, local_files_only=True)
+        except Exception as exc:
+            raise UserError(
+                f"cannot load the reranker {self.name!r}: {exc}",
+                hint="set retrieval.reranker to a local cross-encoder folder or a model "
+                "already in the Hugging Face cache, or to \"\" to turn reranking off",
+            ) from exc
 
     def rerank(self, query: str, texts: Sequence[str]) -> list[float]:
         if not texts:

@@ -6,13 +6,13 @@ imports `assistant/`. Failures become `EmbeddingModelError`s that say what to do
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from indexing.embedders.base import EmbeddingModelError
+from indexing.lazy import Lazy
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 
@@ -39,20 +39,19 @@ class OllamaModel:
         self._timeout = timeout
         self._batch_size = batch_size
         self._dimension: int | None = None
-        self._client: Any = None
-        self._lock = threading.Lock()
+        self._client: Lazy[Any] = Lazy(self._open_http)
 
     def known_dimension(self) -> int | None:
         return self._dimension
 
     def _http(self) -> Any:
-        with self._lock:
-            if self._client is None:
-                import httpx
+        return self._client.get()
 
-                # trust_env=False: a proxy from the environment must never see local traffic.
-                self._client = httpx.Client(timeout=self._timeout, trust_env=False)
-            return self._client
+    def _open_http(self) -> Any:
+        import httpx
+
+        # trust_env=False: a proxy from the environment must never see local traffic.
+        return httpx.Client(timeout=self._timeout, trust_env=False)
 
     def _post(self, texts: list[str]) -> np.ndarray:
         import httpx
