@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from indexing import vectors_match
+from indexing.clock import EpochClock, wall_clock
 from indexing.knowledge_snapshot import SnapshotKeeper
 from indexing.knowledge_types import (
     META_CHUNKING,
@@ -99,13 +100,14 @@ class KnowledgeBase:
         embedder: Embedder | None = None,
         *,
         lock_timeout: float = 5.0,
+        clock: EpochClock = wall_clock,
     ) -> KnowledgeBase:
         """Open (creating if needed) the index at `db_path` with vectors at `vector_location`.
 
         Without an embedder the base can list and remove folders and run keyword search, but not
         sync or dense search (listing folders must not load a model).
         """
-        manifest = Manifest.open(Path(db_path))
+        manifest = Manifest.open(Path(db_path), clock=clock)
         lock = IndexLock(Path(str(db_path) + ".lock"), timeout=lock_timeout)
         return cls(manifest, vector_location, embedder, lock)
 
@@ -219,7 +221,7 @@ class KnowledgeBase:
                     return FolderAdded(real, "inside", parent=parent)
             children = tuple(p for p in registered if inside(p, real))
             with self.manifest.transaction():
-                self.manifest.add_folder(real, time.time())
+                self.manifest.add_folder(real, self.manifest.clock())
         return FolderAdded(real, "added", absorbed=children)
 
     def remove_folder(self, path: str | os.PathLike[str]) -> FolderRemoved:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from indexing.clock import EpochClock, wall_clock
 from indexing.errors import HintedError
 from indexing.sqlite_db import Schema, open_database, schema_version
 from indexing.types import Chunk, ChunkPlace
@@ -153,15 +154,17 @@ class Manifest:
     read while a sync writes).
     """
 
-    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+    def __init__(self, conn: sqlite3.Connection, path: Path, *,
+                 clock: EpochClock = wall_clock) -> None:
         self.conn = conn
         self.path = path
+        self.clock = clock  # folders' added_at, files' indexed_at, folders' last sync
         self.lock = threading.RLock()
         self._keywords: KeywordIndex | None = None
         self._depth = 0  # transactions open on this connection (see `transaction`)
 
     @classmethod
-    def open(cls, path: Path) -> Manifest:
+    def open(cls, path: Path, *, clock: EpochClock = wall_clock) -> Manifest:
         # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE … COMMIT) so nothing
         # commits half a file behind our back.
         conn = open_database(
@@ -172,7 +175,7 @@ class Manifest:
             "from the files (embeddings come back from the cache; only the list of folders was "
             "kept in it)",
         )
-        manifest = cls(conn, path)
+        manifest = cls(conn, path, clock=clock)
         try:
             _ = manifest.keywords  # its table has its own schema (KeywordIndex)
         except BaseException:

@@ -324,7 +324,7 @@ class Syncer:
                     self._flush(pending)
                     pending, pending_chunks = [], 0
         self._flush(pending)
-        now = time.time()
+        now = self.manifest.clock()
         with self.manifest.transaction():
             for folder in folders:
                 if folder not in self.missing_folders:
@@ -426,7 +426,7 @@ class Syncer:
             content_hash=digest,
             chunk_ids=tuple(c.id for c in chunks),
             model_id=self.embedder.model_id,
-            indexed_at=time.time(),
+            indexed_at=self.manifest.clock(),
         )
         kind = "added" if record is None else "updated"
         if record is not None and digest == record.content_hash and old_ids == new_ids:

@@ -352,7 +352,7 @@ def begin_run(
                 "pass --again to import it once more")
         cur = conn.execute(
             "INSERT INTO session_imports (content_hash, name, total, started_at) "
-            "VALUES (?, ?, ?, ?)", (digest, name, total, time.time()))
+            "VALUES (?, ?, ?, ?)", (digest, name, total, store.clock()))
         return ImportRun(int(cur.lastrowid or 0), digest, name, total, 0)
 
 
@@ -408,7 +408,7 @@ def _store_batch(
         conn.execute(
             "UPDATE session_imports SET committed = ?, added = added + ?, finished_at = ? "
             "WHERE id = ?",
-            (committed, count, time.time() if committed >= run.total else None, run.id))
+            (committed, count, store.clock() if committed >= run.total else None, run.id))
     return turn_ids
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -147,7 +146,7 @@ def save_summary(
             "title = excluded.title, through_seq = excluded.through_seq, "
             "model = excluded.model, created_at = excluded.created_at "
             "WHERE through_seq <= excluded.through_seq",
-            (session_id, summary.text, summary.title, through_seq, model, time.time(),
+            (session_id, summary.text, summary.title, through_seq, model, store.clock(),
              session_id),
         )
         return cur.rowcount > 0

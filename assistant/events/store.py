@@ -19,8 +19,7 @@ import logging
 import secrets
 import sqlite3
 import threading
-import time
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ from assistant.events.model import (
     NewEvent,
 )
 from assistant.store_health import EVENTS_RECOVERY
+from indexing.clock import EpochClock, wall_clock
 from indexing.keywords import KeywordIndex
 from indexing.sqlite_db import Schema, open_database
 
@@ -91,7 +91,7 @@ def _row_event(row: Sequence[Any], covers: tuple[str, ...] = ()) -> Event:
     )
 
 
-def check_new(new: NewEvent) -> NewEvent:
+def check_new(new: NewEvent, now: float) -> NewEvent:
     """Every writer's bounds; raises EventError with the one-line reason."""
     from assistant.memory.secrets import find_secret
 
@@ -106,7 +106,7 @@ def check_new(new: NewEvent) -> NewEvent:
     for name, value in (("session", new.session), ("agent", new.agent)):
         if value is not None and len(value) > MAX_LABEL_CHARS:
             raise EventError(f"{name} is longer than {MAX_LABEL_CHARS} characters")
-    if new.ts is not None and not 0 <= new.ts <= time.time() + 86_400:
+    if new.ts is not None and not 0 <= new.ts <= now + 86_400:
         raise EventError("ts must be a time no later than tomorrow")
     # The same rule as memories: an agent's log must not become a copy of a credential.
     finding = find_secret(text)
@@ -120,7 +120,7 @@ def check_new(new: NewEvent) -> NewEvent:
 class EventStore:
     """All reads and writes of events. Thread-safe within a process; WAL across processes."""
 
-    def __init__(self, db_path: Path, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, db_path: Path, *, clock: EpochClock = wall_clock) -> None:
         self.db_path = Path(db_path)
         self.clock = clock
         self._lock = threading.RLock()
@@ -200,8 +200,8 @@ class EventStore:
 
     def log_many(self, items: Sequence[NewEvent]) -> builtins.list[Event]:
         """Store events in one transaction (all or none); ids are assigned here."""
-        checked = [check_new(item) for item in items]
         now = self.clock()
+        checked = [check_new(item, now) for item in items]
         stored: list[Event] = []
         with self._write() as conn:
             for new in checked:

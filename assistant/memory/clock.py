@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
+from indexing.clock import wall_clock
+
 Clock = Callable[[], datetime]
 
 
 def system_clock() -> datetime:
-    return datetime.now(UTC)
+    """Now, read from the stores' one wall clock (indexing/clock.py)."""
+    return datetime.fromtimestamp(wall_clock(), UTC)
 
 
 def to_iso(moment: datetime) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from assistant.errors import UserError
 from assistant.paths import FILE_MODE, ensure_private_dir
 from assistant.retrieval.hit import RetrievalResult
 from assistant.store_health import LOG_RECOVERY
+from indexing.clock import EpochClock, wall_clock
 from indexing.sqlite_db import Schema, open_database
 
 # Steps of `indexing.sqlite_db`. Step 1 keeps IF NOT EXISTS: logs from before the log had a
@@ -77,9 +77,10 @@ class LogEntry:
 class RetrievalLog:
     """Append-only log in its own SQLite file; safe to share between threads."""
 
-    def __init__(self, db_path: Path) -> None:
+    def __init__(self, db_path: Path, *, clock: EpochClock = wall_clock) -> None:
         ensure_private_dir(db_path.parent)
         self.path = db_path
+        self.clock = clock
         self._lock = threading.Lock()
         # Every search appends a row: WAL + synchronous=NORMAL make that commit an append
         # without an fsync (0.1-0.6 s of a cold `brain search` on a busy disk); a crash can
@@ -92,8 +93,8 @@ class RetrievalLog:
         db_path.chmod(FILE_MODE)
 
     @classmethod
-    def open(cls, db_path: Path) -> RetrievalLog:
-        return cls(db_path)
+    def open(cls, db_path: Path, *, clock: EpochClock = wall_clock) -> RetrievalLog:
+        return cls(db_path, clock=clock)
 
     def close(self) -> None:
         with self._lock:
@@ -134,7 +135,7 @@ class RetrievalLog:
                 "INSERT INTO entries (time, origin, query, search_query, in_path, low_confidence,"
                 " timings, hits) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    time.time() if when is None else when,
+                    self.clock() if when is None else when,
                     origin,
                     result.query,
                     result.search_query or result.query,
@@ -156,7 +157,7 @@ class RetrievalLog:
         with self._lock, self._conn:
             cur = self._conn.execute(
                 "UPDATE entries SET rating = ?, correct_sources = ?, rated_at = ? WHERE id = ?",
-                (rating, json.dumps(sources, ensure_ascii=False), time.time(), entry_id),
+                (rating, json.dumps(sources, ensure_ascii=False), self.clock(), entry_id),
             )
         if cur.rowcount == 0:
             raise UserError(f"no retrieval log entry {entry_id}")

@@ -16,7 +16,6 @@ import json
 import secrets
 import sqlite3
 import threading
-import time
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,6 +37,7 @@ from assistant.sessions.turn import (
     Turn,
 )
 from assistant.store_health import SESSIONS_RECOVERY
+from indexing.clock import EpochClock, wall_clock
 from indexing.sqlite_db import open_database
 
 TITLE_CHARS = 60
@@ -62,13 +62,15 @@ def title_from(question: str) -> str:
 class SessionStore:
     """Thread-safe access to the sessions database (the TUI's workers and the engine share it)."""
 
-    def __init__(self, conn: sqlite3.Connection, path: Path | str = ":memory:") -> None:
+    def __init__(self, conn: sqlite3.Connection, path: Path | str = ":memory:", *,
+                 clock: EpochClock = wall_clock) -> None:
         self._conn = conn
         self._lock = threading.RLock()
         self.path = path
+        self.clock = clock  # every row of this database is stamped by it (conversations too)
 
     @classmethod
-    def open(cls, path: Path | str) -> SessionStore:
+    def open(cls, path: Path | str, *, clock: EpochClock = wall_clock) -> SessionStore:
         if str(path) != ":memory:":
             path = Path(path)
         conn = open_database(
@@ -81,7 +83,7 @@ class SessionStore:
             damaged_hint=SESSIONS_RECOVERY,
         )
         conn.row_factory = sqlite3.Row
-        return cls(conn, path)
+        return cls(conn, path, clock=clock)
 
     def close(self) -> None:
         with self._lock:
@@ -110,7 +112,7 @@ class SessionStore:
     # --- sessions ------------------------------------------------------------------------
 
     def create(self, *, model: str = "", title: str = "") -> Session:
-        now = time.time()
+        now = self.clock()
         with self._tx() as conn:
             for _ in range(5):
                 sid = new_session_id()
@@ -332,7 +334,7 @@ class SessionStore:
         truncated: bool = False,
         conversations: Sequence[Recalled] = (),
     ) -> Turn:
-        now = time.time()
+        now = self.clock()
         with self._tx() as conn:
             seq = conn.execute(
                 "SELECT COALESCE(MAX(seq), 0) + 1 FROM turns WHERE session_id = ?", (session_id,)

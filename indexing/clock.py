@@ -1,0 +1,23 @@
+"""The wall clock every store stamps its rows with: injectable (`clock=`), so a test decides
+what time it is instead of sleeping or patching `time.time`.
+
+Every store keeps one storage form per kind of time value. Moments are epoch seconds (REAL)
+in sessions.db (sessions, turns, session_imports, session_summaries, conversation_units,
+turn_conversations), events.db (events.ts), retrieval_log.db (entries.time, rated_at) and the
+knowledge manifest (folders.added_at, files.indexed_at; files.mtime and chunks.mtime are the
+file system's, also epoch seconds). memory.db alone stores ISO-8601 UTC text with whole seconds
+("2024-05-01T12:00:00Z": memories, profile, imports), its clock (assistant/memory/clock.py)
+reading this one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+EpochClock = Callable[[], float]
+
+
+def wall_clock() -> float:
+    """Now, in seconds since the epoch (UTC)."""
+    return time.time()
