@@ -186,25 +186,48 @@ async def test_low_confidence_is_flagged(make_app, backend) -> None:  # type: ig
 
 
 async def test_idle_time_runs_memory_extraction_once(make_app, backend) -> None:  # type: ignore[no-untyped-def]
-    import time
-
     app = make_app(extract_idle_seconds=0.5)
     async with app.run_test(size=SIZE) as pilot:
+        # Idle time on a clock the test moves (a busy machine stretches real gaps between keys
+        # past any threshold): it stands still until the test says time has passed.
+        clock = ManualClock()
+        app.activity.clock = clock
+        app.activity.touch()
         await ask(pilot, "I moved to Lisbon")
         await wait_until(pilot, lambda: answer_finished(app), what="answer finished")
-        # Typing counts as activity: no extraction while the user keeps typing.
+        await checks_ran(pilot)
+        assert backend.chat.extract_calls == 0  # no time has passed since the answer
+        # 0.4 s between keys is typing, never idle.
         chat_input = app.query_one(ChatInput)
         for _ in range(4):
+            clock.now += 0.4
             await pilot.press("x")
-            await pilot.pause(0.1)
+            await checks_ran(pilot)
         assert backend.chat.extract_calls == 0
+        clock.now += 0.6  # the user stopped typing
         await wait_until(pilot, lambda: backend.chat.extract_calls == 1, what="idle extraction")
         assert backend.chat.extracted_through == 1
         assert chat_input.text == "xxxx"  # nothing the user typed was touched
         # Idle again with nothing new to extract: no second call.
-        quiet_until = time.monotonic() + 1.0
-        await wait_until(pilot, lambda: time.monotonic() > quiet_until, what="quiet second")
+        clock.now += 5.0
+        await checks_ran(pilot)
         assert backend.chat.extract_calls == 1
+
+
+class ManualClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def checks_ran(pilot) -> None:  # type: ignore[no-untyped-def]
+    """Real time for the idle check (every 0.125 s at a 0.5 s window) to run a few times."""
+    import time
+
+    until = time.monotonic() + 0.5
+    await wait_until(pilot, lambda: time.monotonic() > until, what="idle checks")
 
 
 async def test_idle_time_extracts_what_an_earlier_run_left(make_app, backend) -> None:  # type: ignore[no-untyped-def]
