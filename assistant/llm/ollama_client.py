@@ -1,10 +1,12 @@
-"""A small, strict client for Ollama's management API, with failures a user can act on.
+"""The app's client for Ollama's HTTP API, with failures a user can act on.
 
-Chat streaming goes through llama-index's `Ollama` LLM; this client covers what the app asks
-Ollama directly (is it up, which models are pulled, a model's context length and capabilities,
-embeddings for `ollama:<model>`) and, through `map_exception`, turns the errors any Ollama
-client raises — httpx, the `ollama` package, llama-index — into one `OllamaError` hierarchy
-whose messages say what went wrong and how to fix it.
+Built on the wire layer `indexing/ollama_http.py` (URL shape, timeouts, no proxy, reply
+checks), like every Ollama client in the app: this one covers what the app asks Ollama with a
+blocking request (is it up, which models are pulled, a model's context length and
+capabilities, embeddings, the background JSON completion of `chat_json`); the chat's streamed
+turns go through assistant/llm/ollama_transport.py. `map_exception` turns what any Ollama
+client raises — httpx, the wire layer, the `ollama` package, llama-index — into one
+`OllamaError` hierarchy whose messages say what went wrong and how to fix it.
 """
 
 from __future__ import annotations
@@ -19,12 +21,10 @@ import httpx
 
 from assistant.errors import UserError
 from assistant.ollama_host import DEFAULT_HOST, host_origin, host_setting, normalize_host
+from indexing import ollama_http as wire
+from indexing.ollama_http import CONNECT_TIMEOUT, EMBED_BATCH, http_timeout
 
-__all__ = ["DEFAULT_HOST", "normalize_host"]  # re-exported for callers of the client
-# Connecting to a local Ollama either succeeds at once or is refused; a long wait means a
-# firewalled or wrong host, which should not eat the whole request timeout.
-CONNECT_TIMEOUT = 3.0
-EMBED_BATCH = 128
+__all__ = ["CONNECT_TIMEOUT", "DEFAULT_HOST", "EMBED_BATCH", "http_timeout", "normalize_host"]
 
 
 # --- errors -----------------------------------------------------------------------------------
@@ -94,16 +94,6 @@ def timed_out(host: str, timeout: float | None) -> OllamaTimeout:
     )
 
 
-def _error_text(body: str) -> str:
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return body.strip()[:200]
-    if isinstance(data, dict) and isinstance(error := data.get("error"), str):
-        return error
-    return body.strip()[:200]
-
-
 def _from_status(status: int, error: str, host: str, model: str | None) -> OllamaError:
     if status == 404 and "model" in error and "not found" in error:
         name = model or _quoted_model(error) or "<model>"
@@ -168,6 +158,16 @@ def _map_one(
 ) -> OllamaError | None:
     if isinstance(exc, OllamaError):
         return exc
+    if isinstance(exc, wire.StatusError):
+        return _from_status(exc.status, exc.error, host, model)
+    if isinstance(exc, wire.NotJSON):
+        return OllamaProtocolError(
+            f"{host}{exc.path} answered with {exc.content_type or 'no content type'}, "
+            "not JSON — is this an Ollama server?",
+            f"check {host_setting(host)}",
+        )
+    if isinstance(exc, wire.MalformedReply):
+        return malformed(host, exc.path, exc.what)
     if isinstance(exc, httpx.ConnectTimeout):
         return OllamaUnavailable(
             f"Ollama at {host}{host_origin(host)} did not accept a connection",
@@ -186,7 +186,7 @@ def _map_one(
         text = ""
         with contextlib.suppress(httpx.ResponseNotRead):
             text = exc.response.text
-        return _from_status(exc.response.status_code, _error_text(text), host, model)
+        return _from_status(exc.response.status_code, wire.error_text(text), host, model)
     if isinstance(exc, httpx.TransportError):
         return unavailable(host)
     try:
@@ -269,13 +269,7 @@ class OllamaClient:
                  *, connect_timeout: float = CONNECT_TIMEOUT) -> None:
         self.host = normalize_host(host)
         self.timeout = timeout
-        self._http = httpx.Client(
-            base_url=self.host,
-            timeout=httpx.Timeout(timeout, connect=min(timeout, connect_timeout)),
-            headers={"Accept": "application/json"},
-            # Ollama is local; a system proxy must never see the user's prompts.
-            trust_env=False,
-        )
+        self._http = wire.sync_client(self.host, timeout, connect=connect_timeout)
 
     def close(self) -> None:
         self._http.close()
@@ -373,45 +367,43 @@ class OllamaClient:
 
     def embed(self, model: str, texts: Sequence[str]) -> list[list[float]]:
         """Embeddings for `texts`, in order (batched; empty input → empty list)."""
-        out: list[list[float]] = []
-        for start in range(0, len(texts), EMBED_BATCH):
-            batch = list(texts[start:start + EMBED_BATCH])
-            data = self._request("POST", "/api/embed",
-                                 {"model": model, "input": batch, "truncate": True}, model=model)
-            vectors = data.get("embeddings")
-            if (not isinstance(vectors, list) or len(vectors) != len(batch)
-                    or not all(isinstance(v, list) and v for v in vectors)):
-                raise self._malformed("/api/embed", "wrong number of embeddings")
-            if len({len(v) for v in vectors}) > 1 or (out and len(vectors[0]) != len(out[0])):
-                raise self._malformed("/api/embed", "embeddings of different lengths")
-            out.extend([float(x) for x in v] for v in vectors)
-        return out
+        try:
+            return wire.embed(self._http, model, texts)
+        except (httpx.HTTPError, wire.WireError) as exc:
+            raise self._mapped(exc, model) from exc
+
+    def chat_json(self, model: str, messages: list[dict[str, str]], schema: dict[str, Any], *,
+                  num_predict: int, num_ctx: int | None = None,
+                  keep_alive: str | None = None) -> str:
+        """One non-streamed /api/chat reply whose `format` is the JSON schema, as a background
+        request should be: `think: false` (with a schema, even a thinking-only model then
+        writes JSON at once), temperature 0, a capped reply; `num_ctx` should be the chat's
+        (another value would reload the model). Returns the reply's content."""
+        options: dict[str, Any] = {"temperature": 0, "num_predict": num_predict}
+        if num_ctx:
+            options["num_ctx"] = num_ctx
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "format": schema,
+            "stream": False,
+            "think": False,
+            "options": options,
+        }
+        if keep_alive:
+            body["keep_alive"] = keep_alive
+        data = self._request("POST", "/api/chat", body, model=model)
+        message = data.get("message")
+        return str(message.get("content", "")) if isinstance(message, dict) else ""
 
     # --- plumbing ---------------------------------------------------------------------------
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None,
                  *, model: str | None = None) -> dict[str, Any]:
         try:
-            response = self._http.request(method, path, json=body)
-        except httpx.HTTPError as exc:
+            return wire.request(self._http, method, path, body)
+        except (httpx.HTTPError, wire.WireError) as exc:
             raise self._mapped(exc, model) from exc
-        if response.status_code >= 400:
-            raise _from_status(response.status_code, _error_text(response.text),
-                               self.host, model)
-        content_type = response.headers.get("content-type", "")
-        if "json" not in content_type:
-            raise OllamaProtocolError(
-                f"{self.host}{path} answered with {content_type or 'no content type'}, "
-                "not JSON — is this an Ollama server?",
-                f"check {host_setting(self.host)}",
-            )
-        try:
-            data = response.json()
-        except ValueError as exc:
-            raise self._malformed(path, "invalid JSON") from exc
-        if not isinstance(data, dict):
-            raise self._malformed(path, "not a JSON object")
-        return data
 
     def _mapped(self, exc: BaseException, model: str | None) -> OllamaError:
         return map_exception(exc, self.host, model, timeout=self.timeout) or OllamaError(
@@ -419,11 +411,14 @@ class OllamaClient:
         )
 
     def _malformed(self, path: str, what: str) -> OllamaProtocolError:
-        return OllamaProtocolError(
-            f"malformed reply from {self.host}{path}: {what}",
-            f"check that {host_setting(self.host)} points at Ollama, and update Ollama if it "
-            "is old",
-        )
+        return malformed(self.host, path, what)
+
+
+def malformed(host: str, path: str, what: str) -> OllamaProtocolError:
+    return OllamaProtocolError(
+        f"malformed reply from {host}{path}: {what}",
+        f"check that {host_setting(host)} points at Ollama, and update Ollama if it is old",
+    )
 
 
 def _arch_int(info: dict[str, Any], arch: str, name: str) -> int | None:
@@ -476,22 +471,12 @@ def running_model(item: dict[str, Any]) -> RunningModel:
     )
 
 
-def http_timeout(timeout: float, *, first_byte: float | None = None,
-                 connect: float = CONNECT_TIMEOUT) -> httpx.Timeout:
-    """httpx timeouts for Ollama: connecting fails fast (a local server accepts at once or
-    refuses); reading may wait `first_byte` (the silent model load + prompt reading) when
-    given — a backstop a little beyond it, the caller enforces the exact limits — else
-    `timeout`."""
-    read = first_byte + max(timeout, 5.0) if first_byte else timeout
-    return httpx.Timeout(read, connect=connect, read=read, write=max(timeout, connect),
-                         pool=connect)
-
-
-def async_ollama_client(host: str, timeout: httpx.Timeout | float) -> Any:
-    """The `ollama` package's AsyncClient, built so it never uses a proxy: Ollama is local
-    (or on the user's own network), and the environment's HTTP(S)_PROXY / ALL_PROXY must
-    not see prompts — nor break every answer when the proxy is down."""
+def async_ollama_client(host: str, timeout: httpx.Timeout) -> Any:
+    """The `ollama` package's AsyncClient (what llama-index's Ollama LLM streams turns
+    through), built with the wire layer's options like every other Ollama client: no proxy,
+    the given timeouts."""
     import ollama
 
-    return ollama.AsyncClient(host=normalize_host(host), timeout=timeout, trust_env=False)
+    options = wire.client_options(host, timeout)
+    return ollama.AsyncClient(host=options.pop("base_url"), **options)
 

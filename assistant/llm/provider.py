@@ -157,14 +157,11 @@ def ollama_chat_fn(
     num_ctx: int | Callable[[], int | None] | None = None,
     num_predict: int,
 ) -> ChatFn:
-    """A ChatFn calling Ollama's /api/chat with `format` = the schema (no streaming), as a
-    background request should: `think: false` (with a schema, even a thinking-only model then
-    writes JSON at once), the chat's num_ctx (another value would reload the model), a capped
-    reply, and no proxy. `num_ctx` may be a function, called on first use (it asks Ollama for
-    the model's context length). `timeout` bounds the whole silent wait for the reply."""
-    import httpx
-
-    from assistant.llm.ollama_client import http_timeout, normalize_host
+    """A ChatFn making OllamaClient.chat_json's request (the background JSON completion: no
+    streaming, think off, the chat's num_ctx, a capped reply, no proxy). `num_ctx` may be a
+    function, called on first use (it asks Ollama for the model's context length).
+    `timeout` bounds the whole silent wait for the reply; failures are `OllamaError`s."""
+    from assistant.llm.ollama_client import OllamaClient
 
     resolved: list[int | None] = []
 
@@ -174,24 +171,9 @@ def ollama_chat_fn(
         return resolved[0]
 
     def chat(messages: list[dict[str, str]], schema: dict[str, Any]) -> str:
-        options: dict[str, Any] = {"temperature": 0, "num_predict": num_predict}
         size = context()
-        if size:
-            options["num_ctx"] = size
-        body: dict[str, Any] = {
-            "model": model,
-            "messages": messages,
-            "format": schema,
-            "stream": False,
-            "think": False,
-            "options": options,
-        }
-        if keep_alive:
-            body["keep_alive"] = keep_alive
-        with httpx.Client(timeout=http_timeout(timeout), trust_env=False) as client:
-            response = client.post(f"{normalize_host(host)}/api/chat", json=body)
-        response.raise_for_status()
-        payload = response.json()
-        return str(payload.get("message", {}).get("content", ""))
+        with OllamaClient(host, timeout=timeout) as client:
+            return client.chat_json(model, messages, schema, num_predict=num_predict,
+                                    num_ctx=size, keep_alive=keep_alive)
 
     return chat

@@ -1,7 +1,9 @@
 """Embeddings from a local Ollama server (POST /api/embed), e.g. `ollama:bge-m3`.
 
-Deliberately a few lines of httpx rather than `assistant.llm.ollama_client`: `indexing/` never
-imports `assistant/`. Failures become `EmbeddingModelError`s that say what to do.
+The request is the wire layer's (`indexing/ollama_http.embed`: the host's URL shape, the
+timeouts, no proxy, the reply's checks), the one the app's `OllamaClient.embed` makes too;
+`indexing/` never imports `assistant/`, so this module words the failures itself, as
+`EmbeddingModelError`s that say what to do.
 """
 
 from __future__ import annotations
@@ -11,10 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from indexing import ollama_http as wire
 from indexing.embedders.base import EmbeddingModelError
 from indexing.lazy import Lazy
-
-DEFAULT_HOST = "http://127.0.0.1:11434"
 
 
 def ollama_model_name(name: str) -> str:
@@ -35,7 +36,7 @@ class OllamaModel:
                 "Embedding model `ollama:` needs a model name.", hint="e.g. `ollama:bge-m3`"
             )
         self.model_id = f"ollama:{self.model}"
-        self._host = (host or DEFAULT_HOST).rstrip("/")
+        self._host = wire.normalize_host(host)
         self._timeout = timeout
         self._batch_size = batch_size
         self._dimension: int | None = None
@@ -48,17 +49,13 @@ class OllamaModel:
         return self._client.get()
 
     def _open_http(self) -> Any:
-        import httpx
-
-        # trust_env=False: a proxy from the environment must never see local traffic.
-        return httpx.Client(timeout=self._timeout, trust_env=False)
+        return wire.sync_client(self._host, self._timeout)
 
     def _post(self, texts: list[str]) -> np.ndarray:
         import httpx
 
-        url = f"{self._host}/api/embed"
         try:
-            response = self._http().post(url, json={"model": self.model, "input": texts})
+            vectors = wire.embed(self._http(), self.model, texts, batch=len(texts) or 1)
         except httpx.TimeoutException as exc:
             raise EmbeddingModelError(
                 f"Ollama at {self._host} did not answer within {self._timeout:g} s while "
@@ -70,33 +67,24 @@ class OllamaModel:
                 f"Cannot reach Ollama at {self._host} to embed with {self.model!r} ({exc}).",
                 hint='start it with `ollama serve`, or set embedding.model = "bundled"',
             ) from exc
-        try:
-            body = response.json()
-        except ValueError:
-            body = None
-        if response.status_code != 200:
-            error = body.get("error") if isinstance(body, dict) else None
-            detail = error or response.text[:200] or f"HTTP {response.status_code}"
-            if response.status_code == 404 and "not found" in str(detail):
+        except wire.StatusError as exc:
+            detail = exc.error or f"HTTP {exc.status}"
+            if exc.status == 404 and "not found" in detail:
                 raise EmbeddingModelError(
                     f"Ollama has no model {self.model!r}.",
                     hint=f"run `ollama pull {self.model}`",
-                )
+                ) from exc
             raise EmbeddingModelError(
                 f"Ollama could not embed with {self.model!r}: {detail}",
                 hint="check that it is an embedding model (`ollama show "
                 f"{self.model}` lists the `embedding` capability)",
-            )
-        vectors = body.get("embeddings") if isinstance(body, dict) else None
-        try:
-            matrix = np.asarray(vectors, dtype=np.float32)
-        except (TypeError, ValueError):
-            matrix = np.zeros((0,), dtype=np.float32)
-        if matrix.ndim != 2 or matrix.shape[0] != len(texts) or matrix.shape[1] == 0:
+            ) from exc
+        except wire.MalformedReply as exc:
             raise EmbeddingModelError(
                 f"Ollama at {self._host} sent an unexpected /api/embed answer for {self.model!r}.",
                 hint="update Ollama (embeddings need version 0.3 or later)",
-            )
+            ) from exc
+        matrix = np.asarray(vectors, dtype=np.float32)
         if self._dimension is not None and matrix.shape[1] != self._dimension:
             raise EmbeddingModelError(
                 f"Ollama's {self.model!r} changed from {self._dimension}-d to "
