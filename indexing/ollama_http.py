@@ -13,7 +13,7 @@ caller words them once: `assistant/llm/ollama_client.map_exception` for the app,
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # httpx costs ~0.14 s to import: the config (normalize_host) must not pay it
@@ -82,6 +82,14 @@ def sync_client(host: str | None, timeout: float, *,
         host, http_timeout(timeout, connect=min(timeout, connect))))
 
 
+def async_client(host: str | None, timeout: httpx.Timeout) -> httpx.AsyncClient:
+    """An async client for one host (one per event loop: an httpx async client must not
+    outlive or cross its loop)."""
+    import httpx
+
+    return httpx.AsyncClient(**client_options(host, timeout))
+
+
 # --- replies ----------------------------------------------------------------------------------
 
 class WireError(Exception):
@@ -94,6 +102,14 @@ class StatusError(WireError):
     def __init__(self, status: int, error: str) -> None:
         super().__init__(f"{status}: {error}")
         self.status = status
+        self.error = error
+
+
+class StreamError(WireError):
+    """Ollama failed in the middle of a streamed reply: it sends {"error": …} as a line."""
+
+    def __init__(self, error: str) -> None:
+        super().__init__(error)
         self.error = error
 
 
@@ -146,6 +162,52 @@ def request(client: httpx.Client, method: str, path: str,
             body: dict[str, Any] | None = None) -> dict[str, Any]:
     """One blocking request to `path` (relative to the client's host) → the reply object."""
     return reply_object(client.request(method, path, json=body), path)
+
+
+async def arequest(client: httpx.AsyncClient, method: str, path: str,
+                   body: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`request` on an async client."""
+    return reply_object(await client.request(method, path, json=body), path)
+
+
+async def stream(client: httpx.AsyncClient, path: str,
+                 body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
+    """A streamed reply's lines (Ollama streams one JSON object per line). Closing the
+    iterator — or cancelling the task reading it — closes the connection, which makes Ollama
+    stop generating. A line that is not JSON raises json.JSONDecodeError."""
+    async with client.stream("POST", path, json=body) as response:
+        if response.status_code >= 400:
+            text = (await response.aread()).decode("utf-8", "replace")
+            raise StatusError(response.status_code, error_text(text))
+        async for line in response.aiter_lines():
+            if not line.strip():
+                continue
+            part = json.loads(line)
+            if not isinstance(part, dict):
+                raise MalformedReply(path, "a stream line is not a JSON object")
+            if error := part.get("error"):
+                raise StreamError(str(error))
+            yield part
+
+
+def chat_body(model: str, messages: Sequence[dict[str, Any]], *, stream: bool,
+              options: dict[str, Any], keep_alive: str | None = None,
+              think: bool | None = None, schema: dict[str, Any] | None = None,
+              tools: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """An /api/chat request as the `ollama` package sent it (the chat's requests went through
+    it until issue 24, and Ollama caches the prompt prefix by what it renders from them):
+    empty message fields left out, `tools` always a list, unset fields absent."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [{k: v for k, v in m.items() if v} for m in messages],
+        "tools": list(tools),
+        "stream": stream,
+        "options": options,
+    }
+    for key, value in (("keep_alive", keep_alive), ("think", think), ("format", schema)):
+        if value is not None:
+            body[key] = value
+    return body
 
 
 def embed(client: httpx.Client, model: str, texts: Sequence[str], *,

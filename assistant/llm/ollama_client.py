@@ -160,6 +160,8 @@ def _map_one(
         return exc
     if isinstance(exc, wire.StatusError):
         return _from_status(exc.status, exc.error, host, model)
+    if isinstance(exc, wire.StreamError):
+        return in_stream_error(exc.error, host, model)
     if isinstance(exc, wire.NotJSON):
         return OllamaProtocolError(
             f"{host}{exc.path} answered with {exc.content_type or 'no content type'}, "
@@ -469,14 +471,3 @@ def running_model(item: dict[str, Any]) -> RunningModel:
         expires_at=str(item.get("expires_at") or ""),
         size_vram=int(item.get("size_vram") or 0),
     )
-
-
-def async_ollama_client(host: str, timeout: httpx.Timeout) -> Any:
-    """The `ollama` package's AsyncClient (what llama-index's Ollama LLM streams turns
-    through), built with the wire layer's options like every other Ollama client: no proxy,
-    the given timeouts."""
-    import ollama
-
-    options = wire.client_options(host, timeout)
-    return ollama.AsyncClient(host=options.pop("base_url"), **options)
-

@@ -1,5 +1,5 @@
 """The chat engine's link to an OpenAI-compatible server: what `OllamaTransport` does for
-Ollama (chat/transport.py), the OpenAI way.
+Ollama (llm/ollama_transport.py), the OpenAI way.
 
 - turns stream over SSE (`llm(...).astream_chat`, chunks shaped as the reply reader reads
   them: `delta`, `additional_kwargs["thinking_delta"]`, and on the last one `raw` — the end
@@ -21,15 +21,13 @@ import itertools
 import json
 import logging
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
 from assistant.llm import openai_errors as oe
 from assistant.llm.errors import OPENAI_WORDS, ChatError, dropped
-from assistant.llm.ollama_client import http_timeout
-from assistant.llm.ollama_transport import Completion
+from assistant.llm.ollama_transport import Completion, StreamChunk
 from assistant.llm.openai_wire import (
     Endpoint,
     StreamEnd,
@@ -41,18 +39,9 @@ from assistant.llm.openai_wire import (
     request_body,
     sse_data,
 )
+from indexing.ollama_http import http_timeout
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class StreamChunk:
-    """One piece of a streamed reply, in the attributes `ReplyReader` reads."""
-
-    delta: str = ""
-    additional_kwargs: dict[str, Any] = field(default_factory=dict)
-    raw: dict[str, Any] = field(default_factory=dict)
-    tool_calls: list[tuple[str, dict[str, Any]]] | None = None
 
 
 def wire_messages(messages: Sequence[Any]) -> list[dict[str, Any]]:

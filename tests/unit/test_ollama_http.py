@@ -78,13 +78,11 @@ def test_every_client_the_wire_builds_ignores_the_environment() -> None:
     assert wire.client_options("0.0.0.0:9000", wire.http_timeout(5))["trust_env"] is False
 
 
-# Where an HTTP client may be built: the Ollama wire layer, the `ollama` package's client for
-# llama-index (from the wire's options), the OpenAI-compatible server's two, and the doctor's
-# probe of a Chroma server. A new Ollama client elsewhere would bring back its own timeouts,
-# proxy rule and error wording.
+# Where an HTTP client may be built: the Ollama wire layer (sync and async), the
+# OpenAI-compatible server's two, and the doctor's probe of a Chroma server. A new Ollama
+# client elsewhere would bring back its own timeouts, proxy rule and error wording.
 ALLOWED = {
-    "indexing/ollama_http.py": 1,
-    "assistant/llm/ollama_client.py": 1,
+    "indexing/ollama_http.py": 2,
     "assistant/llm/openai_wire.py": 1,
     "assistant/llm/openai_transport.py": 1,
     "assistant/doctor.py": 1,
