@@ -3,11 +3,12 @@ what time it is instead of sleeping or patching `time.time`.
 
 Every store keeps one storage form per kind of time value. Moments are epoch seconds (REAL)
 in sessions.db (sessions, turns, session_imports, session_summaries, conversation_units,
-turn_conversations), events.db (events.ts), retrieval_log.db (entries.time, rated_at) and the
+turn_conversations), events.db (events.ts), retrieval_log.db (entries.time, rated_at), the
 knowledge manifest (folders.added_at, files.indexed_at; files.mtime and chunks.mtime are the
-file system's, also epoch seconds). memory.db alone stores ISO-8601 UTC text with whole seconds
-("2024-05-01T12:00:00Z": memories, profile, imports), its clock (assistant/memory/clock.py)
-reading this one.
+file system's, also epoch seconds) and memory.db's import runs (imports, since its schema step
+6: the run is assistant/import_run.py, shared with session_imports). memory.db alone stores
+ISO-8601 UTC text with whole seconds ("2024-05-01T12:00:00Z": memories, history, profile), its
+clock (assistant/memory/clock.py) reading this one.
 """
 
 from __future__ import annotations

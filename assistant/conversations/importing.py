@@ -10,11 +10,12 @@ A ChatGPT export (`conversations.json`, or the export's .zip) is read by followi
 conversation's `current_node` chain back to the root, keeping the visible user and assistant
 text messages (system, tool calls and results, code and reasoning messages are left out).
 
-Like `brain memory import`, every import is recorded under the hash of its parsed turns: a killed
-run resumes after its last committed batch (batches end at session boundaries, so a session is
-never split), and a completed one is refused unless `again`. Each batch's sessions, turns, refs
-and the run's progress change in one transaction; the batch is then indexed (a crash in between
-leaves turns the next index sync picks up).
+Like `brain memory import` (one shared run record, `assistant/import_run.py`), every import is
+recorded under the hash of its parsed turns: a killed run resumes after its last committed batch
+(batches end at session boundaries, so a session is never split), and a completed one is refused
+unless `again`. Each batch's sessions, turns, refs and the run's progress change in one
+transaction; the batch is then indexed (a crash in between leaves turns the next index sync
+picks up).
 """
 
 from __future__ import annotations
@@ -30,7 +31,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from assistant import import_run
 from assistant.errors import UserError
+from assistant.import_run import AlreadyImported as AlreadyImported  # re-exported for callers
+from assistant.import_run import ImportConflict as ImportConflict
+from assistant.import_run import ImportRun as ImportRun
+from assistant.import_run import RunTable
 from assistant.memory.clock import check_plausible
 from assistant.memory.transfer import LineError
 from assistant.sessions.store import title_from
@@ -42,12 +48,7 @@ if TYPE_CHECKING:
 _FIELDS = {"session", "role", "text", "created_at", "title", "ref"}
 
 
-class AlreadyImported(UserError):
-    """The same conversations were imported in full before (again needs `again=True`)."""
-
-
-class ImportConflict(UserError):
-    """Another import of the same content moved its progress meanwhile."""
+RUNS = RunTable("session_imports", unit="turns", command="brain sessions import")
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,15 +94,6 @@ class ImportReport:
     already_stored: int = 0  # turns an interrupted earlier run had committed
     seconds: float = 0.0
     repaired: int = 0  # units indexed by a re-run of a run killed in its final (index) step
-
-
-@dataclass(frozen=True, slots=True)
-class ImportRun:
-    id: int
-    content_hash: str
-    name: str
-    total: int
-    committed: int
 
 
 # --- reading ---------------------------------------------------------------------------------
@@ -339,21 +331,8 @@ def begin_run(
 ) -> ImportRun:
     """The unfinished run of this content (resume), a new run, or `AlreadyImported`."""
     with store.transaction() as conn:
-        row = conn.execute(
-            "SELECT id, name, total, committed, added, finished_at FROM session_imports "
-            "WHERE content_hash = ? ORDER BY id DESC LIMIT 1", (digest,)).fetchone()
-        if row is not None and row[5] is None:
-            return ImportRun(int(row[0]), digest, str(row[1]), int(row[2]), int(row[3]))
-        if row is not None and not again:
-            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(float(row[5])))
-            earlier = "" if row[1] == name else f" as {row[1]}"
-            raise AlreadyImported(
-                f"{name} was already imported{earlier} on {when} ({row[4]} turns); "
-                "pass --again to import it once more")
-        cur = conn.execute(
-            "INSERT INTO session_imports (content_hash, name, total, started_at) "
-            "VALUES (?, ?, ?, ?)", (digest, name, total, store.clock()))
-        return ImportRun(int(cur.lastrowid or 0), digest, name, total, 0)
+        return import_run.begin(conn, RUNS, digest, name=name, total=total, again=again,
+                                now=store.clock())
 
 
 def _session_id(run: ImportRun, key: str) -> str:
@@ -381,13 +360,10 @@ def _store_batch(
     turn_ids: list[int] = []
     count = sum(len(s.turns) for s in batch)
     with store.transaction() as conn:
-        row = conn.execute("SELECT committed FROM session_imports WHERE id = ?",
-                           (run.id,)).fetchone()
-        if row is None or int(row[0]) != expected:
-            raise ImportConflict(
-                f"another import of {run.name} changed its progress meanwhile; nothing more "
-                "was stored by this one",
-                hint="wait for the other `brain sessions import` to finish, then run it again")
+        # First: another process that stored this batch already would make the sessions'
+        # deterministic ids collide; the conflict is the message for it. Same transaction.
+        import_run.advance(conn, RUNS, run, expected=expected, lines=count, added=count,
+                           now=store.clock())
         for session in batch:
             sid = _session_id(run, session.key)
             first, last = session.turns[0].created_at, session.turns[-1].created_at
@@ -404,11 +380,6 @@ def _store_batch(
                 conn.executemany(
                     "INSERT INTO turn_refs (turn_id, position, role, ref) VALUES (?, ?, ?, ?)",
                     [(turn_id, i, role, ref) for i, (role, ref) in enumerate(turn.refs)])
-        committed = expected + count
-        conn.execute(
-            "UPDATE session_imports SET committed = ?, added = added + ?, finished_at = ? "
-            "WHERE id = ?",
-            (committed, count, store.clock() if committed >= run.total else None, run.id))
     return turn_ids
 
 

@@ -1,6 +1,7 @@
 """The memory store's refusals: each a `UserError` the CLI prints and the TUI notifies.
 
-(`AlreadyImported` lives with the import runs it reports, in `import_runs.py`.)
+(An import's `AlreadyImported` and `ImportConflict` are the shared import run's, in
+`assistant/import_run.py`.)
 """
 
 from __future__ import annotations

@@ -1,25 +1,28 @@
-"""Bulk imports into the store, each recorded as a run in `imports` (content hash, lines
-committed): each batch's memories and the run's committed count change in one transaction, so
-a killed import resumes exactly where its last batch ended and never stores a line twice.
-Reading the JSONL lines is `transfer.py`.
+"""Bulk imports into the store, each recorded as a run in `imports` (the shared resumable run
+of `assistant/import_run.py`): each batch's memories and the run's committed count
+change in one transaction, so a killed import resumes exactly where its last batch ended and
+never stores a line twice. Reading the JSONL lines is `transfer.py`.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from datetime import UTC
 
 import numpy as np
 
-from assistant.errors import UserError
+from assistant import import_run
+from assistant.import_run import AlreadyImported, ImportConflict, ImportRun, RunTable
 from assistant.memory.database import MemoryDatabase
 from assistant.memory.document import embedding_text
-from assistant.memory.errors import ConcurrentChange
 from assistant.memory.model import Actor, Memory, NewMemory
 from assistant.memory.vectors import VectorSync
 from assistant.memory.write_rules import check_new
 from assistant.memory.writes import index_keywords, insert
+
+__all__ = ["RUNS", "AlreadyImported", "ImportConflict", "ImportReport", "ImportRun",
+           "add_many", "begin_import", "finish_import", "import_runs"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,115 +36,35 @@ class ImportReport:
     repaired: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class ImportRun:
-    """One run of an import: `committed` of its `total` lines are stored (in file order)."""
-
-    id: int
-    content_hash: str
-    name: str
-    total: int
-    committed: int
-    added: int
-    started_at: str
-    finished_at: str | None
-    vectors_done: bool = True  # got through its final vector step
-
-    @property
-    def finished(self) -> bool:
-        return self.finished_at is not None
+RUNS = RunTable("imports", unit="memories", command="brain memory import",
+                final_step="vectors_done")
 
 
-class AlreadyImported(UserError):
-    """The same content was imported in full before (importing it again needs `again=True`)."""
-
-    def __init__(self, message: str, *, run: ImportRun) -> None:
-        super().__init__(message)
-        self.run = run
-
-
-def _row_to_run(row: sqlite3.Row) -> ImportRun:
-    return ImportRun(
-        id=int(row["id"]), content_hash=row["content_hash"], name=row["name"],
-        total=int(row["total"]), committed=int(row["committed"]), added=int(row["added"]),
-        started_at=row["started_at"], finished_at=row["finished_at"],
-        vectors_done=bool(row["vectors_done"]),
-    )
-
-
-def _when(iso: str) -> str:
-    return iso.replace("T", " ")[:16] + " UTC"
+def _now(db: MemoryDatabase) -> float:
+    moment = db.clock()  # naive means UTC here, as in `clock.to_iso`
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
 def begin_import(
     db: MemoryDatabase, content_hash: str, *, name: str, total: int, again: bool
 ) -> ImportRun:
-    """The run an import of this content carries on: its unfinished run (resume) or a new one.
-
-    Raises `AlreadyImported` if the content was imported in full and `again` is False. An
-    interrupted run is resumed even with `again`, so re-running a killed `--again` import
-    converges too.
-    """
+    """The run an import of this content carries on: its unfinished run (resume) or a new one
+    (see `import_run.begin`: `AlreadyImported` for content imported in full unless `again`)."""
     with db.write() as conn:
-        row = conn.execute(
-            "SELECT * FROM imports WHERE content_hash=? ORDER BY id DESC LIMIT 1",
-            (content_hash,),
-        ).fetchone()
-        latest = _row_to_run(row) if row else None
-        if latest is not None and not latest.finished:
-            if latest.vectors_done:  # a run from before the column: its vectors are due
-                conn.execute("UPDATE imports SET vectors_done=0 WHERE id=?", (latest.id,))
-            return replace(latest, vectors_done=False)
-        if latest is not None and not again:
-            assert latest.finished_at is not None
-            earlier = "" if latest.name == name else f" as {latest.name}"
-            raise AlreadyImported(
-                f"{name} was already imported{earlier} on {_when(latest.finished_at)} "
-                f"({latest.added} memories); pass --again to import it once more",
-                run=latest,
-            )
-        cursor = conn.execute(
-            "INSERT INTO imports (content_hash, name, total, started_at, vectors_done) "
-            "VALUES (?,?,?,?,0)",
-            (content_hash, name, total, db.now()),
-        )
-        created = conn.execute("SELECT * FROM imports WHERE id=?",
-                               (cursor.lastrowid,)).fetchone()
-    return _row_to_run(created)
+        return import_run.begin(conn, RUNS, content_hash, name=name, total=total, again=again,
+                                now=_now(db))
 
 
 def finish_import(db: MemoryDatabase, run: ImportRun) -> None:
     """Record that the run got through its final vector step."""
     with db.write() as conn:
-        conn.execute("UPDATE imports SET vectors_done=1 WHERE id=?", (run.id,))
+        import_run.finish(conn, RUNS, run)
 
 
 def import_runs(db: MemoryDatabase) -> list[ImportRun]:
     """Every recorded import run, oldest first."""
     with db.lock:
-        rows = db.conn.execute("SELECT * FROM imports ORDER BY id").fetchall()
-    return [_row_to_run(r) for r in rows]
-
-
-def _advance_run(
-    db: MemoryDatabase, conn: sqlite3.Connection, run: ImportRun, expected: int, lines: int,
-    added: int,
-) -> None:
-    """Count a batch as committed, in the batch's own transaction."""
-    row = conn.execute("SELECT committed FROM imports WHERE id=?", (run.id,)).fetchone()
-    if row is None or int(row[0]) != expected:
-        # Another process is importing the same content (or forget-all erased the run):
-        # storing this batch would double lines or resurrect erased memories.
-        raise ConcurrentChange(
-            f"another import of {run.name} changed its progress meanwhile; "
-            "nothing more was stored by this one",
-            hint="wait for the other `brain memory import` to finish, then run this one again",
-        )
-    committed = expected + lines
-    conn.execute(
-        "UPDATE imports SET committed=?, added=added+?, finished_at=? WHERE id=?",
-        (committed, added, db.now() if committed >= run.total else None, run.id),
-    )
+        return import_run.runs(db.conn, RUNS)
 
 
 def add_many(
@@ -186,7 +109,8 @@ def add_many(
                 stored.append((insert(db, conn, batch[i], actor), batch[i].context))
             index_keywords(db, stored)
             if run is not None:
-                _advance_run(db, conn, run, start, len(batch), len(stored))
+                import_run.advance(conn, RUNS, run, expected=start, lines=len(batch),
+                                   added=len(stored), now=_now(db))
         # A kill here leaves the rows `pending`: `VectorSync.sync()` writes their vectors later.
         if stored:
             vectors.upsert_vectors([m for m, _ in stored], embedded[keep])

@@ -4,7 +4,8 @@
 - `memories`: one row per memory, `version` bumped by every change, `vec_state` saying whether
   its vector must be (re)written (`pending`) or removed (`stale`).
 - `history`: every change with the state before it, so undo can restore any earlier state.
-- `profile`: the one profile row; `counters`; `imports`: one row per import run.
+- `profile`: the one profile row; `counters`; `imports`: one row per import run
+  (Unix seconds, the shared run of `assistant/import_run.py`).
 """
 
 from __future__ import annotations
@@ -88,6 +89,35 @@ _MIGRATIONS: tuple[str, ...] = (
     # 5: which outside agent (MCP client) made a change, for Actor.AGENT rows
     """
     ALTER TABLE history ADD COLUMN via TEXT;
+    """,
+    # 6: import run times in Unix seconds, the form of the sessions database's runs, so memory
+    # and conversation imports share one run record (assistant/import_run.py). SQLite
+    # cannot change a column's type: the table is rebuilt, its ids (and AUTOINCREMENT counter)
+    # kept. Old rows are `2024-05-01T12:00:00Z` text, whole seconds, which `%s` reads exactly.
+    """
+    CREATE TABLE imports_v6 (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        content_hash TEXT NOT NULL,
+        name TEXT NOT NULL,
+        total INTEGER NOT NULL,
+        committed INTEGER NOT NULL DEFAULT 0,
+        added INTEGER NOT NULL DEFAULT 0,
+        started_at REAL NOT NULL,
+        finished_at REAL,
+        vectors_done INTEGER NOT NULL DEFAULT 1
+    );
+    INSERT INTO imports_v6 (id, content_hash, name, total, committed, added, started_at,
+                            finished_at, vectors_done)
+        SELECT id, content_hash, name, total, committed, added,
+               CAST(strftime('%s', started_at) AS REAL),
+               CAST(strftime('%s', finished_at) AS REAL), vectors_done
+        FROM imports;
+    DELETE FROM sqlite_sequence WHERE name = 'imports_v6';
+    INSERT INTO sqlite_sequence (name, seq) SELECT 'imports_v6', seq FROM sqlite_sequence
+        WHERE name = 'imports';
+    DROP TABLE imports;
+    ALTER TABLE imports_v6 RENAME TO imports;
+    CREATE INDEX imports_hash ON imports(content_hash, id);
     """,
 )
 SCHEMA = Schema("memory store", _MIGRATIONS)

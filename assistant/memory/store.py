@@ -40,7 +40,7 @@ from assistant.memory.errors import (
     NothingToUndo,
     SecretRejected,
 )
-from assistant.memory.import_runs import AlreadyImported, ImportReport, ImportRun
+from assistant.memory.import_runs import AlreadyImported, ImportConflict, ImportReport, ImportRun
 from assistant.memory.model import (
     Actor,
     Event,
@@ -60,8 +60,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KEYWORD_TABLE", "PROFILE_ID", "SCHEMA", "SCHEMA_VERSION", "AlreadyImported",
-    "ConcurrentChange", "ImportReport", "ImportRun", "KeywordSearch", "MemoryNotFound",
-    "MemoryStore", "NotGrounded", "NothingToUndo", "SecretRejected", "VectorIndex",
+    "ConcurrentChange", "ImportConflict", "ImportReport", "ImportRun", "KeywordSearch",
+    "MemoryNotFound", "MemoryStore", "NotGrounded", "NothingToUndo", "SecretRejected",
+    "VectorIndex",
 ]
 
 

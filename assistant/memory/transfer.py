@@ -171,7 +171,7 @@ def import_memories(
                                  again=again)
     except AlreadyImported as refused:
         repaired = store.sync_vectors()
-        if refused.run.vectors_done:
+        if refused.run.final_step_done:
             raise
         # The previous run stored every line and was killed in its final vector step: say
         # so (it is not a repeat the user must confirm with --again) and finish it.

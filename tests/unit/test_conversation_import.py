@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -11,11 +12,14 @@ import pytest
 
 from assistant.conversations.importing import (
     AlreadyImported,
+    ImportConflict,
+    begin_run,
     chatgpt_lines,
     import_conversations,
     parse_jsonl,
     read_source,
 )
+from assistant.conversations.importing import _store_batch as _store_batch
 from assistant.conversations.index import ConversationIndex
 from assistant.errors import UserError
 from tests.fixtures.conversations import ConversationVectors
@@ -144,11 +148,33 @@ def test_a_killed_import_resumes_and_ends_like_one_clean_run(
 def test_a_finished_import_is_refused_unless_again(
         conversation_index: ConversationIndex) -> None:
     import_conversations(conversation_index, _many(3), name="a.jsonl")
-    with pytest.raises(AlreadyImported, match=r"already imported.*--again"):
-        import_conversations(conversation_index, _many(3), name="a.jsonl")
+    [(finished,)] = conversation_index.store.conn.execute(
+        "SELECT finished_at FROM session_imports").fetchall()
+    with pytest.raises(AlreadyImported) as refused:
+        import_conversations(conversation_index, _many(3), name="b.jsonl")
+    # The memory import's words and time form: UTC, the same on every machine.
+    when = datetime.fromtimestamp(finished, UTC).strftime("%Y-%m-%d %H:%M")
+    assert str(refused.value) == (
+        f"b.jsonl was already imported as a.jsonl on {when} UTC (3 turns); "
+        "pass --again to import it once more")
     report, _ = import_conversations(conversation_index, _many(3), name="a.jsonl", again=True)
     assert report.turns == 3
     assert len(conversation_index.store.list()) == 6  # a second copy, in new sessions
+
+
+def test_a_second_process_on_the_same_run_stores_nothing_twice(
+        conversation_index: ConversationIndex) -> None:
+    store = conversation_index.store
+    theirs = begin_run(store, "d" * 64, name="a.jsonl", total=3, again=False)
+    mine = begin_run(store, "d" * 64, name="a.jsonl", total=3, again=False)
+    assert mine.id == theirs.id
+    parsed = parse_jsonl(_many(3))
+    _store_batch(store, mine, parsed.sessions, 0)
+    with pytest.raises(ImportConflict, match=r"^another import of a\.jsonl changed") as stale:
+        _store_batch(store, theirs, parsed.sessions, 0)
+    assert stale.value.hint == (
+        "wait for the other `brain sessions import` to finish, then run this one again")
+    assert len(store.list()) == 3  # the stale batch's sessions were not stored
 
 
 def test_chatgpt_export_follows_the_current_branch() -> None:

@@ -14,6 +14,7 @@ from assistant.memory.store import (
     SCHEMA_VERSION,
     AlreadyImported,
     ConcurrentChange,
+    ImportConflict,
     MemoryNotFound,
     MemoryStore,
     NothingToUndo,
@@ -315,7 +316,7 @@ def test_two_processes_resuming_one_import_never_store_a_batch_twice(
         theirs = other.begin_import("d" * 64, name="x", total=6)
         assert mine.id == theirs.id
         memory_store.add_many(_items(6), batch_size=4, run=mine)
-        with pytest.raises(ConcurrentChange, match="another import of x"):
+        with pytest.raises(ImportConflict, match="another import of x"):
             other.add_many(_items(6), batch_size=4, run=theirs)
         assert memory_store.count() == 6
     finally:
@@ -329,7 +330,7 @@ def test_forget_all_during_an_import_stops_it(memory_store: MemoryStore) -> None
         if done == 4:
             memory_store.forget_all()
 
-    with pytest.raises(ConcurrentChange):
+    with pytest.raises(ImportConflict):
         memory_store.add_many(_items(8), batch_size=4, run=run,
                               progress=forget_after_first_batch)
     # The second batch was not stored behind forget-all's back.
@@ -347,7 +348,7 @@ def test_schema_1_databases_gain_the_import_table(tmp_path: Path) -> None:
     store.close()
     store = MemoryStore(db, embedder=lambda: HashEmbedder(dimension=128), vectors=MemoryVectors)
     try:
-        assert int(store.conn.execute("PRAGMA user_version").fetchone()[0]) == SCHEMA_VERSION == 5
+        assert int(store.conn.execute("PRAGMA user_version").fetchone()[0]) == SCHEMA_VERSION == 6
         assert store.get(kept.id).text == "The user lives in Lisbon"
         assert store.import_runs() == []
     finally:
