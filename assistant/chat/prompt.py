@@ -24,7 +24,7 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from assistant.chat.budget import Budget, plan, select_by_score, select_recent
 from assistant.chat.citations import strip_citations
@@ -89,6 +89,7 @@ EXCERPT_END = re.compile(r"</excerpt", re.IGNORECASE)
 # What of a recalled question or answer the model reads (a long answer, e.g. with code, would
 # otherwise take the whole section).
 RECALLED_CHARS = 700
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +210,24 @@ def _user_message(message: str, sections: Sequence[tuple[str, str]]) -> str:
     return f"{message}\n\n{MATERIAL_HEAD}\n\n{body}"
 
 
+@dataclass(frozen=True, slots=True)
+class _Section(Generic[T]):
+    """One section of the material, within its budget."""
+
+    kept: tuple[T, ...]  # what fits, in order
+    body: str
+    used: int  # its tokens
+    offered: int  # how many items it had before the budget
+
+
+@dataclass(frozen=True, slots=True)
+class _History:
+    summary_text: str
+    summary_cost: int
+    recent: list[HistoryTurn]
+    used: int  # the recent turns' tokens
+
+
 def assemble(
     inputs: PromptInputs,
     *,
@@ -239,85 +258,103 @@ def assemble(
         knowledge_share=knowledge_share,
         conversation_share=conversation_share,
     )
-
-    memories = list(inputs.memories or ())
-    memory_lines = [memory_line(m) for m in memories]
-    kept_m, memory_used = select_by_score(
-        memories, [counter(line) + 1 for line in memory_lines], [m.score for m in memories],
-        budget.memory,
-    )
-    kept_memories = tuple(memories[i] for i in kept_m)
-    memory_body = "\n".join(memory_lines[i] for i in kept_m) or empty_memory
-
-    items = list(inputs.retrieval.items) if inputs.retrieval is not None else []
-    # Cost with a placeholder number; renumbering after selection never adds more than a digit.
-    costs = [counter(source_block(99, item)) + 2 for item in items]
-    kept_k, knowledge_used = select_by_score(
-        items, costs, [item.score for item in items], budget.knowledge
-    )
-    sources = tuple(Source(n, items[i]) for n, i in enumerate(kept_k, start=1))
-    blocks = "\n\n".join(source_block(s.n, s.item) for s in sources)
-    if inputs.retrieval is None:
-        knowledge_body = KNOWLEDGE_OFF
-    elif low:
-        knowledge_body = LOW_CONFIDENCE_NOTE + ("\n\n" + blocks if blocks else "")
-    else:
-        knowledge_body = blocks or (NO_HITS if inputs.asks else NOT_A_QUESTION)
-
-    recalled_items = list(inputs.conversations)
-    # The section's label and the line break before it are part of its cost.
-    label_cost = counter(CONVERSATIONS_LABEL) + 2 if recalled_items else 0
-    recall_costs = [counter(conversation_block(99, item)) + 2 for item in recalled_items]
-    kept_c, conversations_used = select_by_score(
-        recalled_items, recall_costs, [item.score for item in recalled_items],
-        max(0, budget.conversations - label_cost),
-    )
-    recalled = tuple(Recalled(n, recalled_items[i]) for n, i in enumerate(kept_c, start=1))
-    if recalled:
-        conversations_used += label_cost
-    conversations_body = "\n\n".join(conversation_block(r.n, r.item) for r in recalled)
-
-    history_cap = budget.history(memory_used, knowledge_used, conversations_used)
-    summary = inputs.summary.strip()
-    summary_text = f"{SUMMARY_LABEL}\n{summary}" if summary else ""
-    summary_cost = counter(summary_text) + MESSAGE_OVERHEAD if summary else 0
-    if summary_cost > history_cap:
-        summary_text, summary_cost = "", 0  # useless cut short; recent turns matter more
-    turn_costs = [
-        counter(t.question) + counter(t.answer) + 2 * MESSAGE_OVERHEAD for t in inputs.history
-    ]
-    n_turns, history_used = select_recent(turn_costs, history_cap - summary_cost)
-    recent = list(inputs.history)[len(inputs.history) - n_turns :] if n_turns else []
+    memory = _memory_section(inputs, budget, counter, empty_memory)
+    knowledge = _knowledge_section(inputs, budget, counter, low)
+    recalled = _conversation_section(inputs, budget, counter)
+    history = _history_section(
+        inputs, budget.history(memory.used, knowledge.used, recalled.used), counter)
 
     # The material, in a fixed order: memories, earlier conversations (only when some were
     # recalled: an empty section would cost tokens every turn), then knowledge.
-    sections = [(MEMORY_LABEL, memory_body)]
-    if recalled:
-        sections.append((CONVERSATIONS_LABEL, conversations_body))
-    sections.append((KNOWLEDGE_LABEL, knowledge_body))
+    sections = [(MEMORY_LABEL, memory.body)]
+    if recalled.kept:
+        sections.append((CONVERSATIONS_LABEL, recalled.body))
+    sections.append((KNOWLEDGE_LABEL, knowledge.body))
     messages = [PromptMessage("system", system)]
-    if summary_text:
-        messages.append(PromptMessage("user", summary_text))
-    for turn in recent:
+    if history.summary_text:
+        messages.append(PromptMessage("user", history.summary_text))
+    for turn in history.recent:
         messages.extend(_turn_messages(turn))
     messages.append(PromptMessage("user", _user_message(inputs.message, sections)))
     return Prompt(
         messages=tuple(messages),
-        sources=sources,
-        memories=kept_memories,
+        sources=knowledge.kept,
+        memories=memory.kept,
         budget=budget,
-        history_turns=n_turns,
-        dropped_turns=len(inputs.history) - n_turns,
-        dropped_sources=len(items) - len(sources),
-        dropped_memories=len(memories) - len(kept_memories),
+        history_turns=len(history.recent),
+        dropped_turns=len(inputs.history) - len(history.recent),
+        dropped_sources=knowledge.offered - len(knowledge.kept),
+        dropped_memories=memory.offered - len(memory.kept),
         tokens={
             "fixed": fixed,
-            "memory": memory_used,
-            "knowledge": knowledge_used,
-            "conversations": conversations_used,
-            "summary": summary_cost,
-            "history": history_used,
+            "memory": memory.used,
+            "knowledge": knowledge.used,
+            "conversations": recalled.used,
+            "summary": history.summary_cost,
+            "history": history.used,
         },
-        conversations=recalled,
-        dropped_conversations=len(recalled_items) - len(recalled),
+        conversations=recalled.kept,
+        dropped_conversations=recalled.offered - len(recalled.kept),
     )
+
+
+def _memory_section(inputs: PromptInputs, budget: Budget, counter: Callable[[str], int],
+                    empty: str) -> _Section[MemoryItem]:
+    memories = list(inputs.memories or ())
+    memory_lines = [memory_line(m) for m in memories]
+    kept, used = select_by_score(
+        memories, [counter(line) + 1 for line in memory_lines], [m.score for m in memories],
+        budget.memory,
+    )
+    body = "\n".join(memory_lines[i] for i in kept) or empty
+    return _Section(tuple(memories[i] for i in kept), body, used, len(memories))
+
+
+def _knowledge_section(inputs: PromptInputs, budget: Budget, counter: Callable[[str], int],
+                       low: bool) -> _Section[Source]:
+    items = list(inputs.retrieval.items) if inputs.retrieval is not None else []
+    # Cost with a placeholder number; renumbering after selection never adds more than a digit.
+    costs = [counter(source_block(99, item)) + 2 for item in items]
+    kept, used = select_by_score(items, costs, [item.score for item in items], budget.knowledge)
+    sources = tuple(Source(n, items[i]) for n, i in enumerate(kept, start=1))
+    blocks = "\n\n".join(source_block(s.n, s.item) for s in sources)
+    if inputs.retrieval is None:
+        body = KNOWLEDGE_OFF
+    elif low:
+        body = LOW_CONFIDENCE_NOTE + ("\n\n" + blocks if blocks else "")
+    else:
+        body = blocks or (NO_HITS if inputs.asks else NOT_A_QUESTION)
+    return _Section(sources, body, used, len(items))
+
+
+def _conversation_section(inputs: PromptInputs, budget: Budget,
+                          counter: Callable[[str], int]) -> _Section[Recalled]:
+    items = list(inputs.conversations)
+    # The section's label and the line break before it are part of its cost.
+    label_cost = counter(CONVERSATIONS_LABEL) + 2 if items else 0
+    costs = [counter(conversation_block(99, item)) + 2 for item in items]
+    kept, used = select_by_score(
+        items, costs, [item.score for item in items],
+        max(0, budget.conversations - label_cost),
+    )
+    recalled = tuple(Recalled(n, items[i]) for n, i in enumerate(kept, start=1))
+    if recalled:
+        used += label_cost
+    body = "\n\n".join(conversation_block(r.n, r.item) for r in recalled)
+    return _Section(recalled, body, used, len(items))
+
+
+def _history_section(inputs: PromptInputs, cap: int,
+                     counter: Callable[[str], int]) -> _History:
+    """The rolling summary and the most recent turns that fit in `cap`."""
+    summary = inputs.summary.strip()
+    summary_text = f"{SUMMARY_LABEL}\n{summary}" if summary else ""
+    summary_cost = counter(summary_text) + MESSAGE_OVERHEAD if summary else 0
+    if summary_cost > cap:
+        summary_text, summary_cost = "", 0  # useless cut short; recent turns matter more
+    turn_costs = [
+        counter(t.question) + counter(t.answer) + 2 * MESSAGE_OVERHEAD for t in inputs.history
+    ]
+    n_turns, used = select_recent(turn_costs, cap - summary_cost)
+    recent = list(inputs.history)[len(inputs.history) - n_turns :] if n_turns else []
+    return _History(summary_text, summary_cost, recent, used)
