@@ -38,15 +38,18 @@ class Extracts(Protocol):
 
 class MemoryExtraction:
     def __init__(self, store: SessionStore, memory: Extracts | None, *, thread: Executor,
-                 jobs: BackgroundJobs, complete: BackgroundComplete) -> None:
+                 store_thread: Executor, jobs: BackgroundJobs,
+                 complete: BackgroundComplete) -> None:
         self.store = store
         self.memory = memory
         self.thread = thread  # the memory store's own thread
+        # The session store's (never the event loop: another process may hold its write lock).
+        self.store_thread = store_thread
         self.jobs = jobs
         self._complete = complete
 
     def unextracted(self, session_id: str, through: int | None = None) -> list[Turn]:
-        """The session's turns not read for memories yet (up to seq `through`)."""
+        """The session's turns not read for memories yet (up to seq `through`). Blocking."""
         session = self.store.get(session_id)
         return [
             t for t in self.store.turns(session_id, after_seq=session.extracted_through)
@@ -54,7 +57,8 @@ class MemoryExtraction:
         ]
 
     def pending_sessions(self, current: str | None) -> list[str]:
-        """The current session, then up to PENDING_SESSIONS others with turns not read."""
+        """The current session, then up to PENDING_SESSIONS others with turns not read.
+        Blocking."""
         first = [current] if current is not None else []
         others = [sid for sid in self.store.unextracted(PENDING_SESSIONS) if sid not in first]
         return first + others
@@ -82,7 +86,9 @@ class MemoryExtraction:
                     return False
                 if call.cancelled:
                     return False
-                self.store.set_extracted(session_id, batch[-1].seq)
+                await loop.run_in_executor(
+                    self.store_thread,
+                    partial(self.store.set_extracted, session_id, batch[-1].seq))
             return True
         finally:
             self.jobs.release(call)

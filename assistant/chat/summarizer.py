@@ -10,14 +10,19 @@ again in this process until the session has new turns.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import Executor
+from functools import partial
+from typing import TypeVar
 
 from assistant.chat.background import BackgroundComplete
 from assistant.sessions.store import SessionNotFound, SessionStore
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MIN_SUMMARY_TURNS = 2  # a one-turn session is its own index unit already
 SUMMARY_BACKLOG_DAYS = 7  # closed sessions still unsummarised after this are left alone
@@ -27,8 +32,10 @@ SUMMARY_BATCH = 3  # session summaries per idle job at most (each is one model r
 
 class SessionSummarizer:
     def __init__(self, store: SessionStore, *, complete: BackgroundComplete,
-                 model: Callable[[], str], written: Callable[[str], None]) -> None:
+                 model: Callable[[], str], written: Callable[[str], None],
+                 thread: Executor) -> None:
         self.store = store
+        self._thread = thread  # the session store's calls, off the event loop
         self._complete = complete
         self._model = model  # the session's model at the time of writing
         self._written = written  # a summary was saved for this session (index it)
@@ -39,10 +46,10 @@ class SessionSummarizer:
         (`exclude`: the session in use, summarised only once it is idle)."""
         from assistant.conversations.summaries import sessions_behind
 
-        behind = sessions_behind(
-            self.store, min_turns=MIN_SUMMARY_TURNS,
+        behind = await self._on_store(partial(
+            sessions_behind, self.store, min_turns=MIN_SUMMARY_TURNS,
             since=time.time() - SUMMARY_BACKLOG_DAYS * 86400, exclude=exclude,
-        )
+        ))
         done = 0
         for session_id, last_seq in behind:
             if self._failed.get(session_id) == last_seq:
@@ -65,10 +72,11 @@ class SessionSummarizer:
         )
 
         try:
-            session = self.store.get(session_id)
+            session = await self._on_store(partial(self.store.get, session_id))
         except SessionNotFound:
             return False
-        turns = [t for t in self.store.turns(session_id) if t.status != "failed"]
+        turns = [t for t in await self._on_store(partial(self.store.turns, session_id))
+                 if t.status != "failed"]
         if len(turns) < MIN_SUMMARY_TURNS:
             return False
         through = turns[-1].seq
@@ -82,8 +90,11 @@ class SessionSummarizer:
             log.info("session summary unusable (%s); not retried until the session changes", exc)
             self._failed[session_id] = through
             return False
-        if not save_summary(self.store, session_id, summary, through_seq=through,
-                            model=self._model()):
+        if not await self._on_store(partial(save_summary, self.store, session_id, summary,
+                                            through_seq=through, model=self._model())):
             return False  # the session was deleted meanwhile, or a newer summary is there
         self._written(session_id)
         return True
+
+    async def _on_store(self, call: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, call)
