@@ -187,8 +187,9 @@ class BackgroundScheduler:
         await self.indexer.wait(timeout)
 
     async def summarize(self, timeout: float | None = None) -> bool:
-        """Summarise the current session now if it needs it; True when a summary was written.
-        A background job (a question cancels it); on timeout cancelled and left for later."""
+        """Summarise the current session now, if it needs it (`brain ask` calls this at its
+        end): True when a summary was written. Runs as a background job (a question sent
+        meanwhile cancels it); on timeout it is cancelled and left to a later idle moment."""
         await self.drain(timeout)
         session_id = self._current()
         if session_id is None or not self._context().settings.summaries:
@@ -208,16 +209,19 @@ class BackgroundScheduler:
         return bool(outcome and outcome[0])
 
     async def catch_up(self, timeout: float | None = None) -> None:
-        """Fold the current session's old turns into its rolling summary (a job already
-        running is waited for instead)."""
+        """Fold the current session's old turns into its rolling summary, as the job after a
+        reply does — for a process that did not answer the turn (the detached `brain sessions
+        finish` after `brain ask`). A background job already running is waited for instead."""
         session_id = self._current()
         if session_id is not None and not self.jobs.running:
             self.jobs.start(lambda: self.fold_session(session_id, 0))
         await self.jobs.wait(timeout)
 
     async def finish(self, timeout: float | None = None) -> bool:
-        """Wait for background work, then extract memories from the current session's turns
-        not yet extracted. False when extraction failed; TimeoutError past `timeout`."""
+        """At the end of a one-shot `brain ask`: wait for background work, then extract
+        memories from the current session's turns not yet extracted. False when extraction
+        failed (the turns stay pending); TimeoutError past `timeout`. The TUI never calls
+        it: quitting must not wait for a model call (see extract_pending)."""
         self.jobs.drop_disposable()
         await self.drain(timeout)
         session_id = self._current()
@@ -231,8 +235,11 @@ class BackgroundScheduler:
         return await asyncio.wait_for(extract(), timeout)
 
     async def keep_cached(self, timeout: float | None = None) -> bool:
-        """Have the server read the conversation's opening again now (bounded by `timeout`,
-        then cancelled); True when the opening was read."""
+        """At the end of `brain ask`, after its extraction and session summary: those
+        requests replaced the conversation in the server's prompt cache, so have it read the
+        conversation's opening again now (one generated token) — the next `brain ask -c` then
+        reads only the last answer and its new message instead of the whole history. Bounded
+        by `timeout` (then cancelled); True when the opening was read."""
         await self.drain(timeout)
         if not self.cache.dirty or await self._on_store(self._session) is None:
             return False
@@ -245,7 +252,8 @@ class BackgroundScheduler:
         return not self.cache.dirty
 
     def pending_extraction(self, memory_on: bool) -> int:
-        """How many turns `extract_pending` would read. Blocking (SQLite)."""
+        """How many turns `extract_pending` would read: the current session's and those of the
+        other sessions left pending (extraction.PENDING_SESSIONS at most). Blocking (SQLite)."""
         if not memory_on:
             return 0
         extraction = self.extraction
@@ -253,8 +261,11 @@ class BackgroundScheduler:
                    for sid in extraction.pending_sessions(self._current()))
 
     async def extract_pending(self, memory_on: bool, timeout: float | None = None) -> int:
-        """Extraction now over the turns not extracted yet, the current session's first; the
-        number of turns read (it stops at the first failure, or at a question)."""
+        """Memory extraction now over the turns not extracted yet — the current session's,
+        then those other sessions left pending (a quit does not extract: it would hold the
+        user's shell for a model call). The TUI calls it after memory.extract_idle_seconds
+        without input. Returns the number of turns it went through; it stops at the first
+        failure, or when the user sends a question (the rest stays pending)."""
         await self.drain(timeout)
         if not memory_on or self.jobs.running:
             return 0

@@ -50,7 +50,7 @@ from assistant.chat.background_scheduler import BackgroundScheduler
 from assistant.chat.budget import ContextOverflow
 from assistant.chat.calibration import TokenCalibration
 from assistant.chat.conversation_indexer import ConversationIndexer
-from assistant.chat.engine_settings import EngineSettings
+from assistant.chat.engine_settings import EngineSettings, checked_changes
 from assistant.chat.events import ChatEvent, Done, Failed
 from assistant.chat.prompt_cache import PromptCache
 from assistant.chat.retrieval_history import retrieval_history
@@ -221,25 +221,7 @@ class ChatEngine:
     def configure(self, **changes: Any) -> EngineSettings:
         """Change options for the following turns: temperature, num_ctx, keep_alive, tools,
         history_turns… (any EngineSettings field). Unknown names and bad values are errors."""
-        current = {name: getattr(self.settings, name) for name in self.settings.__slots__}
-        changes = {
-            k: float(v) if isinstance(current.get(k), float) and type(v) is int else v
-            for k, v in changes.items()
-        }
-        for name, value in changes.items():
-            if name not in current or name in ("host", "provider", "api_key_env", "api_key_file"):
-                raise ChatError("protocol", f"unknown chat option {name!r}", retryable=False)
-            old = current[name]
-            if old is not None and not isinstance(value, type(old)):
-                raise ChatError(
-                    "protocol", f"{name} must be a {type(old).__name__}, got {value!r}",
-                    retryable=False,
-                )
-        if changes.get("temperature", 0) < 0 or changes.get("num_ctx", 0) < 0:
-            raise ChatError("protocol", "temperature and num_ctx cannot be negative",
-                            retryable=False)
-        if changes.get("think", "auto") not in ("auto", "on", "off"):
-            raise ChatError("protocol", "think must be auto, on or off", retryable=False)
+        changes = checked_changes(self.settings, changes)
         self.settings = replace(self.settings, **changes)
         if {"timeout", "first_token_timeout"} & set(changes):
             self._old_transports.append(self.transport)
@@ -451,43 +433,33 @@ class ChatEngine:
         return await self.background.complete(messages, schema, num_predict)
 
     async def summarize(self, timeout: float | None = None) -> bool:
-        """Summarise the current session now, if it needs it (`brain ask` calls this at its
-        end): True when a summary was written. Runs as a background job (a question sent
-        meanwhile cancels it); on timeout it is cancelled and left to a later idle moment."""
+        """Summarise the current session now, if it needs it (`brain ask`, at its end).
+        See background_scheduler.py."""
         return await self.background.summarize(timeout)
 
     async def catch_up(self, timeout: float | None = None) -> None:
-        """Fold the current session's old turns into its rolling summary, as the job after a
-        reply does — for a process that did not answer the turn (the detached `brain sessions
-        finish` after `brain ask`). A background job already running is waited for instead."""
+        """Fold the current session's old turns into its rolling summary now.
+        See background_scheduler.py."""
         await self.background.catch_up(timeout)
 
     async def finish(self, timeout: float | None = None) -> bool:
-        """At the end of a one-shot `brain ask`: wait for background work, then extract
-        memories from the current session's turns not yet extracted. False when extraction
-        failed (the turns stay pending); TimeoutError past `timeout`. The TUI never calls
-        it: quitting must not wait for a model call (see extract_pending)."""
+        """At the end of a one-shot `brain ask`: extract the session's unread turns.
+        See background_scheduler.py."""
         return await self.background.finish(timeout)
 
     async def keep_cached(self, timeout: float | None = None) -> bool:
-        """At the end of `brain ask`, after its extraction and session summary: those
-        requests replaced the conversation in the server's prompt cache, so have it read the
-        conversation's opening again now (one generated token) — the next `brain ask -c` then
-        reads only the last answer and its new message instead of the whole history. Bounded
-        by `timeout` (then cancelled); True when the opening was read."""
+        """At the end of `brain ask`: have the server read the conversation's opening.
+        See background_scheduler.py."""
         return await self.background.keep_cached(timeout)
 
     def pending_extraction(self) -> int:
-        """How many turns `extract_pending` would read: the current session's and those of the
-        other sessions left pending (extraction.PENDING_SESSIONS at most). Blocking (SQLite)."""
+        """How many turns `extract_pending` would read. Blocking (SQLite).
+        See background_scheduler.py."""
         return self.background.pending_extraction(self.memory is not None)
 
     async def extract_pending(self, timeout: float | None = None) -> int:
-        """Memory extraction now over the turns not extracted yet — the current session's,
-        then those other sessions left pending (a quit does not extract: it would hold the
-        user's shell for a model call). The TUI calls it after memory.extract_idle_seconds
-        without input. Returns the number of turns it went through; it stops at the first
-        failure, or when the user sends a question (the rest stays pending)."""
+        """Memory extraction now over the turns not extracted yet (the TUI, when idle).
+        See background_scheduler.py."""
         return await self.background.extract_pending(self.memory is not None, timeout)
 
     async def drain(self, timeout: float | None = None) -> None:

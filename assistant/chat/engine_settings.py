@@ -4,7 +4,9 @@ a turn's prompt (`EngineSettings.from_config` reads them from the config file's 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from assistant.llm.errors import ChatError
 
 if TYPE_CHECKING:
     from assistant.config import Config
@@ -73,3 +75,28 @@ class EngineSettings:
             summaries=config.chat.session_summaries,
             summarize_idle_seconds=float(config.chat.summarize_idle_seconds),
         )
+
+
+def checked_changes(settings: EngineSettings, changes: dict[str, Any]) -> dict[str, Any]:
+    """`ChatEngine.configure`'s changes, checked against the settings' fields (an int for a
+    float is taken as one); ChatError for an unknown name or a bad value."""
+    current = {name: getattr(settings, name) for name in settings.__slots__}
+    changes = {
+        k: float(v) if isinstance(current.get(k), float) and type(v) is int else v
+        for k, v in changes.items()
+    }
+    for name, value in changes.items():
+        if name not in current or name in ("host", "provider", "api_key_env", "api_key_file"):
+            raise ChatError("protocol", f"unknown chat option {name!r}", retryable=False)
+        old = current[name]
+        if old is not None and not isinstance(value, type(old)):
+            raise ChatError(
+                "protocol", f"{name} must be a {type(old).__name__}, got {value!r}",
+                retryable=False,
+            )
+    if changes.get("temperature", 0) < 0 or changes.get("num_ctx", 0) < 0:
+        raise ChatError("protocol", "temperature and num_ctx cannot be negative",
+                        retryable=False)
+    if changes.get("think", "auto") not in ("auto", "on", "off"):
+        raise ChatError("protocol", "think must be auto, on or off", retryable=False)
+    return changes
