@@ -46,22 +46,18 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from assistant.chat import model_load
 from assistant.chat.background_scheduler import BackgroundScheduler
 from assistant.chat.budget import ContextOverflow
 from assistant.chat.calibration import TokenCalibration
 from assistant.chat.conversation_indexer import ConversationIndexer
+from assistant.chat.current_session import CurrentSession
 from assistant.chat.engine_settings import EngineSettings, checked_changes
 from assistant.chat.events import ChatEvent, Done, Failed
 from assistant.chat.prompt_cache import PromptCache
 from assistant.chat.retrieval_history import retrieval_history
 from assistant.chat.sources import ChatFn, ConversationSource, KnowledgeSource, MemorySource
-from assistant.chat.turn_context import (
-    EnginePools,
-    TurnContext,
-    facts_or_fail,
-    facts_quiet,
-    window_of,
-)
+from assistant.chat.turn_context import EnginePools, TurnContext
 from assistant.chat.turn_gather import gather
 from assistant.chat.turn_generate import Generation, generate
 from assistant.chat.turn_note import acknowledge, is_note
@@ -75,7 +71,7 @@ from assistant.llm import errors
 from assistant.llm.errors import ChatError
 from assistant.llm.models import ModelCatalog
 from assistant.llm.provider import ChatTransport, Link, make_transport
-from assistant.sessions.store import SessionNotFound, SessionStore
+from assistant.sessions.store import SessionStore
 from assistant.sessions.turn import CONTINUE_MESSAGE, Session, Turn
 
 # The engine's public names, wherever they live now (service.py, the UIs, tests import them).
@@ -111,9 +107,9 @@ class ChatEngine:
         self.memory = memory
         self.conversations = conversations
         self.catalog = catalog
-        self._session: Session | None = store.get(session_id) if session_id else None
-        if self._session is not None and self._session.model:
-            self.settings = replace(self.settings, model=self._session.model)
+        self.current = CurrentSession(store, session_id)
+        if self.current.last is not None and self.current.last.model:
+            self.settings = replace(self.settings, model=self.current.last.model)
         self.pools = EnginePools.start()
         self.indexer = ConversationIndexer(conversations, self.pools.conversations)
         self.transport = self._new_transport()
@@ -122,13 +118,13 @@ class ChatEngine:
         self.cache = PromptCache(self._context, self._conversation)
         self.background = BackgroundScheduler(
             store, memory, pools=self.pools, indexer=self.indexer, cache=self.cache,
-            context=self._context, current=self._current_id, session=lambda: self.session,
+            context=self._context, current=lambda: self.current.id, session=self.current.get,
             answering=lambda: self._active is not None and not self._active.done)
         self.jobs = self.background.jobs
         self.extraction = self.background.extraction
         self.summarizer = self.background.summarizer
         self.recorder = TurnRecorder(store, self.pools.sessions, self.indexer,
-                                     self._ensure_session)
+                                     lambda: self.current.ensure(self.settings.model))
         self._closed = False
 
     def _new_transport(self) -> ChatTransport:
@@ -160,12 +156,7 @@ class ChatEngine:
     def session(self) -> Session | None:
         """The current session, or None before the first message of a new one (or after the
         session was deleted elsewhere, e.g. from another window)."""
-        if self._session is not None:
-            try:
-                self._session = self.store.get(self._session.id)
-            except SessionNotFound:
-                self._session = None
-        return self._session
+        return self.current.get()
 
     @property
     def model(self) -> str:
@@ -174,20 +165,20 @@ class ChatEngine:
     def new_session(self) -> None:
         """Start a new, empty conversation (long-term memory still applies). The one left is
         summarised at the next idle moment."""
-        self._session = None
+        self.current.leave()
         self.background.arm_idle_timer_threadsafe()
 
     def resume(self, session_id: str) -> Session:
-        previous = self._session
-        self._session = self.store.resolve(session_id)
-        if self._session.model:
-            self.settings = replace(self.settings, model=self._session.model)
-        if previous is not None and previous.id != self._session.id:
+        previous = self.current.id
+        session = self.current.resume(session_id)
+        if session.model:
+            self.settings = replace(self.settings, model=session.model)
+        if previous is not None and previous != session.id:
             self.background.arm_idle_timer_threadsafe()
-        return self._session
+        return session
 
     def turns(self) -> list[Turn]:
-        return self.store.turns(self._session.id) if self._session else []
+        return self.current.turns()
 
     def available_models(self) -> list[str]:
         """Installed chat models (/api/tags, embedding models left out by their /api/show
@@ -209,8 +200,8 @@ class ChatEngine:
                 "choose a chat model from `ollama list`", retryable=False,
             )
         self.settings = replace(self.settings, model=name)
-        if self._session is not None:
-            self.store.set_model(self._session.id, name)
+        if self.current.id is not None:
+            self.store.set_model(self.current.id, name)
 
     def set_persona(self, prompt: str) -> None:
         """Use this system prompt from the next turn on (see config [personas])."""
@@ -228,37 +219,13 @@ class ChatEngine:
             self.transport = self._new_transport()
         return self.settings
 
-
     async def warm_up(self) -> None:
         """Do the slow first-turn work ahead of time (the TUI calls this at start): import the
         LLM client, ask Ollama about the model, open knowledge and memory (which loads the
         embedding model). Failures are left for the first turn to report. Loading the chat
         model itself is `preload()`."""
-        loop = asyncio.get_running_loop()
-        self.background.loop = loop
-
-        def imports() -> None:
-            import llama_index.llms.ollama  # noqa: F401  (~1.5 s the first time)
-
-        def touch(source: object) -> None:
-            opener = getattr(source, "warm_up", None)
-            if opener is not None:
-                opener()
-
-        jobs: list[asyncio.Future[Any]] = [
-            loop.run_in_executor(None, imports),
-            loop.run_in_executor(None, facts_quiet, self.catalog, self.settings.model),
-        ]
-        if self.knowledge is not None:
-            jobs.append(loop.run_in_executor(self.pools.knowledge, touch, self.knowledge))
-        if self.memory is not None:
-            jobs.append(loop.run_in_executor(self.pools.memory, touch, self.memory))
-        if self.conversations is not None:  # opens the index and catches up with new turns
-            jobs.append(loop.run_in_executor(self.pools.conversations, touch,
-                                             self.conversations))
-        for result in await asyncio.gather(*jobs, return_exceptions=True):
-            if isinstance(result, Exception):
-                log.info("warm-up: %s", result)
+        self.background.loop = asyncio.get_running_loop()
+        await model_load.warm_up(self._context())
 
     async def preload(self, *, warm: bool = True) -> float:
         """Load the session's model in Ollama now — an empty chat request with the same
@@ -267,20 +234,7 @@ class ChatEngine:
         took; raises ChatError (e.g. Ollama down, model not pulled). With `warm`, Ollama then
         reads the session's opening (system message, summary, history) as a background job
         — cancelled by a question — so the first turn reads only what is new."""
-        model = self.settings.model
-        facts = await asyncio.get_running_loop().run_in_executor(
-            None, facts_or_fail, self.catalog, model)
-        started = time.perf_counter()
-        try:
-            await self.transport.preload(model, num_ctx=window_of(self.settings, facts),
-                                         keep_alive=self.settings.keep_alive)
-        except ChatError:
-            raise
-        except Exception as exc:
-            raise errors.map_error(exc, host=self.settings.host, model=model,
-                                   timeout_s=self.settings.first_token_timeout,
-                                   server=errors.server_words(self.settings.provider)) from exc
-        elapsed = round(time.perf_counter() - started, 3)
+        elapsed = await model_load.load_model(self._context())
         if warm and (self._active is None or self._active.done):
             # (A question sent meanwhile already has Ollama read the conversation.)
             self.cache.dirty = True
@@ -396,34 +350,17 @@ class ChatEngine:
 
     # --- the session store (blocking: on the sessions thread) --------------------------------
 
-    def _history(self, session: Session | None) -> list[Turn]:
-        if session is None:
-            return []
-        return [
-            t for t in self.store.turns(session.id, after_seq=session.summary_through)
-            if t.status != "failed"
-        ]
-
-    def _ensure_session(self) -> Session:
-        session = self.session
-        if session is None:  # new, or deleted meanwhile: the message starts a new one
-            session = self._session = self.store.create(model=self.settings.model)
-        return session
-
     def _ensure_conversation(self) -> tuple[Session, list[Turn]]:
-        session = self._ensure_session()
-        return session, self._history(session)
+        session = self.current.ensure(self.settings.model)
+        return session, self.current.history(session)
 
     async def _conversation(self) -> tuple[Session | None, list[Turn]]:
         """The current session and its recent turns (the prompt cache's opening)."""
         def read() -> tuple[Session | None, list[Turn]]:
-            session = self.session
-            return session, self._history(session)
+            session = self.current.get()
+            return session, self.current.history(session)
 
         return await self._on_store(read)
-
-    def _current_id(self) -> str | None:
-        return self._session.id if self._session is not None else None
 
     # --- background work asked for (background_scheduler.py) ---------------------------------
 

@@ -1,0 +1,65 @@
+"""The slow first-turn work, done ahead of time (the TUI at start, and after a model change):
+the LLM client imported, the model's facts asked, knowledge and memory opened (which loads the
+embedding model), and the chat model loaded in the server with the turns' own num_ctx and
+keep_alive (another value would make Ollama reload it at the first question)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from assistant.chat.turn_context import TurnContext, facts_or_fail, facts_quiet
+from assistant.llm import errors
+from assistant.llm.errors import ChatError
+
+log = logging.getLogger(__name__)
+
+
+async def warm_up(ctx: TurnContext) -> None:
+    """Everything but the model load, concurrently, each store on its own thread; failures are
+    left for the first turn to report."""
+    loop = asyncio.get_running_loop()
+
+    def imports() -> None:
+        import llama_index.llms.ollama  # noqa: F401  (~1.5 s the first time)
+
+    def touch(source: object) -> None:
+        opener = getattr(source, "warm_up", None)
+        if opener is not None:
+            opener()
+
+    jobs: list[asyncio.Future[Any]] = [
+        loop.run_in_executor(None, imports),
+        loop.run_in_executor(None, facts_quiet, ctx.catalog, ctx.settings.model),
+    ]
+    if ctx.knowledge is not None:
+        jobs.append(loop.run_in_executor(ctx.pools.knowledge, touch, ctx.knowledge))
+    if ctx.memory is not None:
+        jobs.append(loop.run_in_executor(ctx.pools.memory, touch, ctx.memory))
+    if ctx.conversations is not None:  # opens the index and catches up with new turns
+        jobs.append(loop.run_in_executor(ctx.pools.conversations, touch, ctx.conversations))
+    for result in await asyncio.gather(*jobs, return_exceptions=True):
+        if isinstance(result, Exception):
+            log.info("warm-up: %s", result)
+
+
+async def load_model(ctx: TurnContext) -> float:
+    """Load the session's model now (an empty chat request); the seconds it took. ChatError
+    when it cannot be (the server down, the model not pulled)."""
+    settings = ctx.settings
+    model = settings.model
+    facts = await asyncio.get_running_loop().run_in_executor(
+        None, facts_or_fail, ctx.catalog, model)
+    started = time.perf_counter()
+    try:
+        await ctx.transport.preload(model, num_ctx=ctx.window(facts),
+                                    keep_alive=settings.keep_alive)
+    except ChatError:
+        raise
+    except Exception as exc:
+        raise errors.map_error(exc, host=settings.host, model=model,
+                               timeout_s=settings.first_token_timeout,
+                               server=errors.server_words(settings.provider)) from exc
+    return round(time.perf_counter() - started, 3)
