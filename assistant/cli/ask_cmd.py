@@ -18,7 +18,7 @@ from assistant.errors import UserError
 from assistant.plain_text import plain
 
 if TYPE_CHECKING:
-    from assistant.chat.engine import ChatEngine
+    from assistant.chat.engine import ChatEngine, TurnStream
     from assistant.chat.events import Done, Failed, Retrieved
     from assistant.chat.service import ChatService
     from assistant.sessions.turn import Recalled, Source
@@ -125,16 +125,6 @@ def run(args: argparse.Namespace) -> int:
 async def _ask(
     service: ChatService, question: str, args: argparse.Namespace, persona: str | None
 ) -> int:
-    from assistant.chat.events import (
-        AnswerReplaced,
-        Done,
-        Failed,
-        Retrieved,
-        Thinking,
-        Token,
-        ToolCalled,
-        Waiting,
-    )
     from assistant.llm.errors import ChatError
 
     engine = service.engine
@@ -152,56 +142,7 @@ async def _ask(
                 return 1
         options = {"use_knowledge": not args.no_knowledge, "use_memory": not args.no_memory}
         stream = engine.retry(**options) if args.retry else engine.send(question, **options)
-        final: Done | Failed | None = None
-        printed = ""
-        status = _Status(enabled=not args.json and sys.stderr.isatty())
-        thoughts: list[str] = []
-        retrieved: Retrieved | None = None
-
-        try:
-            async for event in stream:
-                if isinstance(event, Retrieved):
-                    retrieved = event
-                    if not args.json:
-                        _note_retrieved(event)
-                elif isinstance(event, Waiting):
-                    status.show(event.describe())
-                elif isinstance(event, Thinking) and not args.json:
-                    thoughts.append(event.text)
-                    if args.show_thinking:
-                        status.clear()
-                        _eprint_dim(event.text)
-                    else:
-                        status.show(f"thinking… {event.seconds:.0f} s")
-                elif isinstance(event, Token) and not args.json:
-                    status.clear()
-                    if args.show_thinking and thoughts and not printed:
-                        _eprint("")  # the reasoning ends; the answer starts on its line
-                    sys.stdout.write(event.text)
-                    sys.stdout.flush()
-                    printed += event.text
-                elif isinstance(event, AnswerReplaced) and not args.json:
-                    status.clear()
-                    if printed and not event.answer.startswith(printed):
-                        _eprint("\n(the text above was the model's reasoning, not its answer)")
-                    sys.stdout.write(event.answer[len(printed):]
-                                     if event.answer.startswith(printed) else event.answer)
-                    sys.stdout.flush()
-                    printed = event.answer
-                elif isinstance(event, ToolCalled) and not args.json:
-                    status.clear()
-                    _note_tool(event, printed)
-                elif isinstance(event, Done | Failed):
-                    status.clear()
-                    final = event
-        except asyncio.CancelledError:  # Ctrl-C: keep what was said, marked interrupted
-            stream.cancel()
-            final = await stream.result()
-            if not args.json:
-                sys.stdout.write("\n")
-                _eprint(f"(interrupted; the partial answer is saved in session "
-                        f"{_session_of(final)})")
-            raise
+        final, retrieved = await _consume(stream, args)
         assert final is not None
         if args.json and args.wait:  # one JSON object, printed once extraction is over
             await _end_session(engine, final, args)
@@ -214,6 +155,75 @@ async def _ask(
         return code
     finally:
         await service.aclose()
+
+
+async def _consume(
+    stream: TurnStream, args: argparse.Namespace
+) -> tuple[Done | Failed | None, Retrieved | None]:
+    """Show the turn's events as they come (the answer on stdout, notes and status on stderr;
+    nothing but the end with --json): the turn's end and what it retrieved."""
+    from assistant.chat.events import (
+        AnswerReplaced,
+        Done,
+        Failed,
+        Retrieved,
+        Thinking,
+        Token,
+        ToolCalled,
+        Waiting,
+    )
+
+    final: Done | Failed | None = None
+    printed = ""
+    status = _Status(enabled=not args.json and sys.stderr.isatty())
+    thoughts: list[str] = []
+    retrieved: Retrieved | None = None
+
+    try:
+        async for event in stream:
+            if isinstance(event, Retrieved):
+                retrieved = event
+                if not args.json:
+                    _note_retrieved(event)
+            elif isinstance(event, Waiting):
+                status.show(event.describe())
+            elif isinstance(event, Thinking) and not args.json:
+                thoughts.append(event.text)
+                if args.show_thinking:
+                    status.clear()
+                    _eprint_dim(event.text)
+                else:
+                    status.show(f"thinking… {event.seconds:.0f} s")
+            elif isinstance(event, Token) and not args.json:
+                status.clear()
+                if args.show_thinking and thoughts and not printed:
+                    _eprint("")  # the reasoning ends; the answer starts on its line
+                sys.stdout.write(event.text)
+                sys.stdout.flush()
+                printed += event.text
+            elif isinstance(event, AnswerReplaced) and not args.json:
+                status.clear()
+                if printed and not event.answer.startswith(printed):
+                    _eprint("\n(the text above was the model's reasoning, not its answer)")
+                sys.stdout.write(event.answer[len(printed):]
+                                 if event.answer.startswith(printed) else event.answer)
+                sys.stdout.flush()
+                printed = event.answer
+            elif isinstance(event, ToolCalled) and not args.json:
+                status.clear()
+                _note_tool(event, printed)
+            elif isinstance(event, Done | Failed):
+                status.clear()
+                final = event
+    except asyncio.CancelledError:  # Ctrl-C: keep what was said, marked interrupted
+        stream.cancel()
+        final = await stream.result()
+        if not args.json:
+            sys.stdout.write("\n")
+            _eprint(f"(interrupted; the partial answer is saved in session "
+                    f"{_session_of(final)})")
+        raise
+    return final, retrieved
 
 
 async def _end_session(engine: ChatEngine, final: Done | Failed,

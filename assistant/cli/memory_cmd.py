@@ -31,6 +31,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_list)
 
+    _register_changes(actions)
+
+    p = actions.add_parser("search", help="memories relevant to a query")
+    p.add_argument("query", nargs="?")
+    p.add_argument("--top-k", type=top_k, default=None, metavar="N")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--queries", metavar="FILE.jsonl", help='one {"query": …} per line; prints '
+                   "one JSON result per line, loading the model once")
+    p.set_defaults(func=_search)
+
+    _register_bulk(actions)
+
+    p = actions.add_parser("profile", help="show the user profile")
+    p.add_argument("--refresh", action="store_true", help="rewrite it with the chat model")
+    p.add_argument("--accept", action="store_true", help="accept a proposed rewrite")
+    p.set_defaults(func=_profile)
+
+
+def _register_changes(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The commands that change one memory (add, edit, rm, undo, pin, history)."""
     p = actions.add_parser("add", help="remember something (stored as you wrote it)")
     p.add_argument("text")
     p.add_argument("--type", metavar="T", default="fact",
@@ -69,14 +89,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("id")
     p.set_defaults(func=_history)
 
-    p = actions.add_parser("search", help="memories relevant to a query")
-    p.add_argument("query", nargs="?")
-    p.add_argument("--top-k", type=top_k, default=None, metavar="N")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--queries", metavar="FILE.jsonl", help='one {"query": …} per line; prints '
-                   "one JSON result per line, loading the model once")
-    p.set_defaults(func=_search)
 
+def _register_bulk(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The commands over every memory at once (export, import, forget-all, reindex)."""
     p = actions.add_parser("export", help="write active memories as JSONL (stdout by default)")
     p.add_argument("file", nargs="?")
     p.add_argument("--all", action="store_true", help="include inactive memories")
@@ -101,11 +116,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = actions.add_parser("reindex", help="rebuild the memory vectors from the database "
                            "(e.g. after changing the embedding model)")
     p.set_defaults(func=_reindex)
-
-    p = actions.add_parser("profile", help="show the user profile")
-    p.add_argument("--refresh", action="store_true", help="rewrite it with the chat model")
-    p.add_argument("--accept", action="store_true", help="accept a proposed rewrite")
-    p.set_defaults(func=_profile)
 
 
 def _service(args: argparse.Namespace) -> MemoryService:

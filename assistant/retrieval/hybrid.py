@@ -218,50 +218,13 @@ class HybridRetriever:
                 ranked = self._fuse(dense, keyword, trust, search_query)
 
             with timed(timings, "rerank"):
-                rerank_scores: dict[str, float] = {}
                 # The full chunks read so far: only those shown or reranked.
                 texts: dict[str, Chunk] = {}
-                if self.reranker is not None and ranked:
-                    texts = self.kb.get_chunks([c.id for c in ranked[: max(top_k * 3, 20)]])
-                    head = [c for c in ranked[: max(top_k * 3, 20)] if c.id in texts]
-                    scores = self.reranker.rerank(search_query, [texts[c.id].text for c in head])
-                    rerank_scores = {c.id: s for c, s in zip(head, scores, strict=True)}
-                    head = sorted(head, key=lambda c: -rerank_scores[c.id])  # stable on ties
-                    ranked = head + [c for c in ranked if c.id not in rerank_scores]
+                ranked, rerank_scores = self._rerank(search_query, ranked, top_k, texts)
 
             with timed(timings, "fuse"):  # choosing what is shown counts as fusing
                 chosen = self._shown(ranked, top_k, texts)
-                query_terms = self._tokenize(search_query)
-                best_raw = keyword[0][1] if keyword else 0.0
-                terms = self._chunk_terms([chunk for c, chunk, _ in chosen if c.bm25 is not None])
-
-                def cover(chunk: Chunk) -> float:
-                    return term_coverage(query_terms, terms[chunk.id])
-                # The best possible fused score: first in both lists, from a file modified just now.
-                best_possible = 1.0 + max(0.0, self.settings.recency_boost)
-                hits = [
-                    SearchHit(
-                        chunk=chunk,
-                        rank=position,
-                        score=(
-                            round(rerank_scores[c.id], 6)
-                            if c.id in rerank_scores
-                            else fused_display(c.fused, best_possible)
-                        ),
-                        fused=c.fused,
-                        rrf=c.rrf,
-                        cosine=c.cosine,
-                        dense_rank=c.dense_rank,
-                        bm25=c.bm25,
-                        keyword=(keyword_score(c.bm25, best_raw, cover(chunk))
-                                 if c.bm25 is not None else None),
-                        keyword_rank=c.keyword_rank,
-                        recency_boost=c.boost,
-                        rerank_score=rerank_scores.get(c.id),
-                        more_from_file=more,
-                    )
-                    for position, (c, chunk, more) in enumerate(chosen, start=1)
-                ]
+                hits = self._hits(search_query, chosen, keyword, rerank_scores)
                 # The gate vouches only with evidence from what is shown: a strong match the list
                 # does not hold must not make a list of weak ones look confident. An English-only
                 # model's cosine on a Chinese query says nothing: it must not vouch either.
@@ -282,6 +245,59 @@ class HybridRetriever:
             entry_id = self.log.append(result, origin=self.origin, in_path=in_path)
             result = _with_log_id(result, entry_id)
         return result
+
+    def _rerank(
+        self, search_query: str, ranked: list[_Candidate], top_k: int, texts: dict[str, Chunk]
+    ) -> tuple[list[_Candidate], dict[str, float]]:
+        """The head of `ranked` reordered by the reranker (if any), with its scores; the chunks
+        read for it land in `texts` so the shown ones are not read twice."""
+        if self.reranker is None or not ranked:
+            return ranked, {}
+        texts.update(self.kb.get_chunks([c.id for c in ranked[: max(top_k * 3, 20)]]))
+        head = [c for c in ranked[: max(top_k * 3, 20)] if c.id in texts]
+        scores = self.reranker.rerank(search_query, [texts[c.id].text for c in head])
+        rerank_scores = {c.id: s for c, s in zip(head, scores, strict=True)}
+        head = sorted(head, key=lambda c: -rerank_scores[c.id])  # stable on ties
+        return head + [c for c in ranked if c.id not in rerank_scores], rerank_scores
+
+    def _hits(
+        self,
+        search_query: str,
+        chosen: list[tuple[_Candidate, Chunk, int]],
+        keyword: list[tuple[str, float]],
+        rerank_scores: dict[str, float],
+    ) -> list[SearchHit]:
+        query_terms = self._tokenize(search_query)
+        best_raw = keyword[0][1] if keyword else 0.0
+        terms = self._chunk_terms([chunk for c, chunk, _ in chosen if c.bm25 is not None])
+
+        def cover(chunk: Chunk) -> float:
+            return term_coverage(query_terms, terms[chunk.id])
+        # The best possible fused score: first in both lists, from a file modified just now.
+        best_possible = 1.0 + max(0.0, self.settings.recency_boost)
+        return [
+            SearchHit(
+                chunk=chunk,
+                rank=position,
+                score=(
+                    round(rerank_scores[c.id], 6)
+                    if c.id in rerank_scores
+                    else fused_display(c.fused, best_possible)
+                ),
+                fused=c.fused,
+                rrf=c.rrf,
+                cosine=c.cosine,
+                dense_rank=c.dense_rank,
+                bm25=c.bm25,
+                keyword=(keyword_score(c.bm25, best_raw, cover(chunk))
+                         if c.bm25 is not None else None),
+                keyword_rank=c.keyword_rank,
+                recency_boost=c.boost,
+                rerank_score=rerank_scores.get(c.id),
+                more_from_file=more,
+            )
+            for position, (c, chunk, more) in enumerate(chosen, start=1)
+        ]
 
     def _shown(
         self, ranked: list[_Candidate], top_k: int, texts: dict[str, Chunk]

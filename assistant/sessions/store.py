@@ -354,47 +354,7 @@ class SessionStore:
             except sqlite3.IntegrityError as exc:
                 raise SessionNotFound(session_id) from exc
             turn_id = int(cur.lastrowid or 0)
-            conn.executemany(
-                "INSERT INTO turn_sources (turn_id, n, cited, chunk_id, source, relpath, heading, "
-                "start_line, end_line, page, score, text, end_page) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        turn_id, s.n, int(s.cited), s.item.chunk_id, s.item.source,
-                        s.item.relpath, s.item.heading, s.item.start_line, s.item.end_line,
-                        s.item.page, s.item.score, s.item.text, s.item.end_page,
-                    )
-                    for s in sources
-                ],
-            )
-            conn.executemany(
-                "INSERT INTO turn_memories (turn_id, position, memory_id, kind, text, score) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    (turn_id, i, m.memory_id, m.kind, m.text, m.score)
-                    for i, m in enumerate(memories)
-                ],
-            )
-            conn.executemany(
-                "INSERT INTO turn_conversations (turn_id, n, cited, unit_id, session_id, "
-                "source_turn_id, seq, title, created_at, question, answer, score) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (turn_id, c.n, int(c.cited), c.item.unit_id, c.item.session_id,
-                     c.item.turn_id, c.item.seq, c.item.title, c.item.created_at,
-                     c.item.question, c.item.answer, c.item.score)
-                    for c in conversations
-                ],
-            )
-            # Recalled meanwhile and deleted since (another window): no copy may outlive it.
-            conn.execute(
-                "UPDATE turn_conversations SET unit_id = '', session_id = NULL, "
-                "source_turn_id = NULL, seq = NULL, title = ?, question = '', answer = '' "
-                "WHERE turn_id = ? AND ((source_turn_id IS NOT NULL AND source_turn_id NOT IN "
-                "(SELECT id FROM turns)) OR (session_id IS NOT NULL AND session_id NOT IN "
-                "(SELECT id FROM sessions)))",
-                (CONVERSATION_DELETED, turn_id),
-            )
+            _insert_evidence(conn, turn_id, sources, memories, conversations)
             title = conn.execute(
                 "SELECT title FROM sessions WHERE id = ?", (session_id,)
             ).fetchone()[0]
@@ -501,4 +461,56 @@ def _tool_from(data: dict[str, Any]) -> ToolUse:
         arguments=dict(data.get("arguments") or {}),
         result=str(data.get("result", "")),
         ok=bool(data.get("ok", True)),
+    )
+
+
+def _insert_evidence(
+    conn: sqlite3.Connection,
+    turn_id: int,
+    sources: Sequence[Source],
+    memories: Sequence[MemoryItem],
+    conversations: Sequence[Recalled],
+) -> None:
+    """The turn's evidence rows (sources, memories, recalled conversations), inside the
+    caller's transaction so a turn is never stored without them."""
+    conn.executemany(
+        "INSERT INTO turn_sources (turn_id, n, cited, chunk_id, source, relpath, heading, "
+        "start_line, end_line, page, score, text, end_page) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                turn_id, s.n, int(s.cited), s.item.chunk_id, s.item.source,
+                s.item.relpath, s.item.heading, s.item.start_line, s.item.end_line,
+                s.item.page, s.item.score, s.item.text, s.item.end_page,
+            )
+            for s in sources
+        ],
+    )
+    conn.executemany(
+        "INSERT INTO turn_memories (turn_id, position, memory_id, kind, text, score) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            (turn_id, i, m.memory_id, m.kind, m.text, m.score)
+            for i, m in enumerate(memories)
+        ],
+    )
+    conn.executemany(
+        "INSERT INTO turn_conversations (turn_id, n, cited, unit_id, session_id, "
+        "source_turn_id, seq, title, created_at, question, answer, score) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (turn_id, c.n, int(c.cited), c.item.unit_id, c.item.session_id,
+             c.item.turn_id, c.item.seq, c.item.title, c.item.created_at,
+             c.item.question, c.item.answer, c.item.score)
+            for c in conversations
+        ],
+    )
+    # Recalled meanwhile and deleted since (another window): no copy may outlive it.
+    conn.execute(
+        "UPDATE turn_conversations SET unit_id = '', session_id = NULL, "
+        "source_turn_id = NULL, seq = NULL, title = ?, question = '', answer = '' "
+        "WHERE turn_id = ? AND ((source_turn_id IS NOT NULL AND source_turn_id NOT IN "
+        "(SELECT id FROM turns)) OR (session_id IS NOT NULL AND session_id NOT IN "
+        "(SELECT id FROM sessions)))",
+        (CONVERSATION_DELETED, turn_id),
     )
