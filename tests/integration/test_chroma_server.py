@@ -5,8 +5,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +35,7 @@ from tests.integration.test_vectors import (  # noqa: F401
     test_wrong_size_vector_is_refused_not_a_crash,
     unit,
 )
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -46,15 +46,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
 
 
 class ChromaServer:

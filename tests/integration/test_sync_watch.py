@@ -4,22 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
 from indexing.sync import SyncReport
 from indexing.watch import FolderWatcher
 from tests.fixtures.knowledge import index_state, note_text
-
-
-def wait_until(check: Callable[[], bool], timeout: float = 15.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what or check}")
+from tests.waiting import wait_until
 
 
 @pytest.fixture

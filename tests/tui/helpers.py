@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from textual.pilot import Pilot
+
+from tests.waiting import wait_until_async
 
 if TYPE_CHECKING:
     from tui.screens.sessions import SessionsScreen
@@ -15,18 +16,13 @@ if TYPE_CHECKING:
 async def wait_until(
     pilot: Pilot, condition: Callable[[], object], *, timeout: float = 10.0, what: str = ""
 ) -> None:
-    """Let the app run until `condition()` is true; fail with `what` after `timeout` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if condition():
-            return
-        if time.monotonic() > deadline:
-            notes = [n.message for n in pilot.app._notifications]
-            raise AssertionError(
-                f"timed out after {timeout} s waiting for {what or condition}; "
-                f"notifications: {notes}"
-            )
-        await pilot.pause(0.02)
+    """Let the app run until `condition()` is true; fail with `what` (and the app's
+    notifications: an error shown there is usually why) after `timeout` s."""
+    await wait_until_async(
+        condition, timeout, what or str(condition),
+        step=lambda: pilot.pause(0.02),
+        detail=lambda: f"notifications: {[n.message for n in pilot.app._notifications]}",
+    )
 
 
 def answer_finished(app: object) -> bool:

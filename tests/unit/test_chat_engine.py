@@ -11,14 +11,7 @@ import pytest
 
 from assistant.chat.events import Done, Failed, Retrieved, Thinking, Token, ToolCalled
 from tests.fixtures.chat import ChatRig, knowledge_item, memory_item
-
-
-async def wait_until(predicate, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met before the deadline")
-        await asyncio.sleep(0.01)
+from tests.waiting import wait_until_async
 
 
 async def collect(stream):  # type: ignore[no-untyped-def]
@@ -432,7 +425,7 @@ async def test_the_reply_never_waits_for_the_summary(chat_rig: ChatRig) -> None:
                               match=_is_summary)
     chat_rig.fake.script_chat("first answer", match=lambda b: not _is_summary(b))
     await engine.ask("first")  # starts a fold in the background
-    await wait_until(lambda: len(chat_rig.fake.requests_to("/api/chat")) == 2)
+    await wait_until_async(lambda: len(chat_rig.fake.requests_to("/api/chat")) == 2)
     chat_rig.fake.script_chat("second answer", match=lambda b: not _is_summary(b))
     chat_rig.fake.script_chat("The user said first and second.", match=_is_summary)
     started = time.monotonic()
@@ -710,5 +703,5 @@ async def test_the_prompt_is_the_one_memory_budget_and_marks_only_what_it_kept(
     kept = [m.memory_id for m in done.turn.memories]
     assert 0 < len(kept) < 6
     assert kept == [f"mem-{n}" for n in range(len(kept))]  # best scores first
-    await wait_until(lambda: chat_rig.memory.used_ids != [])
+    await wait_until_async(lambda: chat_rig.memory.used_ids != [])
     assert chat_rig.memory.used_ids == [kept]

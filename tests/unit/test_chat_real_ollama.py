@@ -22,18 +22,11 @@ from assistant.chat.events import (
 from tests.fake_ollama import FakeTiming
 from tests.fake_ollama_runtime import count_tokens
 from tests.fixtures.chat import ChatRig, knowledge_item, memory_item
+from tests.waiting import wait_until_async
 
 
 async def collect(stream):  # type: ignore[no-untyped-def]
     return [event async for event in stream]
-
-
-async def wait_until(predicate, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met before the deadline")
-        await asyncio.sleep(0.01)
 
 
 def answer_text(events: list[object]) -> str:
@@ -150,7 +143,7 @@ async def test_cancel_during_the_silent_wait_aborts_the_load(chat_rig: ChatRig) 
     done = await stream.result()
     assert isinstance(done, Done) and done.interrupted and done.turn.answer == ""
     assert time.monotonic() - cancelled_at < 2.0  # the load had 4 s to go
-    await wait_until(lambda: bool(chat_rig.fake.loads))
+    await wait_until_async(lambda: bool(chat_rig.fake.loads))
     assert chat_rig.fake.loads[-1].aborted  # Ollama dropped the load
     assert chat_rig.fake.disconnects[-1].phase == "loading"
 
@@ -220,7 +213,7 @@ async def test_background_extraction_yields_at_once_to_a_question(chat_rig: Chat
     chat_rig.fake.script_chat([f"w{i} " for i in range(200)], chunk_delay=0.05,
                               match=_is_background)
     extraction = asyncio.create_task(engine.extract_pending(timeout=20))
-    await wait_until(lambda: any(_is_background(b) for b in chat_rig.fake.chat_requests))
+    await wait_until_async(lambda: any(_is_background(b) for b in chat_rig.fake.chat_requests))
     started = time.monotonic()
     chat_rig.fake.script_chat("Lisbon is lovely.", match=lambda b: not _is_background(b))
     done = await engine.ask("What is Lisbon like?")
@@ -228,7 +221,7 @@ async def test_background_extraction_yields_at_once_to_a_question(chat_rig: Chat
     assert time.monotonic() - started < 3.0  # not behind 200 chunks (10 s)
     assert await extraction == 0  # yielded: nothing extracted yet, nothing lost
     assert engine.jobs.yielded == 1
-    await wait_until(lambda: any(d.phase in ("prompt", "streaming", "queued")
+    await wait_until_async(lambda: any(d.phase in ("prompt", "streaming", "queued")
                                  for d in chat_rig.fake.disconnects))
     assert engine.session is not None and engine.session.extracted_through == 0
     # Retried later, when the user is idle again.
@@ -345,12 +338,12 @@ async def test_quitting_does_not_wait_for_the_preloads_reading(chat_rig: ChatRig
     # The warm-up (the opening, one token) holds Ollama's slot. Not just any busy slot: the
     # preload's empty request, which loads the model, comes first and holds it for a moment
     # (a wait for that one let the warm-up be cancelled before it was sent: no disconnect).
-    await wait_until(lambda: any(b.get("messages") for b in chat_rig.fake.chat_requests)
+    await wait_until_async(lambda: any(b.get("messages") for b in chat_rig.fake.chat_requests)
                      and bool(chat_rig.fake.busy()))
     started = time.monotonic()
     assert await engine.finish(timeout=30)
     assert time.monotonic() - started < 5
-    await wait_until(lambda: any(d.phase == "prompt" for d in chat_rig.fake.disconnects))
+    await wait_until_async(lambda: any(d.phase == "prompt" for d in chat_rig.fake.disconnects))
 
 
 async def test_after_background_work_the_conversation_is_read_again_while_idle(

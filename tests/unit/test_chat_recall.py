@@ -23,7 +23,8 @@ from assistant.sessions.turn import CONVERSATION_DELETED, Recollection
 from tests.fakes import HashEmbedder
 from tests.fixtures.chat import ChatRig, knowledge_item, memory_item
 from tests.fixtures.conversations import ConversationVectors
-from tests.unit.test_chat_engine import collect, wait_until
+from tests.unit.test_chat_engine import collect
+from tests.waiting import wait_until_async
 
 KAYAK_Q = "Shall we take the kayak out on Saturday or on Sunday?"
 KAYAK_A = "Saturday looks calm, so we decided to take the kayak on Saturday morning."
@@ -245,7 +246,7 @@ async def test_an_idle_session_is_summarised_and_indexed(recall: Recall) -> None
         assert isinstance(await engine.ask(question), Done)
     session = engine.session
     assert session is not None
-    await wait_until(lambda: summary_of(recall.rig.store, session.id) is not None)
+    await wait_until_async(lambda: summary_of(recall.rig.store, session.id) is not None)
     text, through = summary_of(recall.rig.store, session.id) or ("", 0)
     assert text == "Decided to kayak on Saturday." and through == 2
     request = next(b for b in recall.rig.fake.chat_requests if _is_recap(b))
@@ -254,14 +255,14 @@ async def test_an_idle_session_is_summarised_and_indexed(recall: Recall) -> None
     assert request["options"]["num_ctx"] == 8192
     assert "Take the small tent." in request["messages"][1]["content"]
     await engine.drain(timeout=5)
-    await wait_until(lambda: any(h.seq is None for h in _hits(recall, "kayak weekend")))
+    await wait_until_async(lambda: any(h.seq is None for h in _hits(recall, "kayak weekend")))
 
 
 async def test_a_one_turn_session_is_not_summarised(recall: Recall) -> None:
     engine = recall.make(summarize_idle_seconds=0.1)
     recall.rig.fake.script_chat("Hello!")
     assert isinstance(await engine.ask("hi"), Done)
-    await wait_until(lambda: engine._idle_timer is None)  # the idle work ran
+    await wait_until_async(lambda: engine._idle_timer is None)  # the idle work ran
     await engine.drain(timeout=5)
     assert not any(_is_recap(b) for b in recall.rig.fake.chat_requests)
 

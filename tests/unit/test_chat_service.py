@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -11,6 +10,7 @@ import pytest
 
 from assistant.chat.service import SingleFlightEmbedder, _ChatContext
 from tests.fakes import HashEmbedder
+from tests.waiting import wait_until
 
 
 class SlowEmbedder(HashEmbedder):
@@ -27,13 +27,6 @@ class SlowEmbedder(HashEmbedder):
         if text == "boom":
             raise RuntimeError("model failed")
         return super().embed_query(text)
-
-
-def wait_until(predicate, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met before the deadline"
-        time.sleep(0.001)
 
 
 def test_concurrent_queries_for_the_same_text_embed_once() -> None:

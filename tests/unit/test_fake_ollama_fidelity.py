@@ -18,6 +18,7 @@ import pytest
 
 from tests.fake_ollama import FakeOllama, FakeTiming
 from tests.fake_ollama_runtime import DEFAULT_NUM_CTX
+from tests.waiting import wait_until
 
 USER = [{"role": "user", "content": "What does git stash do?"}]
 
@@ -31,10 +32,7 @@ def chat(fake: FakeOllama, timeout: float = 10.0, **body: Any) -> dict[str, Any]
 
 def wait_busy(fake: FakeOllama) -> None:
     """Until a request holds the model's slot (recorded is not enough: it may not be there)."""
-    deadline = time.monotonic() + 5
-    while "qwen3:4b" not in fake.busy():
-        assert time.monotonic() < deadline, "no request reached the model"
-        time.sleep(0.005)
+    wait_until(lambda: "qwen3:4b" in fake.busy(), what="a request to reach the model")
 
 
 def stream(fake: FakeOllama, **body: Any) -> list[dict[str, Any]]:
@@ -211,9 +209,7 @@ def test_a_client_that_leaves_during_the_load_aborts_it(fake_ollama: FakeOllama)
     fake_ollama.timing = FakeTiming(load_seconds=2.0)
     with pytest.raises(httpx.ReadTimeout):
         chat(fake_ollama, timeout=0.2)
-    deadline = time.monotonic() + 5
-    while not fake_ollama.loads and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: fake_ollama.loads)
     assert fake_ollama.loads[-1].aborted
     assert fake_ollama.loaded() == {}
     assert fake_ollama.disconnects[-1].phase == "loading"
@@ -299,9 +295,7 @@ def test_a_queued_request_whose_client_left_is_skipped(fake_ollama: FakeOllama) 
     with pytest.raises(httpx.ReadTimeout):
         chat(fake_ollama, timeout=0.2)
     holder.join(10)
-    deadline = time.monotonic() + 5
-    while not fake_ollama.disconnects and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: fake_ollama.disconnects)
     assert fake_ollama.disconnects[-1].phase == "queued"
     assert len(fake_ollama.generations) == 1
 
@@ -313,9 +307,7 @@ def test_the_disconnect_log_says_at_which_chunk_the_client_left(fake_ollama: Fak
         lines = r.iter_lines()
         for _ in range(3):
             next(lines)
-    deadline = time.monotonic() + 5
-    while not fake_ollama.disconnects and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: fake_ollama.disconnects)
     gone = fake_ollama.disconnects[-1]
     assert (gone.phase, gone.chunk) == ("streaming", 3)
     assert fake_ollama.generations == []  # never finished
@@ -382,9 +374,7 @@ def test_ps_waits_while_a_model_loads(fake_ollama: FakeOllama) -> None:
     fake_ollama.timing = FakeTiming(load_seconds=2.0)
     loader = threading.Thread(target=chat, args=(fake_ollama,))
     loader.start()
-    deadline = time.monotonic() + 5
-    while not fake_ollama.loading() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: fake_ollama.loading())
     assert fake_ollama.loading() == {"qwen3:4b"}
     with pytest.raises(httpx.ReadTimeout):
         httpx.get(f"{fake_ollama.url}/api/ps", timeout=0.2)
@@ -412,9 +402,7 @@ def test_keep_alive_zero_unloads_after_the_request(fake_ollama: FakeOllama) -> N
     # server/sched.go: the runner's expiry (keep_alive 0 = at once) runs when the scheduler
     # hears the request finished — after the reply's last byte, so the client may be first.
     chat(fake_ollama, keep_alive=0)
-    deadline = time.monotonic() + 5
-    while fake_ollama.loaded() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: not fake_ollama.loaded())
     assert fake_ollama.loaded() == {}
 
 
