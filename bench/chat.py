@@ -94,7 +94,7 @@ def _memory_lines(count: int) -> list[str]:
 
 def run(quick: bool) -> Report:
     from assistant.context import AppContext
-    from tests.fake_ollama import FakeOllama
+    from tests.fake_ollama import FakeOllamaServer
 
     report = Report("chat", quick)
     # Latency on a shared machine depends on what else runs: keep the load with the numbers.
@@ -111,14 +111,14 @@ def run(quick: bool) -> Report:
         print(f"  engine overhead skipped: {exc}", flush=True)
         report.details["overhead_skipped"] = str(exc)
         return report
-    fake = FakeOllama().start()
+    fake = FakeOllamaServer().start()
     try:
         report.details["engine_only"] = asyncio.run(_engine_only(report, fake, questions))
     finally:
         fake.stop()
     home = _knowledge_home(quick)
     work = Path(tempfile.mkdtemp(prefix="bench-chat-"))
-    fake = FakeOllama().start()
+    fake = FakeOllamaServer().start()
     try:
         # A private copy of the config pointing at the fake server; data shared read-only.
         from assistant.chat.service import SingleFlightEmbedder

@@ -64,12 +64,12 @@ def _thinking(turn: int) -> str:
 
 
 def run_session(report: Report, quick: bool) -> dict[str, Any]:
-    from tests.fake_ollama import FakeOllama, FakeTiming
+    from tests.fake_ollama import FakeOllamaServer, FakeTiming
 
     scale = 0.05 if quick else 0.25
-    engine_side = asyncio.run(_engine_session(FakeOllama(timing=FakeTiming.cpu(scale)).start(),
-                                              scale))
-    legacy = _legacy_session(FakeOllama(timing=FakeTiming.cpu(scale)).start(), scale)
+    engine_side = asyncio.run(
+        _engine_session(FakeOllamaServer(timing=FakeTiming.cpu(scale)).start(), scale))
+    legacy = _legacy_session(FakeOllamaServer(timing=FakeTiming.cpu(scale)).start(), scale)
 
     turn5 = engine_side["turns"][4]
     report.add("first_visible_token_turn1_s", engine_side["turns"][0]["first_visible_s"],

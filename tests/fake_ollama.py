@@ -77,7 +77,7 @@ from tests.fake_ollama_runtime import (
 )
 
 __all__ = [
-    "DEFAULT_ERROR", "OLLAMA_VERSION", "Disconnect", "FakeModel", "FakeOllama", "FakeTiming",
+    "DEFAULT_ERROR", "OLLAMA_VERSION", "Disconnect", "FakeModel", "FakeOllamaServer", "FakeTiming",
     "Generation", "Load", "RecordedRequest", "Script", "chat_turn", "deterministic_embedding",
     "instance_of_schema", "normalize_model",
 ]
@@ -324,7 +324,7 @@ class _Server(ThreadingHTTPServer):
     # The default backlog of 5 drops SYNs under a burst of parallel clients, which then
     # retry after a full second.
     request_queue_size = 128
-    fake: FakeOllama
+    fake: FakeOllamaServer
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -404,7 +404,7 @@ class _Reply:
     done_reason: str = "stop"
 
 
-class FakeOllama:
+class FakeOllamaServer:
     """The fake server. `start()` binds a random loopback port; `url` is its base URL."""
 
     def __init__(self, *, models: Sequence[FakeModel] | None = None,
@@ -459,7 +459,7 @@ class FakeOllama:
     def running(self) -> bool:
         return self._server is not None
 
-    def start(self) -> FakeOllama:
+    def start(self) -> FakeOllamaServer:
         """Listen (again) — on the same port as before after a `stop()`."""
         with self._lock:
             if self._server is not None:
@@ -507,7 +507,7 @@ class FakeOllama:
         with self._sched.lock:
             self._sched.runners.clear()
 
-    def __enter__(self) -> FakeOllama:
+    def __enter__(self) -> FakeOllamaServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllamaServer
 
 ROOT = Path(__file__).resolve().parents[2]
 BRAIN = Path(sys.executable).with_name("brain")
@@ -39,7 +39,7 @@ def brain_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def write_config(home: Path, fake: FakeOllama, *, embedding: str = "bundled",
+def write_config(home: Path, fake: FakeOllamaServer, *, embedding: str = "bundled",
                  extra: str = "") -> Path:
     """A config pointing at the fake Ollama (and, for speed, maybe at its embeddings)."""
     config = home / "config" / "config.toml"

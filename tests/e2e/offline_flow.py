@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllamaServer
 
 NOTE = (
     "# Restoring backups\n\nBackups run nightly with restic. To restore a file, run "
@@ -38,7 +38,7 @@ def main(workdir: Path) -> dict[str, Any]:
     home, notes = workdir / "home", workdir / "notes"
     notes.mkdir(parents=True, exist_ok=True)
     (notes / "restore.md").write_text(NOTE, encoding="utf-8")
-    fake = FakeOllama().start()
+    fake = FakeOllamaServer().start()
     try:
         (home / "config").mkdir(parents=True, exist_ok=True)
         (home / "config" / "config.toml").write_text(

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import run_brain, write_config
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllamaServer
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -29,20 +29,20 @@ def _memories(home: Path) -> list[str]:
 
 
 @pytest.fixture
-def home(tmp_path: Path, fake_ollama: FakeOllama, brain_bin: Path) -> Path:
+def home(tmp_path: Path, fake_ollama: FakeOllamaServer, brain_bin: Path) -> Path:
     root = tmp_path / "home"
     write_config(root, fake_ollama, embedding="ollama:nomic-embed-text")
     return root
 
 
-def _script_extraction(fake: FakeOllama, text: str) -> None:
+def _script_extraction(fake: FakeOllamaServer, text: str) -> None:
     fake.script_chat(format_json={"memories": [{
         "type": "fact", "key": "home_city", "text": text, "confidence": 0.9,
         "importance": 0.7}]}, match=_is_extraction, delay=EXTRACTION_DELAY)
 
 
 def test_ask_exits_before_extraction_and_the_memory_arrives_later(
-    home: Path, fake_ollama: FakeOllama
+    home: Path, fake_ollama: FakeOllamaServer
 ) -> None:
     _script_extraction(fake_ollama, "The user lives in Lisbon.")
     started = time.monotonic()
@@ -60,7 +60,7 @@ def test_ask_exits_before_extraction_and_the_memory_arrives_later(
     print(f"ask without --wait: {took:.1f} s (extraction takes {EXTRACTION_DELAY:g} s)")
 
 
-def test_wait_runs_extraction_before_exiting(home: Path, fake_ollama: FakeOllama) -> None:
+def test_wait_runs_extraction_before_exiting(home: Path, fake_ollama: FakeOllamaServer) -> None:
     _script_extraction(fake_ollama, "The user lives in Porto.")
     started = time.monotonic()
     run_brain(home, "ask", "I moved to Porto, what's the time zone?", "--wait",

@@ -22,7 +22,7 @@ import pytest
 
 from assistant.paths import resolve_paths
 from tests.e2e.conftest import BRAIN, Ran, run_brain, write_config
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllamaServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -37,9 +37,9 @@ def _needs_brain() -> None:
 
 
 @pytest.fixture(scope="module")
-def module_ollama() -> Iterator[FakeOllama]:
+def module_ollama() -> Iterator[FakeOllamaServer]:
     """One fake Ollama for the module: every test copies the home made against it."""
-    fake = FakeOllama().start()
+    fake = FakeOllamaServer().start()
     try:
         yield fake
     finally:
@@ -47,7 +47,7 @@ def module_ollama() -> Iterator[FakeOllama]:
 
 
 @pytest.fixture(scope="module")
-def populated(tmp_path_factory: pytest.TempPathFactory, module_ollama: FakeOllama) -> Path:
+def populated(tmp_path_factory: pytest.TempPathFactory, module_ollama: FakeOllamaServer) -> Path:
     """Made once: every store written (index, vectors, memory, a session, the log)."""
     if not BRAIN.exists():
         pytest.skip(f"`brain` is not installed at {BRAIN}")

@@ -28,7 +28,7 @@ from assistant.paths import resolve_paths
 from assistant.retrieval.log import RetrievalLog
 from tests.e2e.conftest import BRAIN, run_brain, write_config
 from tests.e2e.traces import find_traces
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllamaServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -98,7 +98,7 @@ def _ask(home: Path, question: str, *args: str) -> str:
     return str(sessions["sessions"][0]["id"])
 
 
-def test_removals_leave_nothing_in_any_file(tmp_path: Path, fake_ollama: FakeOllama) -> None:
+def test_removals_leave_nothing_in_any_file(tmp_path: Path, fake_ollama: FakeOllamaServer) -> None:
     home = tmp_path / "home"
     private = tmp_path / FOLDER_MARKER
     kept = tmp_path / "garden"

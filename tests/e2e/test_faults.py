@@ -21,7 +21,7 @@ import pytest
 
 from tests.e2e.conftest import BRAIN, brain_env, run_brain, write_config
 from tests.e2e.stores import dump, knowledge_state, memory_rows, memory_state
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllamaServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -41,7 +41,7 @@ def _needs_brain() -> None:
         pytest.skip(f"`brain` is not installed at {BRAIN}")
 
 
-def _home(base: Path, name: str, fake: FakeOllama, extra: str = "") -> Path:
+def _home(base: Path, name: str, fake: FakeOllamaServer, extra: str = "") -> Path:
     home = base / name
     write_config(home, fake, embedding=EMBEDDING, extra=extra)
     return home
@@ -91,7 +91,7 @@ def _timed(home: Path, *args: str) -> float:
     return time.perf_counter() - start
 
 
-def test_sigkill_during_index_converges(tmp_path: Path, fake_ollama: FakeOllama) -> None:
+def test_sigkill_during_index_converges(tmp_path: Path, fake_ollama: FakeOllamaServer) -> None:
     rng = random.Random(SEED)
     notes = tmp_path / "notes"
     _write_notes(notes, 120, rng)
@@ -144,7 +144,7 @@ def _user_edit(home: Path) -> str:
     return "I drink green tea every morning"
 
 
-def test_sigkill_during_memory_import_converges(tmp_path: Path, fake_ollama: FakeOllama
+def test_sigkill_during_memory_import_converges(tmp_path: Path, fake_ollama: FakeOllamaServer
                                                 ) -> None:
     rng = random.Random(SEED + 1)
     source = tmp_path / "memories.jsonl"
@@ -192,12 +192,12 @@ def _is_extraction(body: dict) -> bool:
     return bool(body.get("format"))
 
 
-def _drop_scripts(fake: FakeOllama) -> None:
+def _drop_scripts(fake: FakeOllamaServer) -> None:
     with fake._lock:
         fake._scripts.pop("/api/chat", None)
 
 
-def test_sigkill_during_memory_extraction_converges(tmp_path: Path, fake_ollama: FakeOllama
+def test_sigkill_during_memory_extraction_converges(tmp_path: Path, fake_ollama: FakeOllamaServer
                                                     ) -> None:
     rng = random.Random(SEED + 2)
 

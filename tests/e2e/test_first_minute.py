@@ -16,7 +16,7 @@ import pytest
 
 from tests.e2e.conftest import BRAIN, brain_env, run_brain, write_config
 from tests.e2e.terminal import Terminal, tmux_available
-from tests.fake_ollama import FakeOllama, chat_turn
+from tests.fake_ollama import FakeOllamaServer, chat_turn
 
 pytestmark = [
     pytest.mark.skipif(not tmux_available(), reason="tmux is not installed (apt-get install tmux)"),
@@ -42,7 +42,7 @@ def _sidebar(screen: str) -> str:
     return "\n".join(line[SIDEBAR:] for line in screen.splitlines())
 
 
-def test_first_minute(tmp_path: Path, fake_ollama: FakeOllama) -> None:
+def test_first_minute(tmp_path: Path, fake_ollama: FakeOllamaServer) -> None:
     if not BRAIN.exists():
         pytest.skip(f"`brain` is not installed at {BRAIN}")
     home = tmp_path / "home"

@@ -27,7 +27,7 @@ from assistant.paths import resolve_paths
 from tests.e2e.conftest import BRAIN, brain_env, write_config
 from tests.e2e.killpoints import KillWorker, Outcome
 from tests.e2e.stores import conversation_vector_ids, dump, memory_state
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllamaServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -40,8 +40,8 @@ WORDS = ["restic", "backup", "kernel", "garden", "bread", "coffee", "router", "p
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeOllama]:
-    server = FakeOllama().start()
+def fake() -> Iterator[FakeOllamaServer]:
+    server = FakeOllamaServer().start()
     try:
         yield server
     finally:
@@ -57,7 +57,7 @@ def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KillWorker]:
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory: pytest.TempPathFactory, fake: FakeOllama, worker: KillWorker
+def base(tmp_path_factory: pytest.TempPathFactory, fake: FakeOllamaServer, worker: KillWorker
          ) -> Path:
     """A configured home with one memory the user typed: every run starts from a copy."""
     home = tmp_path_factory.mktemp("base") / "home"

@@ -14,13 +14,13 @@ import pytest
 
 from indexing.sources import SkipReason
 from tests.e2e.conftest import BRAIN, run_brain, write_config
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllamaServer
 from tests.fixtures.nasty_folder import build_nasty_folder
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 
-def test_nasty_folder_through_brain_index(tmp_path: Path, fake_ollama: FakeOllama) -> None:
+def test_nasty_folder_through_brain_index(tmp_path: Path, fake_ollama: FakeOllamaServer) -> None:
     if not BRAIN.exists():
         pytest.skip(f"`brain` is not installed at {BRAIN}")
     nasty = build_nasty_folder(tmp_path)

@@ -14,7 +14,7 @@ import pytest
 
 from tests.e2e.conftest import BRAIN, run_brain, write_config
 from tests.e2e.stores import memory_rows
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllamaServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -38,7 +38,7 @@ LEGIT = {"type": "fact", "key": "review_day", "text": "The user's quarterly revi
          "confidence": 0.9, "importance": 0.6}
 
 
-def test_injected_instructions_never_reach_memory(tmp_path: Path, fake_ollama: FakeOllama
+def test_injected_instructions_never_reach_memory(tmp_path: Path, fake_ollama: FakeOllamaServer
                                                   ) -> None:
     if not BRAIN.exists():
         pytest.skip(f"`brain` is not installed at {BRAIN}")

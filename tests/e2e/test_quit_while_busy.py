@@ -25,7 +25,7 @@ import pytest
 
 from tests.e2e.conftest import BRAIN, brain_env, run_brain, write_config
 from tests.e2e.terminal import Terminal, tmux_available
-from tests.fake_ollama import FakeOllama, chat_turn
+from tests.fake_ollama import FakeOllamaServer, chat_turn
 from tests.stress import fair_share
 
 pytestmark = [
@@ -41,7 +41,7 @@ FACT = "I keep my backups on a NAS called vaultbox."
 MEMORY = "The user keeps backups on a NAS called vaultbox."  # what the model extracts
 
 
-def _configure(home: Path, fake: FakeOllama, extra: str = "") -> None:
+def _configure(home: Path, fake: FakeOllamaServer, extra: str = "") -> None:
     """The fake's config, with an Ollama timeout longer than the stuck calls (a real request
     may legitimately wait that long: a model loading on a CPU)."""
     config = write_config(home, fake, embedding=EMBEDDING, extra=extra)
@@ -85,14 +85,14 @@ def _wait_for(condition: Callable[[], bool], what: str, timeout: float = 60.0) -
         time.sleep(0.05)
 
 
-def _wait_for_extraction(fake: FakeOllama, timeout: float = 60.0) -> None:
+def _wait_for_extraction(fake: FakeOllamaServer, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not any(_is_extraction(body) for body in fake.chat_requests):
         assert time.monotonic() < deadline, "memory extraction never asked the model"
         time.sleep(0.05)
 
 
-def test_quit_does_not_wait_for_a_stuck_call(tmp_path: Path, fake_ollama: FakeOllama) -> None:
+def test_quit_does_not_wait_for_a_stuck_call(tmp_path: Path, fake_ollama: FakeOllamaServer) -> None:
     """Ollama answers /api/show only after a minute (busy loading, or hung): the engine asks it
     for the model's facts on worker threads, which stay blocked."""
     home = tmp_path / "home"
@@ -116,7 +116,7 @@ def test_quit_does_not_wait_for_a_stuck_call(tmp_path: Path, fake_ollama: FakeOl
 
 
 def test_quit_before_the_first_token_stores_the_question(
-    tmp_path: Path, fake_ollama: FakeOllama
+    tmp_path: Path, fake_ollama: FakeOllamaServer
 ) -> None:
     """Ollama silent before the first token (as while it loads a model or reads the prompt)."""
     home = tmp_path / "home"
@@ -133,7 +133,7 @@ def test_quit_before_the_first_token_stores_the_question(
 
 
 def test_quit_mid_answer_stores_the_partial_answer(
-    tmp_path: Path, fake_ollama: FakeOllama
+    tmp_path: Path, fake_ollama: FakeOllamaServer
 ) -> None:
     """A slow model (one word every 0.2 s, a CPU's pace) in the middle of its answer."""
     home = tmp_path / "home"
@@ -154,7 +154,7 @@ def test_quit_mid_answer_stores_the_partial_answer(
 
 
 def test_quit_during_memory_extraction_leaves_it_for_the_next_run(
-    tmp_path: Path, fake_ollama: FakeOllama
+    tmp_path: Path, fake_ollama: FakeOllamaServer
 ) -> None:
     """Extraction after every turn; the model takes a minute over it. Quitting does not wait,
     and the next run, once the user is idle, extracts the turn the quit left."""

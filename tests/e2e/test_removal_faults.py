@@ -37,7 +37,7 @@ from tests.e2e.conftest import BRAIN, brain_env, run_brain, write_config
 from tests.e2e.killpoints import KillWorker, Outcome
 from tests.e2e.stores import dump, knowledge_state
 from tests.e2e.traces import find_traces
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllamaServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -57,8 +57,8 @@ LOGGED_MARKER = "Periwinkleaxolotl"  # only in the other agent event (forget-all
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeOllama]:
-    server = FakeOllama().start()
+def fake() -> Iterator[FakeOllamaServer]:
+    server = FakeOllamaServer().start()
     try:
         yield server
     finally:
@@ -66,7 +66,7 @@ def fake() -> Iterator[FakeOllama]:
 
 
 @pytest.fixture(scope="module")
-def filled(tmp_path_factory: pytest.TempPathFactory, fake: FakeOllama) -> dict[str, Any]:
+def filled(tmp_path_factory: pytest.TempPathFactory, fake: FakeOllamaServer) -> dict[str, Any]:
     """One home with every store filled; tests copy it."""
     if not BRAIN.exists():
         pytest.skip(f"`brain` is not installed at {BRAIN}")
@@ -233,7 +233,7 @@ def test_killed_removal_is_finished_by_the_next_command(
 
 
 def test_erased_memory_never_reaches_a_prompt_again(
-        filled: dict[str, Any], fake: FakeOllama, tmp_path: Path) -> None:
+        filled: dict[str, Any], fake: FakeOllamaServer, tmp_path: Path) -> None:
     """The profile used the memory: after `memory rm --forever` the next system prompt holds
     no word of it (the profile is emptied until rewritten without it)."""
     home = _copy(filled, tmp_path / "home")
@@ -357,7 +357,7 @@ def test_removal_on_a_full_disk_completes_or_finishes_later(
 
 
 def test_read_only_home_searches_and_refuses_writes_in_one_line(
-        filled: dict[str, Any], fake: FakeOllama, worker: KillWorker, tmp_path: Path) -> None:
+        filled: dict[str, Any], fake: FakeOllamaServer, worker: KillWorker, tmp_path: Path) -> None:
     """Searching needs no write access: on a read-only mount every search answers (the
     databases opened read-only, Chroma replaced by the dense snapshot or, for memories and
     chats, by keywords, said on stderr); what must write (saving an answer, a removal) fails

@@ -17,7 +17,7 @@ import pytest
 
 from assistant.paths import resolve_paths
 from tests.e2e.conftest import BRAIN, run_brain, write_config
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllamaServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -32,7 +32,7 @@ def _needs_brain() -> None:
         pytest.skip(f"`brain` is not installed at {BRAIN}")
 
 
-def _flow(tmp_path: Path, fake: FakeOllama) -> tuple[Path, Path]:
+def _flow(tmp_path: Path, fake: FakeOllamaServer) -> tuple[Path, Path]:
     """index, search, ask (with memory extraction), remember: every store gets written."""
     home, notes = tmp_path / "home", tmp_path / "notes"
     (notes / "private").mkdir(parents=True)
@@ -67,7 +67,7 @@ def _holding(paths: list[Path], marker: str) -> list[str]:
 
 
 def test_private_files_quiet_logs_and_removals_that_really_remove(
-    tmp_path: Path, fake_ollama: FakeOllama
+    tmp_path: Path, fake_ollama: FakeOllamaServer
 ) -> None:
     home, notes = _flow(tmp_path, fake_ollama)
     paths = resolve_paths(home)

@@ -11,7 +11,7 @@ import pytest
 
 from tests.e2e.conftest import run_brain, write_config
 from tests.e2e.stores import conversation_vector_ids
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllamaServer
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -38,7 +38,7 @@ LINES = [
 
 
 @pytest.fixture
-def home(tmp_path: Path, fake_ollama: FakeOllama, brain_bin: Path) -> Path:
+def home(tmp_path: Path, fake_ollama: FakeOllamaServer, brain_bin: Path) -> Path:
     root = tmp_path / "home"
     write_config(root, fake_ollama, embedding=EMBEDDING)
     return root

@@ -16,7 +16,7 @@ import pytest
 from assistant.paths import resolve_paths
 from tests.e2e.conftest import BRAIN, Ran, brain_env, run_brain, write_config
 from tests.e2e.stores import knowledge_state, memory_state
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllamaServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -35,7 +35,7 @@ def _needs_brain() -> None:
         pytest.skip(f"`brain` is not installed at {BRAIN}")
 
 
-def _setup(tmp_path: Path, fake: FakeOllama, name: str = "home") -> tuple[Path, Path]:
+def _setup(tmp_path: Path, fake: FakeOllamaServer, name: str = "home") -> tuple[Path, Path]:
     home, notes = tmp_path / name, tmp_path / "notes"
     if not notes.exists():
         for rel, text in NOTES.items():
@@ -49,7 +49,7 @@ def _no_traceback(ran: Ran) -> None:
     assert "Traceback" not in ran.err and "Traceback" not in ran.out, ran.err[-3000:]
 
 
-def _populated(tmp_path: Path, fake: FakeOllama, name: str = "home") -> tuple[Path, Path]:
+def _populated(tmp_path: Path, fake: FakeOllamaServer, name: str = "home") -> tuple[Path, Path]:
     home, notes = _setup(tmp_path, fake, name)
     run_brain(home, "index", str(notes)).ok()
     for text in ("I drink green tea every morning", "My NAS is called vaultbox"):
@@ -64,7 +64,7 @@ def _state(home: Path) -> dict:
 
 
 def test_corrupted_vector_store_is_reported_and_rebuilt_from_files_and_sqlite(
-    tmp_path: Path, fake_ollama: FakeOllama
+    tmp_path: Path, fake_ollama: FakeOllamaServer
 ) -> None:
     home, _ = _populated(tmp_path, fake_ollama)
     before = _state(home)
@@ -99,7 +99,7 @@ def test_corrupted_vector_store_is_reported_and_rebuilt_from_files_and_sqlite(
 
 
 def test_deleted_vector_store_is_repaired_by_sync_and_memory_reindex(
-    tmp_path: Path, fake_ollama: FakeOllama
+    tmp_path: Path, fake_ollama: FakeOllamaServer
 ) -> None:
     home, _ = _populated(tmp_path, fake_ollama)
     before = _state(home)
@@ -110,7 +110,7 @@ def test_deleted_vector_store_is_repaired_by_sync_and_memory_reindex(
     assert _state(home) == before
 
 
-def test_doctor_checks_never_trip_over_each_other(tmp_path: Path, fake_ollama: FakeOllama
+def test_doctor_checks_never_trip_over_each_other(tmp_path: Path, fake_ollama: FakeOllamaServer
                                                    ) -> None:
     """The checks run in threads; they once raced on numpy's first import (1 run in 3)."""
     home, _ = _setup(tmp_path, fake_ollama)
@@ -120,7 +120,7 @@ def test_doctor_checks_never_trip_over_each_other(tmp_path: Path, fake_ollama: F
         assert ran.code == 0, ran.out + ran.err
 
 
-def test_two_processes_on_one_home_never_corrupt_it(tmp_path: Path, fake_ollama: FakeOllama
+def test_two_processes_on_one_home_never_corrupt_it(tmp_path: Path, fake_ollama: FakeOllamaServer
                                                     ) -> None:
     clean_home, notes = _populated(tmp_path, fake_ollama, "clean")
     clean = knowledge_state(clean_home)
@@ -183,7 +183,7 @@ def _digest(directory: Path) -> dict[str, str]:
 
 @pytest.mark.skipif(_mount_ns_usable() is not None, reason=f"{_mount_ns_usable()}")
 def test_read_only_data_dir_gives_a_clear_error_and_writes_nothing(
-    tmp_path: Path, fake_ollama: FakeOllama
+    tmp_path: Path, fake_ollama: FakeOllamaServer
 ) -> None:
     home, notes = _populated(tmp_path, fake_ollama)
     (notes / "new.md").write_text("# New\n\nA note added while the disk is read-only.\n")
@@ -216,7 +216,7 @@ MISBEHAVIOURS = {
 
 
 @pytest.mark.parametrize("kind", list(MISBEHAVIOURS))
-def test_ask_survives_a_misbehaving_ollama(tmp_path: Path, fake_ollama: FakeOllama,
+def test_ask_survives_a_misbehaving_ollama(tmp_path: Path, fake_ollama: FakeOllamaServer,
                                            kind: str) -> None:
     home = tmp_path / "home"
     write_config(home, fake_ollama, embedding=EMBEDDING)

@@ -16,7 +16,7 @@ import pytest
 
 from tests.e2e.conftest import BRAIN, brain_env, run_brain, write_config
 from tests.e2e.terminal import Terminal, tmux_available
-from tests.fake_ollama import FakeOllama, FakeTiming, chat_turn
+from tests.fake_ollama import FakeOllamaServer, FakeTiming, chat_turn
 
 pytestmark = [
     pytest.mark.skipif(not tmux_available(), reason="tmux is not installed (apt-get install tmux)"),
@@ -33,7 +33,7 @@ def _installed() -> None:
         pytest.skip(f"`brain` is not installed at {BRAIN}")
 
 
-def test_a_thinking_answer_in_the_tui(tmp_path: Path, fake_ollama: FakeOllama) -> None:
+def test_a_thinking_answer_in_the_tui(tmp_path: Path, fake_ollama: FakeOllamaServer) -> None:
     _installed()
     home = tmp_path / "home"
     write_config(home, fake_ollama, embedding=EMBEDDING)
@@ -66,7 +66,7 @@ def test_a_thinking_answer_in_the_tui(tmp_path: Path, fake_ollama: FakeOllama) -
 
 
 def test_brain_ask_on_a_terminal_says_what_ollama_is_doing(
-    tmp_path: Path, fake_ollama: FakeOllama,
+    tmp_path: Path, fake_ollama: FakeOllamaServer,
 ) -> None:
     _installed()
     home = tmp_path / "home"

@@ -12,7 +12,7 @@ import pytest
 
 from assistant.paths import resolve_paths
 from tests.e2e.conftest import BRAIN, Ran, run_brain, write_config
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllamaServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -34,7 +34,7 @@ def _consistency(ran: Ran) -> dict:
 
 
 def test_deleted_vector_store_is_reported_until_repaired(
-    tmp_path: Path, fake_ollama: FakeOllama
+    tmp_path: Path, fake_ollama: FakeOllamaServer
 ) -> None:
     home, notes = tmp_path / "home", tmp_path / "notes"
     for rel, text in NOTES.items():

@@ -16,7 +16,7 @@ from assistant.context import AppContext
 from assistant.retrieval.contract import SEARCH_RESULT_SCHEMA
 from assistant.retrieval.hybrid import HybridRetriever
 from assistant.retrieval.log import RetrievalLog
-from tests.fake_ollama import FakeOllama, chat_turn
+from tests.fake_ollama import FakeOllamaServer, chat_turn
 from tests.fake_ollama_runtime import count_tokens
 from tests.fakes import HashEmbedder
 from tests.fixtures.memory import MemoryVectors
@@ -35,7 +35,7 @@ NOTES = {
 }
 
 
-def last_answer_request(fake: FakeOllama) -> dict:
+def last_answer_request(fake: FakeOllamaServer) -> dict:
     """The last /api/chat body that asked for an answer (memory extraction, which `ask` runs
     after answering, asks for JSON with `format`; then the cache warm-up, one token)."""
     answers = [body for body in fake.chat_requests if chat_turn(body)]
@@ -92,7 +92,7 @@ def indexed(kb: FakeKnowledgeBase, tmp_path: Path) -> Path:
 
 
 def test_ask_json_has_the_search_and_memory_contracts(
-    brain: Run, indexed: Path, fake_ollama: FakeOllama
+    brain: Run, indexed: Path, fake_ollama: FakeOllamaServer
 ) -> None:
     # About the question: a memory unrelated to it stays out of the prompt (issue 23).
     preference = "I prefer short answers on how to stash changes."
@@ -123,7 +123,7 @@ def test_ask_json_has_the_search_and_memory_contracts(
 
 
 def test_ask_streams_the_answer_then_the_cited_sources(
-    brain: Run, indexed: Path, fake_ollama: FakeOllama
+    brain: Run, indexed: Path, fake_ollama: FakeOllamaServer
 ) -> None:
     fake_ollama.script_chat("Use tar to extract archives [1].")
     code, out, err = brain("ask", "how to extract a tar archive")
@@ -136,7 +136,7 @@ def test_ask_streams_the_answer_then_the_cited_sources(
 
 
 def test_question_from_stdin_and_switches(
-    brain: Run, indexed: Path, fake_ollama: FakeOllama
+    brain: Run, indexed: Path, fake_ollama: FakeOllamaServer
 ) -> None:
     code, out, err = brain("ask", "-", "--no-knowledge", "--no-memory",
                            stdin="  what is two plus two?\n")
@@ -147,7 +147,7 @@ def test_question_from_stdin_and_switches(
 
 
 def test_each_ask_is_a_new_session_unless_continued(
-    brain: Run, indexed: Path, fake_ollama: FakeOllama
+    brain: Run, indexed: Path, fake_ollama: FakeOllamaServer
 ) -> None:
     code, out, _ = brain("ask", "first question", "--json", "--no-knowledge")
     first = json.loads(out)["session_id"]
@@ -166,7 +166,7 @@ def test_each_ask_is_a_new_session_unless_continued(
 
 
 def test_ollama_down_keeps_the_question_and_retry_answers_it(
-    brain: Run, indexed: Path, fake_ollama: FakeOllama
+    brain: Run, indexed: Path, fake_ollama: FakeOllamaServer
 ) -> None:
     fake_ollama.stop()
     code, out, err = brain("ask", "is anyone there?", "--no-knowledge")
@@ -190,7 +190,7 @@ def test_ollama_down_keeps_the_question_and_retry_answers_it(
 
 
 def test_json_failure_reports_the_error_and_the_session(
-    brain: Run, indexed: Path, fake_ollama: FakeOllama
+    brain: Run, indexed: Path, fake_ollama: FakeOllamaServer
 ) -> None:
     code, out, _ = brain("ask", "hello", "--model", "missing:7b", "--json")
     assert code == 1
@@ -205,7 +205,7 @@ def test_json_failure_reports_the_error_and_the_session(
 
 
 def test_an_answer_cut_off_at_the_length_limit_is_reported(
-    brain: Run, indexed: Path, fake_ollama: FakeOllama
+    brain: Run, indexed: Path, fake_ollama: FakeOllamaServer
 ) -> None:
     fake_ollama.script_chat("The answer starts but", done_reason="length")
     code, out, err = brain("ask", "explain tar", "--no-knowledge")
@@ -227,7 +227,7 @@ def test_an_answer_cut_off_at_the_length_limit_is_reported(
 
 
 def test_the_footer_says_when_the_model_cited_none_of_its_sources(
-    brain: Run, indexed: Path, fake_ollama: FakeOllama
+    brain: Run, indexed: Path, fake_ollama: FakeOllamaServer
 ) -> None:
     fake_ollama.script_chat("Use tar to extract archives.")
     code, out, err = brain("ask", "how to extract a tar archive")
@@ -237,7 +237,7 @@ def test_the_footer_says_when_the_model_cited_none_of_its_sources(
 
 
 def test_an_answer_from_the_models_own_knowledge_is_said_to_be(
-    brain: Run, fake_ollama: FakeOllama
+    brain: Run, fake_ollama: FakeOllamaServer
 ) -> None:
     # Nothing indexed: the search finds nothing, and a small model does not say so itself.
     fake_ollama.script_chat("The capital of Australia is Sydney.")
@@ -254,7 +254,7 @@ def test_an_answer_from_the_models_own_knowledge_is_said_to_be(
 
 
 def test_ask_continue_finds_its_history_in_the_servers_prompt_cache(
-    brain: Run, indexed: Path, fake_ollama: FakeOllama, detached_runs: list[list[str]]
+    brain: Run, indexed: Path, fake_ollama: FakeOllamaServer, detached_runs: list[list[str]]
 ) -> None:
     # Each `ask` is followed by extraction and the session summary (in its detached `sessions
     # finish`, run here in-process), whose prompts replace the conversation in the server's
@@ -288,7 +288,7 @@ def test_missing_model_is_a_clear_error(brain: Run, indexed: Path) -> None:
 
 
 def test_a_mistyped_model_does_not_stick_to_the_session(
-    brain: Run, indexed: Path, fake_ollama: FakeOllama, ollama_home: Path
+    brain: Run, indexed: Path, fake_ollama: FakeOllamaServer, ollama_home: Path
 ) -> None:
     code, out, _ = brain("ask", "hello", "--json", "--no-knowledge")
     session = json.loads(out)["session_id"]
@@ -300,7 +300,7 @@ def test_a_mistyped_model_does_not_stick_to_the_session(
     assert {b["model"] for b in fake_ollama.chat_requests} == {"qwen3:4b"}  # typo never sent
 
 
-def test_chatting_before_indexing_anything(brain: Run, fake_ollama: FakeOllama) -> None:
+def test_chatting_before_indexing_anything(brain: Run, fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script_chat("I don't have notes on that.")
     code, out, err = brain("ask", "what is in my notes?")
     assert code == 0, err
@@ -326,7 +326,7 @@ def test_bad_input_is_a_clear_error(brain: Run, argv: tuple[str, ...], message: 
 
 
 def test_sessions_list_show_export_rename_rm(
-    brain: Run, indexed: Path, fake_ollama: FakeOllama, tmp_path: Path
+    brain: Run, indexed: Path, fake_ollama: FakeOllamaServer, tmp_path: Path
 ) -> None:
     code, out, _ = brain("sessions", "list")
     assert code == 0 and "no sessions yet" in out
@@ -367,7 +367,7 @@ def test_sessions_list_show_export_rename_rm(
     assert json.loads(out)["sessions"] == []
 
 
-def test_ctrl_c_keeps_the_partial_answer(ollama_home: Path, fake_ollama: FakeOllama) -> None:
+def test_ctrl_c_keeps_the_partial_answer(ollama_home: Path, fake_ollama: FakeOllamaServer) -> None:
     """A real process and a real SIGINT: the answer so far stays on screen and in the session."""
     import os
     import signal
@@ -410,7 +410,7 @@ def test_ctrl_c_keeps_the_partial_answer(ollama_home: Path, fake_ollama: FakeOll
     assert len(turn.answer.split()) < 400
 
 
-def test_persona_preset(brain: Run, fake_ollama: FakeOllama) -> None:
+def test_persona_preset(brain: Run, fake_ollama: FakeOllamaServer) -> None:
     code, _, err = brain("ask", "hi", "--persona", "concise", "--no-knowledge")
     assert code == 0, err
     system = last_answer_request(fake_ollama)["messages"][0]["content"]
@@ -425,7 +425,7 @@ def _is_extraction(body: dict) -> bool:
 
 
 def test_ask_extracts_memories_at_the_end_of_its_session(
-    brain: Run, fake_ollama: FakeOllama, ollama_home: Path
+    brain: Run, fake_ollama: FakeOllamaServer, ollama_home: Path
 ) -> None:
     # Default settings (extract_every_turns = 6): the process ending is the session's end.
     # The request timeout also bounds the whole extraction (storing and embedding included):
@@ -452,7 +452,7 @@ def test_ask_extracts_memories_at_the_end_of_its_session(
 
 
 def test_ask_json_is_one_object_printed_after_extraction(
-    brain: Run, fake_ollama: FakeOllama
+    brain: Run, fake_ollama: FakeOllamaServer
 ) -> None:
     fake_ollama.script_chat(format_json={"memories": [{
         "type": "preference", "key": "reply_style", "text": "The user likes terse replies.",
@@ -468,7 +468,7 @@ def test_ask_json_is_one_object_printed_after_extraction(
 
 
 def test_failed_extraction_is_a_note_and_the_answer_stands(
-    brain: Run, fake_ollama: FakeOllama
+    brain: Run, fake_ollama: FakeOllamaServer
 ) -> None:
     for _ in range(4):  # every attempt (and its retry) gets a broken reply
         fake_ollama.script_chat(raw_body=b'{"message": {"content": "{not json', fail=500,
@@ -485,7 +485,7 @@ def test_failed_extraction_is_a_note_and_the_answer_stands(
 
 
 def test_ask_leaves_extraction_to_a_detached_finish(
-    brain: Run, fake_ollama: FakeOllama, detached_runs: list[list[str]], ollama_home: Path
+    brain: Run, fake_ollama: FakeOllamaServer, detached_runs: list[list[str]], ollama_home: Path
 ) -> None:
     code, out, err = brain("ask", "I moved to Lisbon last year, what's the time zone?",
                            "--json")
@@ -506,7 +506,7 @@ def test_ask_leaves_extraction_to_a_detached_finish(
     assert detached_runs[-1][-1] == "--no-memory"
 
 
-def test_no_memory_sends_no_extraction_request(brain: Run, fake_ollama: FakeOllama) -> None:
+def test_no_memory_sends_no_extraction_request(brain: Run, fake_ollama: FakeOllamaServer) -> None:
     code, out, err = brain("ask", "I moved to Lisbon last year, what's the time zone?",
                            "--no-memory")
     assert code == 0, err
@@ -518,7 +518,7 @@ def test_no_memory_sends_no_extraction_request(brain: Run, fake_ollama: FakeOlla
 
 
 def test_ask_warns_when_the_vector_store_lost_its_vectors(
-    brain: Run, kb: FakeKnowledgeBase, indexed: Path, fake_ollama: FakeOllama
+    brain: Run, kb: FakeKnowledgeBase, indexed: Path, fake_ollama: FakeOllamaServer
 ) -> None:
     kb.vector_coverage = lambda: (0, 3)  # type: ignore[attr-defined]  # the store was deleted
     fake_ollama.script_chat("Use tar [1].", match=lambda body: not _is_extraction(body))
@@ -533,7 +533,7 @@ def test_ask_warns_when_the_vector_store_lost_its_vectors(
 
 
 def test_ask_recalls_an_earlier_conversation_and_cites_it(
-    brain: Run, fake_ollama: FakeOllama, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    brain: Run, fake_ollama: FakeOllamaServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from datetime import datetime, timedelta
 
@@ -578,7 +578,7 @@ def test_ask_recalls_an_earlier_conversation_and_cites_it(
 
 @pytest.mark.parametrize("think", ["auto", "off"])
 def test_the_reasoning_of_a_thinking_model_is_never_answer_text(
-    brain: Run, indexed: Path, fake_ollama: FakeOllama, ollama_home: Path, think: str,
+    brain: Run, indexed: Path, fake_ollama: FakeOllamaServer, ollama_home: Path, think: str,
 ) -> None:
     # qwen3:4b is thinking-only: "auto" asks think:true and the reasoning comes in
     # message.thinking; "off" asks think:false and it comes untagged in content, ended by

@@ -13,7 +13,7 @@ import pytest
 
 from assistant.cli.main import main
 from assistant.context import AppContext
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllamaServer
 from tests.fakes import HashEmbedder
 
 CHECK_NAMES = ["config", "ollama", "chat model", "embedding", "vector store", "data dir",
@@ -82,7 +82,7 @@ def test_json_schema(ollama_home: Path, fast_embedder: HashEmbedder,
     assert _by_name(report)["disk space"]["essential"] is False
 
 
-def test_ollama_down_is_fast_and_clear(ollama_home: Path, fake_ollama: FakeOllama,
+def test_ollama_down_is_fast_and_clear(ollama_home: Path, fake_ollama: FakeOllamaServer,
                                        fast_embedder: HashEmbedder,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     _write_config(ollama_home, f'[ollama]\nhost = "{fake_ollama.url}"\ntimeout = 10.0\n')
@@ -105,7 +105,7 @@ def test_ollama_down_is_fast_and_clear(ollama_home: Path, fake_ollama: FakeOllam
 
 
 def test_slow_model_load_is_bounded_and_ollama_reported_first(
-        ollama_home: Path, fake_ollama: FakeOllama, monkeypatch: pytest.MonkeyPatch) -> None:
+        ollama_home: Path, fake_ollama: FakeOllamaServer, monkeypatch: pytest.MonkeyPatch) -> None:
     from assistant.doctor import MIN_CHECK_SECONDS, run_doctor
 
     release = threading.Event()
@@ -135,7 +135,7 @@ def test_slow_model_load_is_bounded_and_ollama_reported_first(
     assert not report.ok  # Ollama is down
 
 
-def test_slow_ollama_answers_within_the_timeout(ollama_home: Path, fake_ollama: FakeOllama,
+def test_slow_ollama_answers_within_the_timeout(ollama_home: Path, fake_ollama: FakeOllamaServer,
                                                 fast_embedder: HashEmbedder,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     _write_config(ollama_home, f'[ollama]\nhost = "{fake_ollama.url}"\ntimeout = 0.5\n')
@@ -148,7 +148,7 @@ def test_slow_ollama_answers_within_the_timeout(ollama_home: Path, fake_ollama: 
     assert not check["ok"] and "did not answer within 0.5 s" in check["detail"]
 
 
-def test_model_missing_says_pull(ollama_home: Path, fake_ollama: FakeOllama,
+def test_model_missing_says_pull(ollama_home: Path, fake_ollama: FakeOllamaServer,
                                  fast_embedder: HashEmbedder,
                                  capsys: pytest.CaptureFixture[str]) -> None:
     fake_ollama.remove_model("qwen3:4b")
@@ -167,7 +167,7 @@ def test_model_missing_says_pull(ollama_home: Path, fake_ollama: FakeOllama,
         "qwen3:4b is not pulled (chat models installed: llama3.2:1b)")
 
 
-def test_tools_setting_on_a_model_without_tools(ollama_home: Path, fake_ollama: FakeOllama,
+def test_tools_setting_on_a_model_without_tools(ollama_home: Path, fake_ollama: FakeOllamaServer,
                                                 fast_embedder: HashEmbedder,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     fake_ollama.add_model("gemma3:1b", family="gemma3", parameter_size="1B",
@@ -181,7 +181,7 @@ def test_tools_setting_on_a_model_without_tools(ollama_home: Path, fake_ollama: 
                                "[ollama] tools = true has no effect")
 
 
-def test_embedding_model_as_chat_model_is_refused(ollama_home: Path, fake_ollama: FakeOllama,
+def test_embedding_model_as_chat_model_is_refused(ollama_home: Path, fake_ollama: FakeOllamaServer,
                                                   fast_embedder: HashEmbedder,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     _write_config(ollama_home, f'[ollama]\nhost = "{fake_ollama.url}"\n'
@@ -218,7 +218,7 @@ def test_embedding_failure_is_reported(ollama_home: Path, monkeypatch: pytest.Mo
     assert check["hint"] == "pick another model"
 
 
-def test_data_dir_unusable(home: Path, fake_ollama: FakeOllama, fast_embedder: HashEmbedder,
+def test_data_dir_unusable(home: Path, fake_ollama: FakeOllamaServer, fast_embedder: HashEmbedder,
                            capsys: pytest.CaptureFixture[str]) -> None:
     home.mkdir(parents=True)
     (home / "data").write_text("not a directory")
@@ -261,7 +261,7 @@ def test_damaged_embedded_store(ollama_home: Path, fast_embedder: HashEmbedder,
     assert not databases["ok"] and str(store / "chroma.sqlite3") in databases["detail"]
 
 
-def test_chroma_server_unreachable(ollama_home: Path, fake_ollama: FakeOllama,
+def test_chroma_server_unreachable(ollama_home: Path, fake_ollama: FakeOllamaServer,
                                    fast_embedder: HashEmbedder,
                                    capsys: pytest.CaptureFixture[str]) -> None:
     _write_config(ollama_home, f'[ollama]\nhost = "{fake_ollama.url}"\n'
@@ -273,7 +273,7 @@ def test_chroma_server_unreachable(ollama_home: Path, fake_ollama: FakeOllama,
     assert "chroma run" in check["hint"]
 
 
-def test_not_a_chroma_server(ollama_home: Path, fake_ollama: FakeOllama,
+def test_not_a_chroma_server(ollama_home: Path, fake_ollama: FakeOllamaServer,
                              fast_embedder: HashEmbedder,
                              capsys: pytest.CaptureFixture[str]) -> None:
     # The fake Ollama is a web server that is not Chroma: its 404 must be recognised.
@@ -305,7 +305,7 @@ def test_bundled_model_loads_offline(ollama_home: Path, real_embedder,  # type: 
     assert code == 0
 
 
-def test_embedding_through_ollama(ollama_home: Path, fake_ollama: FakeOllama,
+def test_embedding_through_ollama(ollama_home: Path, fake_ollama: FakeOllamaServer,
                                   capsys: pytest.CaptureFixture[str]) -> None:
     _write_config(ollama_home, f'[ollama]\nhost = "{fake_ollama.url}"\n'
                                '[embedding]\nmodel = "ollama:nomic-embed-text"\n')
@@ -316,7 +316,7 @@ def test_embedding_through_ollama(ollama_home: Path, fake_ollama: FakeOllama,
     assert fake_ollama.requests_to("/api/embed")  # really embedded through the server
 
 
-def test_missing_embedding_model_folder(ollama_home: Path, fake_ollama: FakeOllama,
+def test_missing_embedding_model_folder(ollama_home: Path, fake_ollama: FakeOllamaServer,
                                         capsys: pytest.CaptureFixture[str]) -> None:
     missing = ollama_home / "no-such-model"
     _write_config(ollama_home, f'[ollama]\nhost = "{fake_ollama.url}"\n'
@@ -336,7 +336,7 @@ def _tree(root: Path) -> dict[str, tuple[int, int]]:
 
 
 def test_doctor_without_home_creates_nothing_in_the_user_dirs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_ollama: FakeOllama,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_ollama: FakeOllamaServer,
     fast_embedder: HashEmbedder, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Run as a new user would, in the platform dirs: it used to create the config, data and
@@ -373,7 +373,7 @@ def test_doctor_leaves_an_existing_home_untouched(
 
 
 def test_a_thinking_only_model_is_named_with_faster_alternatives(
-    ollama_home: Path, fake_ollama: FakeOllama, fast_embedder: HashEmbedder,
+    ollama_home: Path, fake_ollama: FakeOllamaServer, fast_embedder: HashEmbedder,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     code, report = _doctor_json(capsys)  # the default qwen3:4b is Qwen3-4B-Thinking-2507
@@ -385,7 +385,7 @@ def test_a_thinking_only_model_is_named_with_faster_alternatives(
 
 
 def test_a_switchable_thinking_model_and_think_off(
-    ollama_home: Path, fake_ollama: FakeOllama, fast_embedder: HashEmbedder,
+    ollama_home: Path, fake_ollama: FakeOllamaServer, fast_embedder: HashEmbedder,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     fake_ollama.add_model("qwen3:8b", reasoning="hybrid")
@@ -397,7 +397,7 @@ def test_a_switchable_thinking_model_and_think_off(
 
 
 def test_a_host_from_ollama_host_is_blamed_on_the_environment(
-    ollama_home: Path, fake_ollama: FakeOllama, fast_embedder: HashEmbedder,
+    ollama_home: Path, fake_ollama: FakeOllamaServer, fast_embedder: HashEmbedder,
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Issue 23 (9): the host came from OLLAMA_HOST, so the advice names OLLAMA_HOST, not a

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllamaServer
 from tests.fixtures.conversations import ConversationVectors
 from tests.integration.test_ask_cli import Run, brain, kb, last_answer_request  # noqa: F401
 
@@ -85,7 +85,9 @@ def test_no_dates_named_says_nothing_about_dates(history: Run) -> None:
     assert found["caption"] == "1 conversation about 'ryokan in Kyoto'"
 
 
-def test_unrelated_memories_stay_out_of_the_prompt(history: Run, fake_ollama: FakeOllama) -> None:
+def test_unrelated_memories_stay_out_of_the_prompt(
+    history: Run, fake_ollama: FakeOllamaServer,
+) -> None:
     for text in ("My wife's birthday is March 3.", "Kayak stored in lake house garage.",
                  "I back up my laptop with rsync every Friday."):
         code, _, err = history("memory", "add", text)

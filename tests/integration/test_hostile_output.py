@@ -16,7 +16,7 @@ import pytest
 
 from assistant.context import AppContext
 from assistant.plain_text import plain
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllamaServer
 from tests.fixtures.retrieval import FakeKnowledgeBase, make_chunk
 from tests.integration.test_ask_cli import Run, brain, kb  # noqa: F401  (fixtures)
 
@@ -48,7 +48,7 @@ def test_plain_shows_controls_and_keeps_text() -> None:
 
 @pytest.fixture
 def stored(brain: Run, kb: FakeKnowledgeBase, tmp_path: Path, ollama_home: Path,  # noqa: F811
-           fake_ollama: FakeOllama) -> dict[str, str]:
+           fake_ollama: FakeOllamaServer) -> dict[str, str]:
     """Hostile text stored every way the user can store text; returns ids."""
     notes = (tmp_path / "notes").resolve()
     source = str(notes / f"evil{HOSTILE}.md")
@@ -81,7 +81,7 @@ def stored(brain: Run, kb: FakeKnowledgeBase, tmp_path: Path, ollama_home: Path,
 
 
 def test_every_command_prints_stored_text_plain(
-    brain: Run, stored: dict[str, str], fake_ollama: FakeOllama, tmp_path: Path,  # noqa: F811
+    brain: Run, stored: dict[str, str], fake_ollama: FakeOllamaServer, tmp_path: Path,  # noqa: F811
 ) -> None:
     fake_ollama.script_chat(f"The beacon is lit [1]. {HOSTILE}")
     commands = [

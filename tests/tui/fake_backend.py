@@ -67,7 +67,10 @@ def sample_memories() -> list[MemoryView]:
     ]
 
 
-class FakeOllama:
+class FakeOllamaApi:
+    """The TUI's `OllamaApi` (tui/protocols.py: status and installed models) in memory: no
+    server, no HTTP. `tests.fake_ollama.FakeOllamaServer` is the one that speaks the wire."""
+
     def __init__(self) -> None:
         self.up = True
         self.installed = ["qwen3:4b", "llama3.2:3b"]
@@ -319,7 +322,7 @@ class FakeTurn:
 
 
 class FakeChat:
-    def __init__(self, ollama: FakeOllama, memory: FakeMemory) -> None:
+    def __init__(self, ollama: FakeOllamaApi, memory: FakeMemory) -> None:
         self.ollama = ollama
         self.memory = memory
         self.script = ChatScript()
@@ -475,7 +478,7 @@ class FakeEvents:
 
 class FakeBackend:
     def __init__(self) -> None:
-        self.ollama = FakeOllama()
+        self.ollama = FakeOllamaApi()
         self.knowledge = FakeKnowledge()
         self.memory = FakeMemory()
         self.chat = FakeChat(self.ollama, self.memory)

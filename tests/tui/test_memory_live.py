@@ -18,7 +18,7 @@ from textual.pilot import Pilot
 
 from assistant.context import AppContext
 from tests.e2e.conftest import Ran, run_brain, write_config
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllamaServer
 from tests.tui.conftest import BrainTestApp
 from tests.tui.helpers import wait_until
 from tui.backend import CoreBackend
@@ -30,7 +30,7 @@ FOUR = ("Prefers green tea", "Works at a bakery in Lyon", "Has a cat named Miso"
 
 
 @pytest.fixture
-def core(home: Path, fake_ollama: FakeOllama) -> Iterator[tuple[AppContext, CoreBackend]]:
+def core(home: Path, fake_ollama: FakeOllamaServer) -> Iterator[tuple[AppContext, CoreBackend]]:
     write_config(home, fake_ollama, embedding="ollama:nomic-embed-text")
     ctx = AppContext.load(str(home))
     backend = CoreBackend(ctx)

@@ -16,7 +16,7 @@ import pytest
 from textual.widgets import OptionList
 
 from assistant.context import AppContext
-from tests.fake_ollama import FakeOllama, FakeTiming, chat_turn
+from tests.fake_ollama import FakeOllamaServer, FakeTiming, chat_turn
 from tests.fakes import HashEmbedder
 from tests.tui.conftest import BrainTestApp
 from tests.tui.helpers import answer_finished, ask, wait_until
@@ -43,17 +43,17 @@ def _status(answer: AnswerMessage) -> str:
     return str(answer.query_one(".answer-status").render())
 
 
-def _turn_requests(fake: FakeOllama) -> list[dict[str, Any]]:
+def _turn_requests(fake: FakeOllamaServer) -> list[dict[str, Any]]:
     return [b for b in fake.chat_requests if chat_turn(b)]
 
 
-def _unload(fake: FakeOllama, model: str) -> None:
+def _unload(fake: FakeOllamaServer, model: str) -> None:
     """`ollama stop MODEL`: an empty request with keep_alive 0 (server/routes.go)."""
     httpx.post(f"{fake.url}/api/chat", json={"model": model, "messages": [], "keep_alive": 0},
                timeout=5, trust_env=False).raise_for_status()
 
 
-async def _started(pilot: Any, fake: FakeOllama) -> None:
+async def _started(pilot: Any, fake: FakeOllamaServer) -> None:
     """The app is up and its preload of the default model is over."""
     await wait_until(pilot, lambda: pilot.app.chat_screen.status.preloaded == "qwen3:4b",
                      timeout=30, what="the preload")
@@ -62,7 +62,7 @@ async def _started(pilot: Any, fake: FakeOllama) -> None:
 # --- thinking --------------------------------------------------------------------------------
 
 async def test_reasoning_shows_collapsed_above_the_answer_and_goes_nowhere_else(
-    core: tuple[AppContext, CoreBackend], fake_ollama: FakeOllama, tmp_path: Path,
+    core: tuple[AppContext, CoreBackend], fake_ollama: FakeOllamaServer, tmp_path: Path,
 ) -> None:
     _ctx, backend = core
     notes = tmp_path / "notes"
@@ -121,7 +121,7 @@ async def test_reasoning_shows_collapsed_above_the_answer_and_goes_nowhere_else(
 
 
 async def test_untagged_reasoning_ended_by_think_is_moved_out_of_the_answer(
-    ollama_home: Path, fake_ollama: FakeOllama, monkeypatch: pytest.MonkeyPatch,
+    ollama_home: Path, fake_ollama: FakeOllamaServer, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     home = ollama_home
     # A model whose template says thinking can be switched off, asked with think:false, that
@@ -168,7 +168,7 @@ async def test_untagged_reasoning_ended_by_think_is_moved_out_of_the_answer(
 
 
 async def test_what_looked_like_reasoning_but_was_the_answer_is_shown_as_the_answer(
-    ollama_home: Path, fake_ollama: FakeOllama,
+    ollama_home: Path, fake_ollama: FakeOllamaServer,
 ) -> None:
     # think off on the thinking-only qwen3:4b: its reply is read as reasoning until `</think>`
     # (ollama/ollama#12736). A reply that never sends one was the answer after all.
@@ -196,7 +196,7 @@ async def test_what_looked_like_reasoning_but_was_the_answer_is_shown_as_the_ans
 # --- the silent wait -------------------------------------------------------------------------
 
 async def test_the_silent_wait_says_what_ollama_is_doing(
-    core: tuple[AppContext, CoreBackend], fake_ollama: FakeOllama,
+    core: tuple[AppContext, CoreBackend], fake_ollama: FakeOllamaServer,
 ) -> None:
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:
@@ -224,7 +224,7 @@ async def test_the_silent_wait_says_what_ollama_is_doing(
 
 
 async def test_esc_during_a_silent_load_aborts_it(
-    core: tuple[AppContext, CoreBackend], fake_ollama: FakeOllama,
+    core: tuple[AppContext, CoreBackend], fake_ollama: FakeOllamaServer,
 ) -> None:
     _ctx, backend = core
     app = make(core)
@@ -255,7 +255,7 @@ async def test_esc_during_a_silent_load_aborts_it(
 
 
 async def test_esc_while_the_model_thinks_stops_it_and_keeps_no_reasoning(
-    core: tuple[AppContext, CoreBackend], fake_ollama: FakeOllama,
+    core: tuple[AppContext, CoreBackend], fake_ollama: FakeOllamaServer,
 ) -> None:
     _ctx, backend = core
     long_reasoning = " ".join(f"thought{i}" for i in range(400))
@@ -285,7 +285,7 @@ async def test_esc_while_the_model_thinks_stops_it_and_keeps_no_reasoning(
 # --- preload ---------------------------------------------------------------------------------
 
 async def test_the_model_is_preloaded_at_start_and_on_a_model_change(
-    core: tuple[AppContext, CoreBackend], fake_ollama: FakeOllama,
+    core: tuple[AppContext, CoreBackend], fake_ollama: FakeOllamaServer,
 ) -> None:
     fake_ollama.add_model("llama3.2:3b", capabilities=("completion", "tools"), reasoning="none",
                           context_length=131072)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pexpect
 
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllamaServer
 
 ROOT = Path(__file__).resolve().parents[2]
 # Between two words on screen: spaces and the colour codes of Textual's repaint.
@@ -31,7 +31,7 @@ def expect_all(child: pexpect.spawn, *texts: str) -> None:
         del waiting[child.expect(waiting)]
 
 
-def test_brain_opens_tui_and_quits_with_ctrl_q(home: Path, fake_ollama: FakeOllama) -> None:
+def test_brain_opens_tui_and_quits_with_ctrl_q(home: Path, fake_ollama: FakeOllamaServer) -> None:
     config = home / "config"
     config.mkdir(parents=True, mode=0o700)
     # Embeddings through the fake Ollama: no torch in this test, and the status bar can show

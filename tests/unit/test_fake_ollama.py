@@ -11,7 +11,7 @@ import httpx
 import ollama
 import pytest
 
-from tests.fake_ollama import FakeOllama, deterministic_embedding, instance_of_schema
+from tests.fake_ollama import FakeOllamaServer, deterministic_embedding, instance_of_schema
 
 _USER_X = [{"role": "user", "content": "x"}]
 
@@ -20,7 +20,7 @@ def _ndjson(response: httpx.Response) -> list[dict]:
     return [json.loads(line) for line in response.iter_lines() if line]
 
 
-def test_version_tags_and_show(fake_ollama: FakeOllama) -> None:
+def test_version_tags_and_show(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.add_model("llama3.2:1b", context_length=131072, family="llama",
                           capabilities=("completion",))
     with httpx.Client(base_url=fake_ollama.url) as client:
@@ -34,7 +34,7 @@ def test_version_tags_and_show(fake_ollama: FakeOllama) -> None:
     assert shown["capabilities"] == ["completion"]
 
 
-def test_ollama_client_lists_and_shows(fake_ollama: FakeOllama) -> None:
+def test_ollama_client_lists_and_shows(fake_ollama: FakeOllamaServer) -> None:
     client = ollama.Client(host=fake_ollama.url)
     assert [m.model for m in client.list().models] == ["qwen3:4b", "nomic-embed-text:latest"]
     info = client.show("qwen3:4b")
@@ -43,7 +43,7 @@ def test_ollama_client_lists_and_shows(fake_ollama: FakeOllama) -> None:
     assert info.details is not None and info.details.parameter_size == "4.0B"
 
 
-def test_streaming_chat_with_the_ollama_client(fake_ollama: FakeOllama) -> None:
+def test_streaming_chat_with_the_ollama_client(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script_chat("The answer is 42.")
     client = ollama.Client(host=fake_ollama.url)
     parts = list(client.chat(model="qwen3:4b", stream=True,
@@ -57,7 +57,7 @@ def test_streaming_chat_with_the_ollama_client(fake_ollama: FakeOllama) -> None:
     assert fake_ollama.last_chat()["messages"][-1]["content"] == "what is the answer?"
 
 
-def test_default_reply_echoes_and_bare_name_means_latest(fake_ollama: FakeOllama) -> None:
+def test_default_reply_echoes_and_bare_name_means_latest(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.add_model("mistral")
     client = ollama.Client(host=fake_ollama.url)
     reply = client.chat(model="mistral:latest", messages=[{"role": "user", "content": "ping"}])
@@ -65,7 +65,7 @@ def test_default_reply_echoes_and_bare_name_means_latest(fake_ollama: FakeOllama
     assert reply.done
 
 
-def test_non_streaming_chat_is_one_json_object(fake_ollama: FakeOllama) -> None:
+def test_non_streaming_chat_is_one_json_object(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script_chat(["Hel", "lo"], thinking="")  # no reasoning
     with httpx.Client(base_url=fake_ollama.url) as client:
         r = client.post("/api/chat", json={"model": "qwen3:4b", "stream": False,
@@ -76,7 +76,7 @@ def test_non_streaming_chat_is_one_json_object(fake_ollama: FakeOllama) -> None:
     assert body["done"] is True and body["done_reason"] == "stop"
 
 
-def test_stream_is_chunked_ndjson(fake_ollama: FakeOllama) -> None:
+def test_stream_is_chunked_ndjson(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script_chat(["a", "b", "c"], thinking="")
     with httpx.Client(base_url=fake_ollama.url) as client, client.stream(
         "POST", "/api/chat", json={"model": "qwen3:4b", "messages": _USER_X}
@@ -88,7 +88,7 @@ def test_stream_is_chunked_ndjson(fake_ollama: FakeOllama) -> None:
     assert objects[-1]["done"] is True
 
 
-def test_format_request_gets_scripted_json(fake_ollama: FakeOllama) -> None:
+def test_format_request_gets_scripted_json(fake_ollama: FakeOllamaServer) -> None:
     schema = {"type": "object", "properties": {"facts": {"type": "array"}}, "required": ["facts"]}
     fake_ollama.script_chat(format_json={"facts": ["likes tea"]})
     client = ollama.Client(host=fake_ollama.url)
@@ -102,7 +102,7 @@ def test_format_request_gets_scripted_json(fake_ollama: FakeOllama) -> None:
     assert json.loads(reply.message.content or "") == {"facts": []}
 
 
-def test_tools_request_gets_scripted_tool_calls(fake_ollama: FakeOllama) -> None:
+def test_tools_request_gets_scripted_tool_calls(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script_chat(tool_calls=[{"name": "search_notes", "arguments": {"query": "git"}}])
     tool = {"type": "function", "function": {"name": "search_notes", "description": "search",
                                              "parameters": {"type": "object", "properties": {}}}}
@@ -116,7 +116,7 @@ def test_tools_request_gets_scripted_tool_calls(fake_ollama: FakeOllama) -> None
     assert parts[-1].done
 
 
-def test_model_without_tool_support_is_refused(fake_ollama: FakeOllama) -> None:
+def test_model_without_tool_support_is_refused(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.add_model("gemma:2b", capabilities=("completion",))
     client = ollama.Client(host=fake_ollama.url)
     with pytest.raises(ollama.ResponseError) as err:
@@ -126,7 +126,7 @@ def test_model_without_tool_support_is_refused(fake_ollama: FakeOllama) -> None:
     assert "does not support tools" in err.value.error
 
 
-def test_thinking_deltas(fake_ollama: FakeOllama) -> None:
+def test_thinking_deltas(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script_chat("Yes.", thinking="Let me think.")
     client = ollama.Client(host=fake_ollama.url)
     parts = list(client.chat(model="qwen3:4b", think=True, stream=True,
@@ -135,7 +135,7 @@ def test_thinking_deltas(fake_ollama: FakeOllama) -> None:
     assert "".join(p.message.content or "" for p in parts) == "Yes."
 
 
-def test_unknown_model_is_404_with_ollamas_wording(fake_ollama: FakeOllama) -> None:
+def test_unknown_model_is_404_with_ollamas_wording(fake_ollama: FakeOllamaServer) -> None:
     with httpx.Client(base_url=fake_ollama.url) as client:
         r = client.post("/api/chat", json={"model": "nope:1b", "messages": []})
     assert r.status_code == 404
@@ -145,7 +145,7 @@ def test_unknown_model_is_404_with_ollamas_wording(fake_ollama: FakeOllama) -> N
     assert err.value.status_code == 404
 
 
-def test_scripted_500_and_in_stream_error(fake_ollama: FakeOllama) -> None:
+def test_scripted_500_and_in_stream_error(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script_chat(fail=500, error="out of memory")
     fake_ollama.script_chat("one two three", error_after=1, error="runner crashed",
                             thinking="")
@@ -161,7 +161,7 @@ def test_scripted_500_and_in_stream_error(fake_ollama: FakeOllama) -> None:
     assert got == ["one "]
 
 
-def test_mid_stream_disconnect(fake_ollama: FakeOllama) -> None:
+def test_mid_stream_disconnect(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script_chat(["a", "b", "c", "d"], disconnect_after=2, thinking="")
     received = []
     body = {"model": "qwen3:4b", "messages": _USER_X}
@@ -177,7 +177,7 @@ def test_mid_stream_disconnect(fake_ollama: FakeOllama) -> None:
     assert httpx.get(f"{fake_ollama.url}/api/version").status_code == 200
 
 
-def test_slow_first_byte_times_out_the_client(fake_ollama: FakeOllama) -> None:
+def test_slow_first_byte_times_out_the_client(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script("/api/tags", delay=5)
     start = time.monotonic()
     with pytest.raises(httpx.ReadTimeout):
@@ -187,7 +187,7 @@ def test_slow_first_byte_times_out_the_client(fake_ollama: FakeOllama) -> None:
     assert time.monotonic() - start < 3
 
 
-def test_chunk_delay_paces_the_stream(fake_ollama: FakeOllama) -> None:
+def test_chunk_delay_paces_the_stream(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script_chat(["a", "b", "c"], chunk_delay=0.1, thinking="")
     stamps = []
     with httpx.Client(base_url=fake_ollama.url) as client, client.stream(
@@ -199,7 +199,7 @@ def test_chunk_delay_paces_the_stream(fake_ollama: FakeOllama) -> None:
     assert stamps[-1] - stamps[0] >= 0.25
 
 
-def test_stop_and_start_on_the_same_port(fake_ollama: FakeOllama) -> None:
+def test_stop_and_start_on_the_same_port(fake_ollama: FakeOllamaServer) -> None:
     url = fake_ollama.url
     client = httpx.Client(base_url=url, timeout=2)
     assert client.get("/api/version").status_code == 200
@@ -212,7 +212,7 @@ def test_stop_and_start_on_the_same_port(fake_ollama: FakeOllama) -> None:
     client.close()
 
 
-def test_generate_stream_and_non_stream(fake_ollama: FakeOllama) -> None:
+def test_generate_stream_and_non_stream(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script_generate("short title")
     client = ollama.Client(host=fake_ollama.url)
     parts = list(client.generate(model="qwen3:4b", prompt="title this", stream=True))
@@ -221,7 +221,7 @@ def test_generate_stream_and_non_stream(fake_ollama: FakeOllama) -> None:
     assert client.generate(model="qwen3:4b", prompt="hello").response == "echo: hello"
 
 
-def test_embed_is_deterministic_and_batched(fake_ollama: FakeOllama) -> None:
+def test_embed_is_deterministic_and_batched(fake_ollama: FakeOllamaServer) -> None:
     client = ollama.Client(host=fake_ollama.url)
     one = client.embed(model="nomic-embed-text", input="git stash pop")
     many = client.embed(model="nomic-embed-text", input=["git stash pop", "tea"])
@@ -233,7 +233,7 @@ def test_embed_is_deterministic_and_batched(fake_ollama: FakeOllama) -> None:
         client.embed(model="nomic-embed-text", input="x")
 
 
-def test_match_routes_scripts_to_the_right_request(fake_ollama: FakeOllama) -> None:
+def test_match_routes_scripts_to_the_right_request(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script_chat(format_json={"ok": True}, match=lambda body: "format" in body)
     fake_ollama.script_chat("plain answer")
     client = ollama.Client(host=fake_ollama.url)
@@ -245,14 +245,14 @@ def test_match_routes_scripts_to_the_right_request(fake_ollama: FakeOllama) -> N
     assert fake_ollama.pending_scripts() == 0
 
 
-def test_raw_body_for_protocol_errors(fake_ollama: FakeOllama) -> None:
+def test_raw_body_for_protocol_errors(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script("/api/version", raw_body=b"<html>proxy</html>", content_type="text/html")
     r = httpx.get(f"{fake_ollama.url}/api/version")
     assert r.headers["content-type"] == "text/html"
     assert r.text == "<html>proxy</html>"
 
 
-def test_bad_requests(fake_ollama: FakeOllama) -> None:
+def test_bad_requests(fake_ollama: FakeOllamaServer) -> None:
     with httpx.Client(base_url=fake_ollama.url) as client:
         assert client.post("/api/chat", content=b"{not json").status_code == 400
         assert client.post("/api/chat", json={"messages": []}).json() == {
@@ -261,7 +261,7 @@ def test_bad_requests(fake_ollama: FakeOllama) -> None:
         assert client.get("/api/nothing").status_code == 404
 
 
-def test_concurrent_requests_are_all_answered_and_recorded(fake_ollama: FakeOllama) -> None:
+def test_concurrent_requests_are_all_answered_and_recorded(fake_ollama: FakeOllamaServer) -> None:
     errors: list[BaseException] = []
 
     def ask(i: int) -> None:
@@ -295,7 +295,7 @@ def test_schema_instances() -> None:
     assert instance_of_schema(schema) == {"kind": "fact", "n": 0, "tags": [], "note": ""}
 
 
-def test_llama_index_stream_chat(fake_ollama: FakeOllama) -> None:
+def test_llama_index_stream_chat(fake_ollama: FakeOllamaServer) -> None:
     from llama_index.core.llms import ChatMessage
     from llama_index.llms.ollama import Ollama
 
@@ -312,7 +312,7 @@ def test_llama_index_stream_chat(fake_ollama: FakeOllama) -> None:
     assert llm2.metadata.context_window == 262144
 
 
-async def test_llama_index_astream_chat(fake_ollama: FakeOllama) -> None:
+async def test_llama_index_astream_chat(fake_ollama: FakeOllamaServer) -> None:
     from llama_index.core.llms import ChatMessage
     from llama_index.llms.ollama import Ollama
 
@@ -324,7 +324,9 @@ async def test_llama_index_astream_chat(fake_ollama: FakeOllama) -> None:
     assert "".join(d or "" for d in deltas) == "Async"
 
 
-def test_client_hanging_up_mid_stream_does_not_hurt_the_server(fake_ollama: FakeOllama) -> None:
+def test_client_hanging_up_mid_stream_does_not_hurt_the_server(
+    fake_ollama: FakeOllamaServer,
+) -> None:
     fake_ollama.script_chat([f"w{i} " for i in range(50)], chunk_delay=0.01, thinking="")
     body = {"model": "qwen3:4b", "messages": _USER_X}
     with httpx.Client(base_url=fake_ollama.url) as client, client.stream(
@@ -337,7 +339,7 @@ def test_client_hanging_up_mid_stream_does_not_hurt_the_server(fake_ollama: Fake
     assert client.chat(model="qwen3:4b", messages=_USER_X).message.content == "echo: x"
 
 
-def test_stop_during_a_stream_cuts_it_off_promptly(fake_ollama: FakeOllama) -> None:
+def test_stop_during_a_stream_cuts_it_off_promptly(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script_chat([f"w{i} " for i in range(100)], chunk_delay=0.2)
     body = {"model": "qwen3:4b", "messages": _USER_X}
     received: list[str] = []
@@ -355,7 +357,7 @@ def test_stop_during_a_stream_cuts_it_off_promptly(fake_ollama: FakeOllama) -> N
     assert time.monotonic() - start < 3
 
 
-def test_scripted_token_counts_and_done_reason(fake_ollama: FakeOllama) -> None:
+def test_scripted_token_counts_and_done_reason(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script_chat("cut", done_reason="length", prompt_eval_count=4000, eval_count=7)
     reply = ollama.Client(host=fake_ollama.url).chat(model="qwen3:4b", messages=_USER_X)
     assert (reply.done_reason, reply.prompt_eval_count, reply.eval_count) == ("length", 4000, 7)

@@ -16,26 +16,26 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.fake_ollama import FakeOllama, FakeTiming
+from tests.fake_ollama import FakeOllamaServer, FakeTiming
 from tests.fake_ollama_runtime import DEFAULT_NUM_CTX
 from tests.waiting import wait_until
 
 USER = [{"role": "user", "content": "What does git stash do?"}]
 
 
-def chat(fake: FakeOllama, timeout: float = 10.0, **body: Any) -> dict[str, Any]:
+def chat(fake: FakeOllamaServer, timeout: float = 10.0, **body: Any) -> dict[str, Any]:
     payload = {"model": "qwen3:4b", "messages": USER, "stream": False, **body}
     response = httpx.post(f"{fake.url}/api/chat", json=payload, timeout=timeout)
     response.raise_for_status()
     return dict(response.json())
 
 
-def wait_busy(fake: FakeOllama) -> None:
+def wait_busy(fake: FakeOllamaServer) -> None:
     """Until a request holds the model's slot (recorded is not enough: it may not be there)."""
     wait_until(lambda: "qwen3:4b" in fake.busy(), what="a request to reach the model")
 
 
-def stream(fake: FakeOllama, **body: Any) -> list[dict[str, Any]]:
+def stream(fake: FakeOllamaServer, **body: Any) -> list[dict[str, Any]]:
     payload = {"model": "qwen3:4b", "messages": USER, **body}
     with httpx.stream("POST", f"{fake.url}/api/chat", json=payload, timeout=10) as r:
         return [json.loads(line) for line in r.iter_lines() if line]
@@ -48,7 +48,7 @@ def joined(frames: list[dict[str, Any]], key: str) -> str:
 # --- reasoning -------------------------------------------------------------------------------
 
 def test_thinking_only_model_with_think_false_puts_untagged_reasoning_in_content(
-    fake_ollama: FakeOllama,
+    fake_ollama: FakeOllamaServer,
 ) -> None:
     # model/parsers/parsers.go: "qwen3-thinking" = Qwen3Parser{hasThinkingSupport: true,
     # defaultThinking: true}; qwen3.go Init: think false → straight to content, and the
@@ -63,7 +63,7 @@ def test_thinking_only_model_with_think_false_puts_untagged_reasoning_in_content
     assert joined(frames, "thinking") == ""
 
 
-def test_think_absent_means_thinking_on_for_thinking_models(fake_ollama: FakeOllama) -> None:
+def test_think_absent_means_thinking_on_for_thinking_models(fake_ollama: FakeOllamaServer) -> None:
     # server/routes.go ChatHandler: if the model has CapabilityThinking and req.Think == nil,
     # req.Think = &api.ThinkValue{Value: true} (Ollama >= 0.12.4).
     fake_ollama.script_chat("Stash saves your changes.", thinking="Reasoning here.")
@@ -74,13 +74,13 @@ def test_think_absent_means_thinking_on_for_thinking_models(fake_ollama: FakeOll
     assert frames[0]["message"]["thinking"] and not frames[0]["message"]["content"]
 
 
-def test_unscripted_thinking_model_still_reasons(fake_ollama: FakeOllama) -> None:
+def test_unscripted_thinking_model_still_reasons(fake_ollama: FakeOllamaServer) -> None:
     body = chat(fake_ollama)
     assert body["message"]["thinking"].startswith("Okay, the user wrote")
     assert body["message"]["content"] == "echo: What does git stash do?"
 
 
-def test_switchable_model_with_think_false_does_not_reason(fake_ollama: FakeOllama) -> None:
+def test_switchable_model_with_think_false_does_not_reason(fake_ollama: FakeOllamaServer) -> None:
     # The first Qwen3 release: its template reads .IsThinkSet/.Think and prefills an empty
     # <think></think> for think false.
     fake_ollama.add_model("qwen3:8b", reasoning="hybrid")
@@ -89,7 +89,7 @@ def test_switchable_model_with_think_false_does_not_reason(fake_ollama: FakeOlla
     assert "thinking" not in body["message"]
 
 
-def test_non_thinking_model_refuses_think_true(fake_ollama: FakeOllama) -> None:
+def test_non_thinking_model_refuses_think_true(fake_ollama: FakeOllamaServer) -> None:
     # server/routes.go: `"%q does not support thinking"`, 400.
     fake_ollama.add_model("llama3.2:3b", family="llama", capabilities=("completion", "tools"))
     r = httpx.post(f"{fake_ollama.url}/api/chat",
@@ -98,14 +98,14 @@ def test_non_thinking_model_refuses_think_true(fake_ollama: FakeOllama) -> None:
     assert r.json()["error"] == '"llama3.2:3b" does not support thinking'
 
 
-def test_inline_reasoning_models_put_tags_in_content(fake_ollama: FakeOllama) -> None:
+def test_inline_reasoning_models_put_tags_in_content(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.add_model("deepseek-r1:1.5b", capabilities=("completion",), reasoning="inline")
     body = chat(fake_ollama, model="deepseek-r1:1.5b")
     content = body["message"]["content"]
     assert content.startswith("<think>\n") and "</think>\n\necho: " in content
 
 
-def test_gpt_oss_cannot_switch_thinking_off(fake_ollama: FakeOllama) -> None:
+def test_gpt_oss_cannot_switch_thinking_off(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.add_model("gpt-oss:20b", family="gptoss", reasoning="mandatory")
     body = chat(fake_ollama, model="gpt-oss:20b", think=False)
     assert body["message"]["thinking"]
@@ -113,7 +113,7 @@ def test_gpt_oss_cannot_switch_thinking_off(fake_ollama: FakeOllama) -> None:
 
 
 def test_format_with_thinking_on_thinks_first_then_applies_the_schema(
-    fake_ollama: FakeOllama,
+    fake_ollama: FakeOllamaServer,
 ) -> None:
     # server/routes.go: "structured outputs via double request" — with thinking on, the
     # format is applied only once the model starts its answer.
@@ -128,7 +128,9 @@ def test_format_with_thinking_on_thinks_first_then_applies_the_schema(
     assert body["message"]["thinking"] and json.loads(body["message"]["content"])
 
 
-def test_format_with_think_false_is_json_from_the_first_token(fake_ollama: FakeOllama) -> None:
+def test_format_with_think_false_is_json_from_the_first_token(
+    fake_ollama: FakeOllamaServer,
+) -> None:
     # server/routes.go: forceImmediate when the built-in parser supports thinking and think
     # is false: the grammar constrains the reply at once, even for a thinking-only model.
     schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
@@ -137,7 +139,7 @@ def test_format_with_think_false_is_json_from_the_first_token(fake_ollama: FakeO
     assert "thinking" not in body["message"]
 
 
-def test_num_predict_cuts_json_with_done_reason_length(fake_ollama: FakeOllama) -> None:
+def test_num_predict_cuts_json_with_done_reason_length(fake_ollama: FakeOllamaServer) -> None:
     schema = {"type": "object"}
     fake_ollama.script_chat(format_json={"memories": [{"text": f"fact {i}"} for i in range(20)]})
     body = chat(fake_ollama, format=schema, think=False, options={"num_predict": 12})
@@ -147,7 +149,7 @@ def test_num_predict_cuts_json_with_done_reason_length(fake_ollama: FakeOllama) 
     assert fake_ollama.generations[-1].output_tokens == 12
 
 
-def test_num_predict_spent_on_reasoning_leaves_no_answer(fake_ollama: FakeOllama) -> None:
+def test_num_predict_spent_on_reasoning_leaves_no_answer(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script_chat("A summary.", thinking=" ".join(["hmm"] * 50))
     body = chat(fake_ollama, think=False, options={"num_predict": 20})
     assert body["done_reason"] == "length"
@@ -156,7 +158,7 @@ def test_num_predict_spent_on_reasoning_leaves_no_answer(fake_ollama: FakeOllama
 
 # --- scheduling: load, reload, queue ---------------------------------------------------------
 
-def test_options_are_recorded_and_another_num_ctx_reloads(fake_ollama: FakeOllama) -> None:
+def test_options_are_recorded_and_another_num_ctx_reloads(fake_ollama: FakeOllamaServer) -> None:
     # server/sched.go needsReload: a runner whose options differ (num_ctx included) is
     # reloaded; a request without num_ctx gets the server default (4096).
     chat(fake_ollama, options={"num_ctx": 8192, "temperature": 0.3})
@@ -171,14 +173,14 @@ def test_options_are_recorded_and_another_num_ctx_reloads(fake_ollama: FakeOllam
     assert fake_ollama.reloads == 2
 
 
-def test_num_ctx_is_capped_at_the_models_context(fake_ollama: FakeOllama) -> None:
+def test_num_ctx_is_capped_at_the_models_context(fake_ollama: FakeOllamaServer) -> None:
     # server/sched.go effectiveContext: numCtx > trainCtx → trainCtx.
     fake_ollama.add_model("tiny:1b", context_length=2048, capabilities=("completion",))
     chat(fake_ollama, model="tiny:1b", options={"num_ctx": 8192})
     assert fake_ollama.loaded()["tiny:1b"] == 2048
 
 
-def test_a_reload_costs_a_full_load(fake_ollama: FakeOllama) -> None:
+def test_a_reload_costs_a_full_load(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.timing = FakeTiming(load_seconds=0.3)
     chat(fake_ollama, options={"num_ctx": 4096})
     chat(fake_ollama, options={"num_ctx": 4096})
@@ -189,7 +191,7 @@ def test_a_reload_costs_a_full_load(fake_ollama: FakeOllama) -> None:
         ("cold", 0.3), ("num_ctx", 0.3)]
 
 
-def test_nothing_is_sent_before_the_first_token(fake_ollama: FakeOllama) -> None:
+def test_nothing_is_sent_before_the_first_token(fake_ollama: FakeOllamaServer) -> None:
     # server/routes.go streamResponse: headers are written with the first chunk; load and
     # prompt reading happen before it, in silence.
     fake_ollama.timing = FakeTiming(load_seconds=0.4, prompt_tokens_per_second=100)
@@ -203,7 +205,7 @@ def test_nothing_is_sent_before_the_first_token(fake_ollama: FakeOllama) -> None
     assert headers_at >= 0.4 + generation.evaluated_tokens / 100 - 0.05
 
 
-def test_a_client_that_leaves_during_the_load_aborts_it(fake_ollama: FakeOllama) -> None:
+def test_a_client_that_leaves_during_the_load_aborts_it(fake_ollama: FakeOllamaServer) -> None:
     # server/sched.go: the load waits on llama.WaitUntilRunning(req.ctx); a cancelled request
     # context fails the load and the runner is expired.
     fake_ollama.timing = FakeTiming(load_seconds=2.0)
@@ -217,7 +219,7 @@ def test_a_client_that_leaves_during_the_load_aborts_it(fake_ollama: FakeOllama)
 
 
 def test_prompt_reading_is_proportional_to_tokens_not_in_the_prefix_cache(
-    fake_ollama: FakeOllama,
+    fake_ollama: FakeOllamaServer,
 ) -> None:
     # llm/llama_server.go sends cache_prompt: true — llama-server reuses the longest common
     # prefix with what its slot holds (the last prompt and what it generated).
@@ -236,7 +238,7 @@ def test_prompt_reading_is_proportional_to_tokens_not_in_the_prefix_cache(
     assert warm.evaluated_tokens < 40  # the answer and the new question only
 
 
-def test_a_system_message_anywhere_is_rendered_at_the_top(fake_ollama: FakeOllama) -> None:
+def test_a_system_message_anywhere_is_rendered_at_the_top(fake_ollama: FakeOllamaServer) -> None:
     # template/template.go collate: all system messages join .System, which chat templates
     # render first — a per-turn system message after the history voids the whole cache.
     system = {"role": "system", "content": "Persona and instructions. " * 30}
@@ -257,7 +259,9 @@ def test_a_system_message_anywhere_is_rendered_at_the_top(fake_ollama: FakeOllam
     assert inline.evaluated_tokens < 20  # only the new material was read
 
 
-def test_prompt_eval_count_is_the_whole_prompt_even_when_cached(fake_ollama: FakeOllama) -> None:
+def test_prompt_eval_count_is_the_whole_prompt_even_when_cached(
+    fake_ollama: FakeOllamaServer,
+) -> None:
     # llm/llama_server.go promptEvalCount() = CacheN + PromptN (#16428: "preserve Ollama's
     # pre-0.30 full-context prompt_eval_count semantics"); only prompt_eval_duration shows
     # what was read.
@@ -271,7 +275,7 @@ def test_prompt_eval_count_is_the_whole_prompt_even_when_cached(fake_ollama: Fak
     assert body["prompt_eval_duration"] < generation.prompt_tokens / 1000 * 1e9
 
 
-def test_one_request_at_a_time(fake_ollama: FakeOllama) -> None:
+def test_one_request_at_a_time(fake_ollama: FakeOllamaServer) -> None:
     # envconfig/config.go: OLLAMA_NUM_PARALLEL defaults to 1.
     fake_ollama.script_chat("slow " * 10, chunk_delay=0.03, thinking="")
     fake_ollama.script_chat("second", thinking="")
@@ -286,7 +290,7 @@ def test_one_request_at_a_time(fake_ollama: FakeOllama) -> None:
     assert slow.output_tokens >= 10 and fast.started >= slow.finished
 
 
-def test_a_queued_request_whose_client_left_is_skipped(fake_ollama: FakeOllama) -> None:
+def test_a_queued_request_whose_client_left_is_skipped(fake_ollama: FakeOllamaServer) -> None:
     # server/sched.go processPending: "pending request cancelled or timed out, skipping".
     fake_ollama.script_chat("slow " * 20, chunk_delay=0.05, thinking="")
     holder = threading.Thread(target=chat, args=(fake_ollama,))
@@ -300,7 +304,9 @@ def test_a_queued_request_whose_client_left_is_skipped(fake_ollama: FakeOllama) 
     assert len(fake_ollama.generations) == 1
 
 
-def test_the_disconnect_log_says_at_which_chunk_the_client_left(fake_ollama: FakeOllama) -> None:
+def test_the_disconnect_log_says_at_which_chunk_the_client_left(
+    fake_ollama: FakeOllamaServer,
+) -> None:
     fake_ollama.script_chat([f"w{i} " for i in range(40)], chunk_delay=1.0, thinking="")
     with httpx.stream("POST", f"{fake_ollama.url}/api/chat",
                       json={"model": "qwen3:4b", "messages": USER}, timeout=10) as r:
@@ -316,7 +322,7 @@ def test_the_disconnect_log_says_at_which_chunk_the_client_left(fake_ollama: Fak
 # --- prompt overflow -------------------------------------------------------------------------
 
 def test_overflow_drops_old_messages_but_keeps_the_system_message(
-    fake_ollama: FakeOllama,
+    fake_ollama: FakeOllamaServer,
 ) -> None:
     # server/prompt.go chatPrompt: drop messages from the front, collecting system messages
     # from the skipped part, until it fits; always keep the last message.
@@ -332,7 +338,7 @@ def test_overflow_drops_old_messages_but_keeps_the_system_message(
 
 
 def test_a_message_longer_than_num_ctx_is_cut_to_its_head_and_tail(
-    fake_ollama: FakeOllama,
+    fake_ollama: FakeOllamaServer,
 ) -> None:
     # llm/llama_server.go: keep num_keep (4) tokens + the tail, to
     # contextShiftPromptLimit = numCtx - (numCtx - keep) / 2.
@@ -345,7 +351,7 @@ def test_a_message_longer_than_num_ctx_is_cut_to_its_head_and_tail(
 
 # --- /api/show and /api/ps -------------------------------------------------------------------
 
-def test_show_is_as_rich_as_the_real_payload(fake_ollama: FakeOllama) -> None:
+def test_show_is_as_rich_as_the_real_payload(fake_ollama: FakeOllamaServer) -> None:
     shown = httpx.post(f"{fake_ollama.url}/api/show", json={"model": "qwen3:4b"}).json()
     info = shown["model_info"]
     assert info["qwen3.context_length"] == 262144
@@ -360,7 +366,7 @@ def test_show_is_as_rich_as_the_real_payload(fake_ollama: FakeOllama) -> None:
     assert "$.IsThinkSet" in hybrid["template"]
 
 
-def test_ps_lists_loaded_models_with_their_context(fake_ollama: FakeOllama) -> None:
+def test_ps_lists_loaded_models_with_their_context(fake_ollama: FakeOllamaServer) -> None:
     assert httpx.get(f"{fake_ollama.url}/api/ps").json() == {"models": []}
     chat(fake_ollama, options={"num_ctx": 8192}, keep_alive="10m")
     (running,) = httpx.get(f"{fake_ollama.url}/api/ps").json()["models"]
@@ -368,7 +374,7 @@ def test_ps_lists_loaded_models_with_their_context(fake_ollama: FakeOllama) -> N
     assert running["size_vram"] == 0 and running["expires_at"].endswith("Z")
 
 
-def test_ps_waits_while_a_model_loads(fake_ollama: FakeOllama) -> None:
+def test_ps_waits_while_a_model_loads(fake_ollama: FakeOllamaServer) -> None:
     # server/sched.go loadedModels takes each runner's refMu, which load() holds
     # "until running or aborted".
     fake_ollama.timing = FakeTiming(load_seconds=2.0)
@@ -383,7 +389,7 @@ def test_ps_waits_while_a_model_loads(fake_ollama: FakeOllama) -> None:
 
 
 def test_an_empty_chat_loads_the_model_and_keep_alive_zero_unloads(
-    fake_ollama: FakeOllama,
+    fake_ollama: FakeOllamaServer,
 ) -> None:
     # server/routes.go: len(req.Messages) == 0 → JSON {"done_reason": "load"} after
     # scheduling the runner (with the request's options).
@@ -398,7 +404,7 @@ def test_an_empty_chat_loads_the_model_and_keep_alive_zero_unloads(
     assert fake_ollama.loaded() == {}
 
 
-def test_keep_alive_zero_unloads_after_the_request(fake_ollama: FakeOllama) -> None:
+def test_keep_alive_zero_unloads_after_the_request(fake_ollama: FakeOllamaServer) -> None:
     # server/sched.go: the runner's expiry (keep_alive 0 = at once) runs when the scheduler
     # hears the request finished — after the reply's last byte, so the client may be first.
     chat(fake_ollama, keep_alive=0)

@@ -13,7 +13,7 @@ from assistant.memory.extraction import MEMORY_SCHEMA, NUM_PREDICT, extract_memo
 from assistant.memory.model import MemoryStatus, MemoryType
 from assistant.memory.service import MemoryService
 from assistant.memory.store import MemoryStore
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllamaServer
 
 GOOD = {
     "memories": [
@@ -29,11 +29,11 @@ GOOD = {
 TURNS = ["Hi!", "I work at Acme as a data engineer.", "Please keep answers short."]
 
 
-def _chat(fake: FakeOllama):  # type: ignore[no-untyped-def]
+def _chat(fake: FakeOllamaServer):  # type: ignore[no-untyped-def]
     return ollama_chat_fn(fake.url, "qwen3:4b", timeout=5, num_predict=NUM_PREDICT)
 
 
-def test_good_json_is_validated_and_sent_with_the_schema(fake_ollama: FakeOllama) -> None:
+def test_good_json_is_validated_and_sent_with_the_schema(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script_chat(format_json=GOOD)
     result = extract_memories(TURNS, chat_fn=_chat(fake_ollama))
     assert result.error is None and result.attempts == 1
@@ -48,7 +48,7 @@ def test_good_json_is_validated_and_sent_with_the_schema(fake_ollama: FakeOllama
     assert body["format"] == MEMORY_SCHEMA and body["stream"] is False
 
 
-def test_broken_json_is_retried_once(fake_ollama: FakeOllama) -> None:
+def test_broken_json_is_retried_once(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script_chat(format_json='{"memories": [{"type": "fact", "text": "The us')
     fake_ollama.script_chat(format_json=GOOD)
     result = extract_memories(TURNS, chat_fn=_chat(fake_ollama))
@@ -57,7 +57,7 @@ def test_broken_json_is_retried_once(fake_ollama: FakeOllama) -> None:
     assert "not valid JSON" in retry[-1]["content"]
 
 
-def test_broken_twice_gives_up_cleanly_and_logs(fake_ollama: FakeOllama,
+def test_broken_twice_gives_up_cleanly_and_logs(fake_ollama: FakeOllamaServer,
                                                 caplog: pytest.LogCaptureFixture) -> None:
     fake_ollama.script_chat(format_json="Sure! Here are the memories:")
     fake_ollama.script_chat(format_json='{"facts": []}')
@@ -71,7 +71,7 @@ def test_broken_twice_gives_up_cleanly_and_logs(fake_ollama: FakeOllama,
         ("The user works at Acme as a data engineer.", True)]
 
 
-def test_empty_reply_and_empty_list(fake_ollama: FakeOllama) -> None:
+def test_empty_reply_and_empty_list(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script_chat(format_json="")
     fake_ollama.script_chat(format_json={"memories": []})
     result = extract_memories(TURNS, chat_fn=_chat(fake_ollama))
@@ -82,7 +82,7 @@ def test_empty_reply_and_empty_list(fake_ollama: FakeOllama) -> None:
     assert extract_memories([" ", ""], chat_fn=_chat(fake_ollama)).attempts == 0
 
 
-def test_server_failure_never_raises(fake_ollama: FakeOllama) -> None:
+def test_server_failure_never_raises(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script_chat(fail=500, error="llama runner process has terminated")
     result = extract_memories(TURNS, chat_fn=_chat(fake_ollama))
     assert result.memories == [] and "model call failed" in (result.error or "")
@@ -90,7 +90,7 @@ def test_server_failure_never_raises(fake_ollama: FakeOllama) -> None:
     assert extract_memories(TURNS, chat_fn=_chat(fake_ollama)).error
 
 
-def test_secrets_from_the_model_are_never_stored(fake_ollama: FakeOllama,
+def test_secrets_from_the_model_are_never_stored(fake_ollama: FakeOllamaServer,
                                                  memory_store: MemoryStore) -> None:
     fake_ollama.script_chat(format_json={"memories": [
         {"type": "fact", "key": "api_key", "text": "The user's OpenAI key is "
@@ -112,7 +112,7 @@ def test_secrets_from_the_model_are_never_stored(fake_ollama: FakeOllama,
     assert all("sk-proj" not in text for text, _ in outcome.skipped)  # not even in the report
 
 
-def test_document_injection_never_becomes_a_memory(fake_ollama: FakeOllama,
+def test_document_injection_never_becomes_a_memory(fake_ollama: FakeOllamaServer,
                                                    memory_store: MemoryStore) -> None:
     """A retrieved document tells the assistant to remember a password: it must not stick.
 
@@ -188,7 +188,7 @@ def test_extract_async_never_raises(memory_store: MemoryStore) -> None:
     assert done and "boom" in (done[0].error or "") and memory_store.count() == 0
 
 
-def test_the_request_is_a_cheap_background_one(fake_ollama: FakeOllama) -> None:
+def test_the_request_is_a_cheap_background_one(fake_ollama: FakeOllamaServer) -> None:
     """Issue 12: think off (with a schema even a thinking-only model writes JSON at once), the
     chat's num_ctx (no reload), a capped reply, `text` first in the schema, `maxItems`."""
     chat = ollama_chat_fn(fake_ollama.url, "qwen3:4b", timeout=5, num_ctx=lambda: 8192,
@@ -245,7 +245,7 @@ def test_long_sessions_go_in_batches_with_their_own_numbers() -> None:
         {sum(len(b) for b in seen[:i]) for i in range(len(seen))})
 
 
-def test_an_unscripted_model_finds_the_clear_statement(fake_ollama: FakeOllama,
+def test_an_unscripted_model_finds_the_clear_statement(fake_ollama: FakeOllamaServer,
                                                        memory_store: MemoryStore) -> None:
     """The fake answers an extraction like a model would (issue 21): a broken pipeline — the
     turns not sent, the reply not parsed, nothing stored — fails here instead of looking like

@@ -16,7 +16,7 @@ from assistant.chat.events import Done
 from assistant.llm.ollama_client import OllamaClient
 from assistant.llm.provider import ollama_chat_fn
 from assistant.memory.extraction import MEMORY_SCHEMA, NUM_PREDICT
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllamaServer
 from tests.fixtures.chat import ChatRig
 
 
@@ -34,7 +34,7 @@ def dead_proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 
 def test_the_proxy_is_really_dead_for_a_client_that_trusts_the_environment(
-    dead_proxy: str, fake_ollama: FakeOllama
+    dead_proxy: str, fake_ollama: FakeOllamaServer
 ) -> None:
     # What llama-index builds when it is not given a client: it would fail here.
     with pytest.raises((ConnectionError, httpx.ProxyError, httpx.ConnectError)):
@@ -49,7 +49,7 @@ async def test_a_chat_turn_ignores_the_proxy(dead_proxy: str, chat_rig: ChatRig)
 
 
 def test_background_extraction_ignores_the_proxy(dead_proxy: str,
-                                                 fake_ollama: FakeOllama) -> None:
+                                                 fake_ollama: FakeOllamaServer) -> None:
     chat = ollama_chat_fn(fake_ollama.url, "qwen3:4b", timeout=5, num_ctx=8192,
                           num_predict=NUM_PREDICT)
     assert chat([{"role": "user", "content": "I live in Lisbon."}], MEMORY_SCHEMA)
@@ -57,7 +57,7 @@ def test_background_extraction_ignores_the_proxy(dead_proxy: str,
 
 
 def test_the_management_client_ignores_the_proxy(dead_proxy: str,
-                                                 fake_ollama: FakeOllama) -> None:
+                                                 fake_ollama: FakeOllamaServer) -> None:
     with OllamaClient(fake_ollama.url, timeout=5) as client:
         assert client.is_up()
         assert client.running() == []

@@ -20,16 +20,16 @@ from assistant.llm.ollama_client import (
     model_matches,
     normalize_host,
 )
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllamaServer
 
 
 @pytest.fixture
-def client(fake_ollama: FakeOllama):  # type: ignore[no-untyped-def]
+def client(fake_ollama: FakeOllamaServer):  # type: ignore[no-untyped-def]
     with OllamaClient(fake_ollama.url, timeout=5) as c:
         yield c
 
 
-def test_version_models_and_show(client: OllamaClient, fake_ollama: FakeOllama) -> None:
+def test_version_models_and_show(client: OllamaClient, fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.add_model("llama3.2:1b", context_length=131072, family="llama",
                           parameter_size="1.2B", capabilities=("completion",))
     assert client.version() == fake_ollama.version
@@ -47,7 +47,7 @@ def test_version_models_and_show(client: OllamaClient, fake_ollama: FakeOllama) 
     assert client.has_model("nomic-embed-text") and not client.has_model("qwen3")
 
 
-def test_embed_batches_and_keeps_order(client: OllamaClient, fake_ollama: FakeOllama) -> None:
+def test_embed_batches_and_keeps_order(client: OllamaClient, fake_ollama: FakeOllamaServer) -> None:
     texts = [f"note number {i}" for i in range(300)]
     vectors = client.embed("nomic-embed-text", texts)
     assert len(vectors) == 300 and {len(v) for v in vectors} == {768}
@@ -56,7 +56,7 @@ def test_embed_batches_and_keeps_order(client: OllamaClient, fake_ollama: FakeOl
     assert client.embed("nomic-embed-text", []) == []
 
 
-def test_down_is_unavailable_fast_with_how_to_start(fake_ollama: FakeOllama) -> None:
+def test_down_is_unavailable_fast_with_how_to_start(fake_ollama: FakeOllamaServer) -> None:
     url = fake_ollama.url
     fake_ollama.stop()
     with OllamaClient(url, timeout=30) as c:
@@ -70,7 +70,7 @@ def test_down_is_unavailable_fast_with_how_to_start(fake_ollama: FakeOllama) -> 
     assert isinstance(err.value, UserError)
 
 
-def test_comes_back_after_restart(client: OllamaClient, fake_ollama: FakeOllama) -> None:
+def test_comes_back_after_restart(client: OllamaClient, fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.stop()
     assert not client.is_up()
     fake_ollama.start()
@@ -86,7 +86,7 @@ def test_missing_model_says_pull(client: OllamaClient) -> None:
         client.embed("nothing-here", ["x"])
 
 
-def test_timeout(fake_ollama: FakeOllama) -> None:
+def test_timeout(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script("/api/tags", delay=3)
     with OllamaClient(fake_ollama.url, timeout=0.3) as c:
         start = time.monotonic()
@@ -96,7 +96,7 @@ def test_timeout(fake_ollama: FakeOllama) -> None:
     assert "0.3 s" in str(err.value) and "timeout" in (err.value.hint or "")
 
 
-def test_protocol_errors(client: OllamaClient, fake_ollama: FakeOllama) -> None:
+def test_protocol_errors(client: OllamaClient, fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script("/api/version", raw_body=b"<html>router login</html>",
                        content_type="text/html")
     with pytest.raises(OllamaProtocolError, match="text/html"):
@@ -113,14 +113,16 @@ def test_protocol_errors(client: OllamaClient, fake_ollama: FakeOllama) -> None:
         client.embed("nomic-embed-text", ["a", "b"])
 
 
-def test_server_error_keeps_ollamas_message(client: OllamaClient, fake_ollama: FakeOllama) -> None:
+def test_server_error_keeps_ollamas_message(
+    client: OllamaClient, fake_ollama: FakeOllamaServer,
+) -> None:
     fake_ollama.script_embed(fail=500, error="out of memory")
     with pytest.raises(OllamaServerError) as err:
         client.embed("nomic-embed-text", ["x"])
     assert err.value.status == 500 and "out of memory" in str(err.value)
 
 
-def test_not_an_ollama_server(client: OllamaClient, fake_ollama: FakeOllama) -> None:
+def test_not_an_ollama_server(client: OllamaClient, fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script("/api/version", fail=404, raw_body=b"404 page not found")
     with pytest.raises(OllamaProtocolError, match="does not look like an Ollama server"):
         client.version()
@@ -149,7 +151,7 @@ def test_model_matches() -> None:
 
 # --- map_exception: errors raised by the other clients ------------------------------------------
 
-def test_maps_ollama_package_errors(fake_ollama: FakeOllama) -> None:
+def test_maps_ollama_package_errors(fake_ollama: FakeOllamaServer) -> None:
     c = ollama.Client(host=fake_ollama.url)
     with pytest.raises(ollama.ResponseError) as err:
         c.chat(model="nope:1b", messages=[{"role": "user", "content": "x"}])
@@ -161,7 +163,7 @@ def test_maps_ollama_package_errors(fake_ollama: FakeOllama) -> None:
     assert isinstance(map_exception(down.value, fake_ollama.url), OllamaUnavailable)
 
 
-def test_maps_llama_index_mid_stream_disconnect(fake_ollama: FakeOllama) -> None:
+def test_maps_llama_index_mid_stream_disconnect(fake_ollama: FakeOllamaServer) -> None:
     from llama_index.core.llms import ChatMessage
     from llama_index.llms.ollama import Ollama
 
@@ -176,7 +178,7 @@ def test_maps_llama_index_mid_stream_disconnect(fake_ollama: FakeOllama) -> None
     assert "closed the connection" in str(mapped)
 
 
-def test_maps_in_stream_error_and_timeouts(fake_ollama: FakeOllama) -> None:
+def test_maps_in_stream_error_and_timeouts(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script_chat("a b c", error_after=1, error="llama runner process has terminated")
     c = ollama.Client(host=fake_ollama.url)
     with pytest.raises(ollama.ResponseError) as err:
@@ -198,7 +200,7 @@ def test_chained_and_unrelated_exceptions() -> None:
     assert map_exception(ValueError("a bug"), "http://h:1") is None
 
 
-def test_running_models_come_from_ps(client: OllamaClient, fake_ollama: FakeOllama) -> None:
+def test_running_models_come_from_ps(client: OllamaClient, fake_ollama: FakeOllamaServer) -> None:
     assert client.running() == []
     fake_ollama.preload("qwen3:4b", 8192)
     (running,) = client.running()
