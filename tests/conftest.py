@@ -78,7 +78,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="session")
-def real_embedder(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def real_embedder(tmp_path_factory: pytest.TempPathFactory):
     """The bundled all-MiniLM-L6-v2 with a per-session disk cache; loaded once (~5 s)."""
     from indexing.embedder import make_embedder
 

@@ -74,15 +74,15 @@ def _kill_at(store: MemoryStore, vectors: MemoryVectors, point: str, batch: int)
     real_embed, real_upsert = embedder.embed_documents, vectors.upsert
     real_keywords = store.keywords.add
 
-    def embed(texts):  # type: ignore[no-untyped-def]
+    def embed(texts):
         on("embed")  # before the batch's transaction
         return real_embed(texts)
 
-    def keywords(items):  # type: ignore[no-untyped-def]
+    def keywords(items):
         real_keywords(items)
         on("transaction")  # inside it: rolled back
 
-    def upsert(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def upsert(*args, **kwargs):
         on("vectors")  # after the commit, before the vectors
         real_upsert(*args, **kwargs)
 

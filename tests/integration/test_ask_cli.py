@@ -63,7 +63,7 @@ def brain(
     monkeypatch.setattr(AppContext, "embedder", lambda self: embedder)
     monkeypatch.setattr("assistant.memory.service.chroma_vectors", lambda ctx: vectors)
 
-    def open_retriever(ctx, *, origin="cli", log=True):  # type: ignore[no-untyped-def]
+    def open_retriever(ctx, *, origin="cli", log=True):
         retrieval_log = RetrievalLog.open(ctx.paths.retrieval_log_db) if log else None
         return HybridRetriever(kb, embedder, ctx.config.retrieval, log=retrieval_log,
                                origin=origin, parallel=False)

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def kb(knowledge):  # type: ignore[no-untyped-def]
+def kb(knowledge):
     base = knowledge.open()
     base.add_folder(knowledge.notes)
     for i in range(8):
@@ -30,13 +30,13 @@ def kb(knowledge):  # type: ignore[no-untyped-def]
     return base
 
 
-def chroma_search(kb, query, k, sources=None):  # type: ignore[no-untyped-def]
+def chroma_search(kb, query, k, sources=None):
     store = kb.vectors()
     where = {"source": {"$in": sorted(sources)}} if sources is not None else None
     return store.query(query, k, where=where)
 
 
-def test_a_sync_writes_a_snapshot_that_answers_like_chroma(kb, knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_a_sync_writes_a_snapshot_that_answers_like_chroma(kb, knowledge) -> None:
     assert kb.searches_without_store
     path = snapshot_file(Path(kb.vector_location), kb.manifest.get_meta(META_COLLECTION))
     snapshot = load(path)
@@ -56,7 +56,7 @@ def test_a_sync_writes_a_snapshot_that_answers_like_chroma(kb, knowledge) -> Non
     assert kb.dense_search(knowledge.embedder.embed_query("n2"), 5, sources=["/nope"]) == []
 
 
-def test_any_change_to_the_chunks_retires_the_snapshot_until_the_next_sync(  # type: ignore[no-untyped-def]
+def test_any_change_to_the_chunks_retires_the_snapshot_until_the_next_sync(
     kb, knowledge
 ) -> None:
     old_token = kb.manifest.get_meta(META_KEY)
@@ -65,7 +65,7 @@ def test_any_change_to_the_chunks_retires_the_snapshot_until_the_next_sync(  # t
     class Stop(Exception):
         pass
 
-    def stop_after_a_batch(event) -> None:  # type: ignore[no-untyped-def]
+    def stop_after_a_batch(event) -> None:
         if str(event.phase) == "done":  # the chunks are committed, the snapshot not rewritten
             raise Stop
 
@@ -90,14 +90,14 @@ def test_any_change_to_the_chunks_retires_the_snapshot_until_the_next_sync(  # t
     assert kb.dense_search(query, 3) == []
 
 
-def test_a_resync_without_changes_keeps_the_same_snapshot(kb, knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_a_resync_without_changes_keeps_the_same_snapshot(kb, knowledge) -> None:
     token = kb.manifest.get_meta(META_KEY)
     report = kb.sync(knowledge.settings())
     assert not report.changed
     assert kb.manifest.get_meta(META_KEY) == token
 
 
-def test_a_snapshot_that_does_not_match_is_never_used(kb, knowledge) -> None:  # type: ignore[no-untyped-def]
+def test_a_snapshot_that_does_not_match_is_never_used(kb, knowledge) -> None:
     path = snapshot_file(Path(kb.vector_location), kb.manifest.get_meta(META_COLLECTION))
     path.write_bytes(b"damaged")
     fresh = knowledge.open()  # another process: nothing cached
@@ -158,7 +158,7 @@ def test_jieba_loads_only_for_text_with_cjk() -> None:
     assert done.stdout.split() == ["False", "True"]
 
 
-def test_the_store_check_reruns_only_when_chroma_s_file_changes(  # type: ignore[no-untyped-def]
+def test_the_store_check_reruns_only_when_chroma_s_file_changes(
     kb, knowledge, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import indexing.vector_errors as vectors
@@ -166,7 +166,7 @@ def test_the_store_check_reruns_only_when_chroma_s_file_changes(  # type: ignore
     checks: list[Path] = []
     real = vectors.check_store_file
 
-    def counted(directory):  # type: ignore[no-untyped-def]
+    def counted(directory):
         checks.append(Path(directory))
         real(directory)
 

@@ -111,7 +111,7 @@ def test_slow_model_load_is_bounded_and_ollama_reported_first(
     release = threading.Event()
 
     class SlowEmbedder(HashEmbedder):
-        def embed_query(self, text: str):  # type: ignore[no-untyped-def]
+        def embed_query(self, text: str):
             release.wait(30)  # a model load that outlasts the timeout
             return super().embed_query(text)
 
@@ -293,7 +293,7 @@ def _free_port() -> int:
 
 # --- the real embedding code path (indexing.embedder) ------------------------------------------
 
-def test_bundled_model_loads_offline(ollama_home: Path, real_embedder,  # type: ignore[no-untyped-def]
+def test_bundled_model_loads_offline(ollama_home: Path, real_embedder,
                                      monkeypatch: pytest.MonkeyPatch,
                                      capsys: pytest.CaptureFixture[str]) -> None:
     # The session's one real model load stands in for ctx.embedder()'s (same spec, same code).

@@ -16,7 +16,7 @@ from tests.signals import default_sigint
 
 
 @pytest.fixture
-def cli(home, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+def cli(home, tmp_path, monkeypatch):
     """Run `brain …` in-process with the cached HashEmbedder instead of the real model."""
     embedder = make_embedder(tmp_path / "embed-cache")
     monkeypatch.setattr(AppContext, "embedder", lambda self: embedder)
@@ -37,7 +37,7 @@ def notes(tmp_path: Path) -> Path:
     return folder
 
 
-def _folders_json(cli, capsys) -> dict:  # type: ignore[no-untyped-def]
+def _folders_json(cli, capsys) -> dict:
     capsys.readouterr()
     assert cli("folders", "--json") == 0
     return json.loads(capsys.readouterr().out)

@@ -17,7 +17,7 @@ CONTRACT_KEYS = {"id", "type", "key", "text", "created_at", "updated_at", "statu
 
 
 @pytest.fixture
-def cli(home, monkeypatch):  # type: ignore[no-untyped-def]
+def cli(home, monkeypatch):
     """`brain` in-process with HashEmbedder; one in-memory vector collection per home."""
     embedder = HashEmbedder(dimension=128)
     vectors = MemoryVectors()
@@ -31,13 +31,13 @@ def cli(home, monkeypatch):  # type: ignore[no-untyped-def]
     return run
 
 
-def _json(cli, capsys, *argv: str):  # type: ignore[no-untyped-def]
+def _json(cli, capsys, *argv: str):
     capsys.readouterr()
     assert cli(*argv) == 0
     return json.loads(capsys.readouterr().out)
 
 
-def _add(cli, capsys, *argv: str) -> str:  # type: ignore[no-untyped-def]
+def _add(cli, capsys, *argv: str) -> str:
     capsys.readouterr()
     assert cli("add", *argv) == 0
     return capsys.readouterr().out.split()[0]
@@ -168,7 +168,7 @@ def test_import_export_round_trip_with_bad_lines(cli, capsys, tmp_path: Path) ->
     assert "imported 0 memories, skipped 4 duplicates" in capsys.readouterr().out
 
 
-def _export_stdout(cli, capsys) -> str:  # type: ignore[no-untyped-def]
+def _export_stdout(cli, capsys) -> str:
     capsys.readouterr()
     assert cli("export") == 0
     return capsys.readouterr().out
@@ -261,7 +261,7 @@ def test_profile_edit_is_never_overwritten_silently(cli, capsys, monkeypatch) ->
 
 
 def test_editing_commands_never_load_the_embedding_model(home, monkeypatch, capsys) -> None:
-    def no_model(self):  # type: ignore[no-untyped-def]
+    def no_model(self):
         raise AssertionError("the embedding model was loaded")
 
     monkeypatch.setattr(AppContext, "embedder", no_model)
@@ -274,7 +274,7 @@ def test_editing_commands_never_load_the_embedding_model(home, monkeypatch, caps
     assert "sings tenor" in capsys.readouterr().out
 
 
-def _jsonl(path: Path, rows: list[dict]) -> Path:  # type: ignore[type-arg]
+def _jsonl(path: Path, rows: list[dict]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
 
@@ -297,7 +297,7 @@ def test_import_stores_every_line_and_refuses_a_repeat(cli, capsys, tmp_path: Pa
     assert len(_json(cli, capsys, "list", "--json")["memories"]) == 5
 
 
-def test_import_from_stdin(cli, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_import_from_stdin(cli, capsys, monkeypatch) -> None:
     import io
 
     data = json.dumps({"text": "Runs on Tuesdays", "type": "episode"}) + "\n"
@@ -323,7 +323,7 @@ def test_an_interrupted_import_resumes(cli, capsys, tmp_path: Path, monkeypatch)
     real_upsert = cli.vectors.upsert
     calls = []
 
-    def interrupted_on_second_batch(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def interrupted_on_second_batch(*args, **kwargs):
         calls.append(1)
         if len(calls) == 2:  # Ctrl-C after batch 2 committed, before its vectors
             raise KeyboardInterrupt
@@ -344,7 +344,7 @@ def test_an_interrupted_import_resumes(cli, capsys, tmp_path: Path, monkeypatch)
 
 
 def test_undo_without_an_id_undoes_the_latest_change_and_says_what_it_did(
-    cli, capsys  # type: ignore[no-untyped-def]
+    cli, capsys
 ) -> None:
     """Issue 15 snag 8: `undo` needed an id, and undoing an add printed "restored: … (deleted)"."""
     first = _add(cli, capsys, "I live in Lyon.")
@@ -363,13 +363,13 @@ def test_undo_without_an_id_undoes_the_latest_change_and_says_what_it_did(
     assert "undid adding it" in capsys.readouterr().out
 
 
-def test_undo_with_nothing_to_undo_is_a_clear_error(cli, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_undo_with_nothing_to_undo_is_a_clear_error(cli, capsys) -> None:
     assert cli("undo") == 1
     assert "no memory change to undo" in capsys.readouterr().err
 
 
 def test_an_import_killed_in_its_vector_step_is_reported_not_refused(
-        cli, capsys, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+        cli, capsys, tmp_path: Path, monkeypatch) -> None:
     """Issue 13: the re-run said "already imported … pass --again" (and --again would have
     doubled every memory) while it silently repaired the vectors."""
     from assistant.memory.store import MemoryStore
@@ -381,7 +381,7 @@ def test_an_import_killed_in_its_vector_step_is_reported_not_refused(
     real_finish, real_sync = MemoryStore.finish_import, MemoryStore.sync_vectors
     real_upsert = VectorSync.upsert_vectors
 
-    def killed(self, run):  # type: ignore[no-untyped-def]
+    def killed(self, run):
         raise KeyboardInterrupt  # stands in for a kill in the final vector step
 
     # The kill: the lines are committed, their vectors never written.

@@ -51,7 +51,7 @@ def cli(
     """Run `brain ARGS…` in-process over the fake knowledge base; returns (code, out, err)."""
     import assistant.retrieval.open as opener
 
-    def fake_open(ctx, *, origin="cli", log=True):  # type: ignore[no-untyped-def]
+    def fake_open(ctx, *, origin="cli", log=True):
         retrieval_log = RetrievalLog.open(ctx.paths.retrieval_log_db) if log else None
         return HybridRetriever(corpus_kb, corpus_kb.embedder, ctx.config.retrieval,
                                log=retrieval_log, origin=origin, parallel=False)
@@ -322,14 +322,14 @@ def _write_corpus(root: Path) -> None:
         path.write_text(f"# {heading}\n\n{text}\n", encoding="utf-8")
 
 
-def test_empty_index_is_a_clear_message(real_cli) -> None:  # type: ignore[no-untyped-def]
+def test_empty_index_is_a_clear_message(real_cli) -> None:
     run, _ = real_cli
     code, out, err = run("search", "anything at all")
     assert code == 1 and out == ""
     assert "index is empty" in err and "brain index PATH" in err and "Traceback" not in err
 
 
-def test_real_index_search_and_changed_model(real_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_real_index_search_and_changed_model(real_cli, tmp_path: Path) -> None:
     run, model = real_cli
     notes = tmp_path / "notes"
     _write_corpus(notes)
@@ -352,7 +352,7 @@ def test_real_index_search_and_changed_model(real_cli, tmp_path: Path) -> None: 
 
 
 @pytest.mark.slow
-def test_real_model_eval_on_a_tiny_corpus(  # type: ignore[no-untyped-def]
+def test_real_model_eval_on_a_tiny_corpus(
     real_cli, real_embedder, tmp_path: Path,
 ) -> None:
     """The bundled model end to end: paraphrases, identifiers and Chinese find their files."""
@@ -442,7 +442,7 @@ def test_log_json_times_are_iso_8601(cli: Callable[..., tuple[int, str, str]], h
     assert re.fullmatch(iso, entry["time"]) and re.fullmatch(iso, entry["rated_at"])
 
 
-def test_a_pdf_chunk_over_a_page_break_is_cited_with_its_page_range(  # type: ignore[no-untyped-def]
+def test_a_pdf_chunk_over_a_page_break_is_cited_with_its_page_range(
     real_cli, tmp_path: Path
 ) -> None:
     """Issue 15 snag 5: the range survives the index (manifest), the search output and JSON,

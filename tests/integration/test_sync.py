@@ -16,7 +16,7 @@ from tests.fixtures.knowledge import index_state, inner_calls, note_text
 
 
 @pytest.fixture
-def kb(knowledge):  # type: ignore[no-untyped-def]
+def kb(knowledge):
     base = knowledge.open()
     base.add_folder(knowledge.notes)
     return base
@@ -211,7 +211,7 @@ def test_an_unchanged_resync_opens_no_vector_store(knowledge, kb, monkeypatch) -
     real_open = vectors.VectorStore.open
     opened: list[str] = []
 
-    def counting_open(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def counting_open(*args, **kwargs):
         opened.append(args[1] if len(args) > 1 else kwargs.get("collection", "?"))
         return real_open(*args, **kwargs)
 
@@ -239,7 +239,7 @@ def test_a_sync_that_stops_while_writing_vectors_leaves_no_match_record(
     assert kb.manifest.get_meta(META_KEY)
     real_upsert = vectors.VectorStore.upsert
 
-    def upsert_then_die(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def upsert_then_die(self, *args, **kwargs):
         real_upsert(self, *args, **kwargs)
         raise KeyboardInterrupt  # the vectors are written, the SQLite commit never comes
 
@@ -425,7 +425,7 @@ def test_a_progress_callback_can_cancel_and_the_next_sync_completes(knowledge, k
     class Cancelled(Exception):
         pass
 
-    def cancel_after_first_batch(event) -> None:  # type: ignore[no-untyped-def]
+    def cancel_after_first_batch(event) -> None:
         if event.phase == Phase.indexing and event.chunks_done > 0:  # a batch is stored
             raise Cancelled
 
@@ -441,7 +441,7 @@ def test_a_progress_callback_can_cancel_and_the_next_sync_completes(knowledge, k
 
 
 def test_progress_moves_per_file_while_reading_and_per_batch_while_embedding(
-    knowledge, kb  # type: ignore[no-untyped-def]
+    knowledge, kb
 ) -> None:
     """Issue 15: the bar used to move only after each 512-chunk round (a minute of CPU on a
     cold index); now every file read and every model batch is an event, and the final file
@@ -484,7 +484,7 @@ def test_a_parent_whose_first_sync_fails_never_takes_the_registered_folders(
     before = index_state(kb)
     kb.add_folder(knowledge.notes)
 
-    def broken(texts):  # type: ignore[no-untyped-def]
+    def broken(texts):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(knowledge.embedder, "embed_documents", broken)
@@ -515,7 +515,7 @@ def test_a_folder_that_cannot_be_looked_into_is_skipped_not_fatal(
             raise PermissionError(13, "Permission denied", str(self))
         return real_is_file(self)
 
-    def scandir(path):  # type: ignore[no-untyped-def]
+    def scandir(path):
         if Path(path) == locked:
             raise PermissionError(13, "Permission denied", str(path))
         return real_scandir(path)

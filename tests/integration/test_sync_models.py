@@ -8,7 +8,7 @@ from indexing.knowledge_types import ReembedNeeded, collection_name
 from tests.fixtures.knowledge import index_state, inner_calls, make_embedder, note_text
 
 
-def _fill(knowledge, n: int = 4) -> None:  # type: ignore[no-untyped-def]
+def _fill(knowledge, n: int = 4) -> None:
     for i in range(n):
         knowledge.write(f"n{i}.md", note_text(f"note {i}", 3))
 

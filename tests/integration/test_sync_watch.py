@@ -15,7 +15,7 @@ from tests.waiting import wait_until
 
 
 @pytest.fixture
-def watching(knowledge) -> Iterator[tuple]:  # type: ignore[no-untyped-def]
+def watching(knowledge) -> Iterator[tuple]:
     kb = knowledge.open()
     kb.add_folder(knowledge.notes)
     knowledge.write("first.md", note_text("first"))
@@ -40,7 +40,7 @@ def watching(knowledge) -> Iterator[tuple]:  # type: ignore[no-untyped-def]
     assert errors == []
 
 
-def _sources(kb) -> set[str]:  # type: ignore[no-untyped-def]
+def _sources(kb) -> set[str]:
     return set(kb.manifest.files())
 
 

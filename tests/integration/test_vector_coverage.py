@@ -8,7 +8,7 @@ from pathlib import Path
 from tests.fixtures.knowledge import note_text
 
 
-def test_coverage_is_cached_and_refreshed_by_sync(knowledge, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_coverage_is_cached_and_refreshed_by_sync(knowledge, monkeypatch) -> None:
     kb = knowledge.open()
     assert kb.vector_coverage() == (0, 0)  # nothing indexed: nothing missing
     kb.add_folder(knowledge.notes)

@@ -15,7 +15,7 @@ from tui.widgets.sources_pane import SourcesPane
 SIZE = (140, 40)
 
 
-async def test_ask_streams_answer_and_lists_sources(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_ask_streams_answer_and_lists_sources(make_app, backend) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "how do I apply a stash?")
@@ -58,7 +58,7 @@ async def test_ask_streams_answer_and_lists_sources(make_app, backend) -> None: 
         assert chat_input.text == "how do I apply a stash?"
 
 
-async def test_citation_key_jumps_to_source(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_citation_key_jumps_to_source(make_app) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "stash?")
@@ -79,7 +79,7 @@ async def test_citation_key_jumps_to_source(make_app) -> None:  # type: ignore[n
         assert app.screen.source.relpath == "git/stash.md"  # type: ignore[attr-defined]
 
 
-async def test_escape_cancels_stream_and_keeps_partial(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_escape_cancels_stream_and_keeps_partial(make_app, backend) -> None:
     gate = threading.Event()
     backend.chat.script.gate = gate
     app = make_app()
@@ -103,7 +103,7 @@ async def test_escape_cancels_stream_and_keeps_partial(make_app, backend) -> Non
                          and app.query(AnswerMessage)[-1].finished)
 
 
-async def test_feedback_and_copy(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_feedback_and_copy(make_app, backend) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "stash?")
@@ -118,7 +118,7 @@ async def test_feedback_and_copy(make_app, backend) -> None:  # type: ignore[no-
         assert app.clipboard == answer.text
 
 
-async def test_failure_keeps_question_in_input(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_failure_keeps_question_in_input(make_app, backend) -> None:
     from assistant.errors import UserError
 
     backend.chat.script.fail_with = UserError("model 'qwen3:4b' not found",
@@ -132,7 +132,7 @@ async def test_failure_keeps_question_in_input(make_app, backend) -> None:  # ty
         assert app.query_one(ChatInput).text == "my precious question"
 
 
-async def test_preview_opens_editor_at_the_line(make_app, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+async def test_preview_opens_editor_at_the_line(make_app, tmp_path, monkeypatch) -> None:
     import contextlib
     import dataclasses
 
@@ -166,13 +166,13 @@ async def test_preview_opens_editor_at_the_line(make_app, tmp_path, monkeypatch)
                                             for n in app._notifications))
 
 
-async def test_watch_mode_shows_in_status_bar(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_watch_mode_shows_in_status_bar(make_app) -> None:
     app = make_app(watch=True)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: "watching 0 folders" in app.chat_screen.status_bar.activity)
 
 
-async def test_low_confidence_is_flagged(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_low_confidence_is_flagged(make_app, backend) -> None:
     backend.chat.script.low_confidence = True
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -185,7 +185,7 @@ async def test_low_confidence_is_flagged(make_app, backend) -> None:  # type: ig
         assert "low confidence" in str(pane.query_one(".pane-caption").render())
 
 
-async def test_idle_time_runs_memory_extraction_once(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_idle_time_runs_memory_extraction_once(make_app, backend) -> None:
     app = make_app(extract_idle_seconds=0.5)
     async with app.run_test(size=SIZE) as pilot:
         # Idle time on a clock the test moves (a busy machine stretches real gaps between keys
@@ -222,7 +222,7 @@ class ManualClock:
         return self.now
 
 
-async def checks_ran(pilot) -> None:  # type: ignore[no-untyped-def]
+async def checks_ran(pilot) -> None:
     """Real time for the idle check (every 0.125 s at a 0.5 s window) to run a few times."""
     import time
 
@@ -230,7 +230,7 @@ async def checks_ran(pilot) -> None:  # type: ignore[no-untyped-def]
     await wait_until(pilot, lambda: time.monotonic() > until, what="idle checks")
 
 
-async def test_idle_time_extracts_what_an_earlier_run_left(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_idle_time_extracts_what_an_earlier_run_left(make_app, backend) -> None:
     """Quitting does not extract: the next run does, at its first idle moment, unasked."""
     backend.chat.left_pending = 2
     app = make_app(extract_idle_seconds=0.3)
@@ -239,7 +239,7 @@ async def test_idle_time_extracts_what_an_earlier_run_left(make_app, backend) ->
         assert backend.chat.left_pending == 0 and backend.chat.asked == []
 
 
-async def test_idle_extraction_off_with_zero(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_idle_extraction_off_with_zero(make_app, backend) -> None:
     import time
 
     app = make_app(extract_idle_seconds=0)
@@ -251,7 +251,7 @@ async def test_idle_extraction_off_with_zero(make_app, backend) -> None:  # type
         assert backend.chat.extract_calls == 0
 
 
-async def test_cut_off_answer_shows_a_warning(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_cut_off_answer_shows_a_warning(make_app, backend) -> None:
     backend.chat.script.notice = "answer cut off at the length limit"
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -263,7 +263,7 @@ async def test_cut_off_answer_shows_a_warning(make_app, backend) -> None:  # typ
         assert status.has_class("-warn")
 
 
-async def test_retrieval_warnings_show_in_the_status_line(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_retrieval_warnings_show_in_the_status_line(make_app, backend) -> None:
     warning = ("the vector store holds no vectors for the 6 indexed chunks (was it deleted?): "
                "searching by keywords only; repair with `brain index --sync`")
     backend.chat.script.warnings = (warning,)
@@ -277,7 +277,7 @@ async def test_retrieval_warnings_show_in_the_status_line(make_app, backend) -> 
         assert "brain index --sync" in app.chat_screen.status_bar.activity
 
 
-async def test_the_model_is_preloaded_again_when_ollama_comes_back(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_the_model_is_preloaded_again_when_ollama_comes_back(make_app, backend) -> None:
     backend.ollama.up = False
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:

@@ -38,7 +38,7 @@ def make(core: tuple[AppContext, CoreBackend]) -> BrainTestApp:
                         watch=False)
 
 
-async def test_add_folder_shows_progress_then_counts(core, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_add_folder_shows_progress_then_counts(core, tmp_path: Path) -> None:
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "git.md").write_text("# Git\n\n## Stash\n\nUse git stash pop to apply.\n")
@@ -78,7 +78,7 @@ async def test_add_folder_shows_progress_then_counts(core, tmp_path: Path) -> No
                                             for n in app._notifications))
 
 
-async def test_edit_delete_undo_memory_in_the_store(core) -> None:  # type: ignore[no-untyped-def]
+async def test_edit_delete_undo_memory_in_the_store(core) -> None:
     from assistant.memory.model import MemoryStatus, MemoryType, NewMemory
 
     _ctx, backend = core
@@ -117,7 +117,7 @@ async def test_edit_delete_undo_memory_in_the_store(core) -> None:  # type: igno
         assert [e.event for e in events][:2] == ["add", "edit-by-user"]
 
 
-async def test_extracted_memory_appears_live(core) -> None:  # type: ignore[no-untyped-def]
+async def test_extracted_memory_appears_live(core) -> None:
     from assistant.memory.model import Actor, MemoryType, NewMemory
 
     _ctx, backend = core
@@ -135,7 +135,7 @@ async def test_extracted_memory_appears_live(core) -> None:  # type: ignore[no-u
                          what="fresh memory highlighted")
 
 
-async def test_ollama_down_banner_then_recovery(core, fake_ollama) -> None:  # type: ignore[no-untyped-def]
+async def test_ollama_down_banner_then_recovery(core, fake_ollama) -> None:
     fake_ollama.stop()
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:
@@ -169,7 +169,7 @@ async def test_ollama_down_banner_then_recovery(core, fake_ollama) -> None:  # t
         assert app.chat_screen.chat.session_id == failed_session
 
 
-async def test_missing_model_banner_says_pull(core, fake_ollama) -> None:  # type: ignore[no-untyped-def]
+async def test_missing_model_banner_says_pull(core, fake_ollama) -> None:
     fake_ollama.remove_model("qwen3:4b")
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:
@@ -224,7 +224,7 @@ def script_long_answer(fake: Any, words: int, *, delay: float) -> None:
                      match=chat_turn)
 
 
-async def test_ask_streams_answer_with_sources_and_feedback(core, fake_ollama, tmp_path) -> None:  # type: ignore[no-untyped-def]
+async def test_ask_streams_answer_with_sources_and_feedback(core, fake_ollama, tmp_path) -> None:
     from textual.widgets import DataTable
 
     from assistant.retrieval.log import RetrievalLog
@@ -278,7 +278,7 @@ async def test_ask_streams_answer_with_sources_and_feedback(core, fake_ollama, t
     assert backend.sessions.list() == []
 
 
-async def test_escape_cancels_real_stream(core, fake_ollama, tmp_path) -> None:  # type: ignore[no-untyped-def]
+async def test_escape_cancels_real_stream(core, fake_ollama, tmp_path) -> None:
     from tui.widgets.message import AnswerMessage
 
     _ctx, backend = core
@@ -296,7 +296,7 @@ async def test_escape_cancels_real_stream(core, fake_ollama, tmp_path) -> None: 
         assert "interrupted" in str(answer.query_one(".answer-status").render())
 
 
-def test_memory_adapter_filters_and_forget_all(core) -> None:  # type: ignore[no-untyped-def]
+def test_memory_adapter_filters_and_forget_all(core) -> None:
     from assistant.errors import UserError
 
     _ctx, backend = core
@@ -325,7 +325,7 @@ def test_memory_adapter_filters_and_forget_all(core) -> None:  # type: ignore[no
     assert api.count() == 0 and api.list(all_active=True, type_=None, query="") == []
 
 
-async def test_cut_off_answer_then_resumed_rating(core, fake_ollama, tmp_path) -> None:  # type: ignore[no-untyped-def]
+async def test_cut_off_answer_then_resumed_rating(core, fake_ollama, tmp_path) -> None:
     from assistant.retrieval.log import RetrievalLog
     from tui.widgets.message import AnswerMessage
 
@@ -361,7 +361,7 @@ async def test_cut_off_answer_then_resumed_rating(core, fake_ollama, tmp_path) -
                          .get(log_id).rating == -1, what="rating of the resumed answer stored")
 
 
-async def test_f9_continues_a_cut_off_answer_and_uncited_sources_are_said(  # type: ignore[no-untyped-def]
+async def test_f9_continues_a_cut_off_answer_and_uncited_sources_are_said(
     core, fake_ollama, tmp_path,
 ) -> None:
     from assistant.chat.answer_notes import NONE_CITED
@@ -401,7 +401,7 @@ async def test_f9_continues_a_cut_off_answer_and_uncited_sources_are_said(  # ty
         assert len(app.query(AnswerMessage)) == 2
 
 
-async def test_idle_extraction_over_the_real_core(core, fake_ollama) -> None:  # type: ignore[no-untyped-def]
+async def test_idle_extraction_over_the_real_core(core, fake_ollama) -> None:
 
     ctx, backend = core  # extract_every_turns (default 6) is not reached: only idle extracts
     fake_ollama.script_chat("Noted, a data engineer at Acme.",
@@ -457,7 +457,7 @@ def test_search_refuses_an_index_built_with_another_model_and_sync_fixes_it(
         backend.close()
 
 
-async def test_ctrl_f_narrows_files_by_a_time_phrase_as_the_cli_does(core, tmp_path) -> None:  # type: ignore[no-untyped-def]
+async def test_ctrl_f_narrows_files_by_a_time_phrase_as_the_cli_does(core, tmp_path) -> None:
     """Issue 16: Ctrl+F's file half reads dates like its conversation half: `since:2w` or
     words ("last week"); the pane's caption shows the range, or that no file was modified
     then and every date was searched."""
@@ -513,7 +513,7 @@ def watch_disconnect(fake: Any) -> tuple[threading.Event, list[float]]:
     return gone, at
 
 
-async def test_esc_stops_a_back_to_back_stream_at_once(core, fake_ollama, tmp_path) -> None:  # type: ignore[no-untyped-def]
+async def test_esc_stops_a_back_to_back_stream_at_once(core, fake_ollama, tmp_path) -> None:
     """At GPU speeds tokens arrive back to back (here ~500 a second, faster than any local
     GPU; the old blocking wrapper only passed a cancel on after 50 ms without a token): Esc
     must still stop the model within a fraction of a second (the HTTP stream is closed), store
@@ -590,7 +590,7 @@ def only_turn(ctx: AppContext) -> Any:
     return turn
 
 
-async def test_quitting_right_after_enter_keeps_the_question(core, fake_ollama, tmp_path) -> None:  # type: ignore[no-untyped-def]
+async def test_quitting_right_after_enter_keeps_the_question(core, fake_ollama, tmp_path) -> None:
     """Ctrl+Q handled before the chat took the question Enter had just sent (both were in the
     queue): the question is stored, as an interrupted turn, not lost with the screen."""
     from textual import events
@@ -613,7 +613,7 @@ async def test_quitting_right_after_enter_keeps_the_question(core, fake_ollama, 
     assert turn.status == "interrupted"
 
 
-async def test_quitting_while_the_question_goes_on_screen_keeps_it(  # type: ignore[no-untyped-def]
+async def test_quitting_while_the_question_goes_on_screen_keeps_it(
     core, fake_ollama, tmp_path
 ) -> None:
     """The other half of that race: the chat took the question and is putting it on screen
@@ -633,7 +633,7 @@ async def test_quitting_while_the_question_goes_on_screen_keeps_it(  # type: ign
 
         entered, release = asyncio.Event(), asyncio.Event()
 
-        async def slow_add_exchange(question: str):  # type: ignore[no-untyped-def]
+        async def slow_add_exchange(question: str):
             entered.set()
             await release.wait()  # a busy machine mounting the two messages: held until the quit
             return await add_exchange(question)
@@ -658,7 +658,7 @@ async def test_quitting_while_the_question_goes_on_screen_keeps_it(  # type: ign
     assert turn.status == "interrupted"
 
 
-async def test_quitting_mid_answer_stores_the_turn(core, fake_ollama, tmp_path) -> None:  # type: ignore[no-untyped-def]
+async def test_quitting_mid_answer_stores_the_turn(core, fake_ollama, tmp_path) -> None:
     from assistant.sessions.store import SessionStore
     from tui.widgets.message import AnswerMessage
 

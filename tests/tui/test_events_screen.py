@@ -12,7 +12,7 @@ from tui.screens.events import EventsScreen
 SIZE = (140, 40)
 
 
-async def test_events_live_search_and_erase(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_events_live_search_and_erase(make_app, backend) -> None:
     backend.events.log("ran pytest on the login module", type="action")
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -51,7 +51,7 @@ async def test_events_live_search_and_erase(make_app, backend) -> None:  # type:
         assert [e.type for e in backend.events.events] == ["action"]
 
 
-async def test_palette_lists_agent_events(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_palette_lists_agent_events(make_app) -> None:
     from tui.actions import ACTIONS
 
     assert any(a.name == "events" and a.title == "Agent events" for a in ACTIONS)
@@ -61,7 +61,7 @@ async def test_palette_lists_agent_events(make_app) -> None:  # type: ignore[no-
         await wait_until(pilot, lambda: isinstance(app.screen, EventsScreen))
 
 
-def test_core_adapter_reads_and_erases_the_real_log(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_core_adapter_reads_and_erases_the_real_log(tmp_path) -> None:
     from assistant.context import AppContext
     from assistant.events.model import EventType, NewEvent
     from assistant.events.store import EventStore
@@ -81,7 +81,7 @@ def test_core_adapter_reads_and_erases_the_real_log(tmp_path) -> None:  # type: 
     writer.close()
 
 
-async def test_due_runs_are_summarised_when_idle_and_not_before(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_due_runs_are_summarised_when_idle_and_not_before(make_app, backend) -> None:
     backend.events.due = 1
     app = make_app(extract_idle_seconds=0.3)
     async with app.run_test(size=SIZE) as pilot:
@@ -94,7 +94,7 @@ async def test_due_runs_are_summarised_when_idle_and_not_before(make_app, backen
         assert backend.events.summary_calls == 2
 
 
-async def test_no_summaries_without_idle_time(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_no_summaries_without_idle_time(make_app, backend) -> None:
     backend.events.due = 1
     app = make_app(extract_idle_seconds=0)
     async with app.run_test(size=SIZE) as pilot:

@@ -11,11 +11,11 @@ from tui.widgets.sources_pane import SourcesPane
 SIZE = (140, 40)
 
 
-def caption(app) -> str:  # type: ignore[no-untyped-def]
+def caption(app) -> str:
     return str(app.query_one(SourcesPane).query_one(".pane-caption").render())
 
 
-async def test_remember_that_shows_no_model_and_keeps_the_sources(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_remember_that_shows_no_model_and_keeps_the_sources(make_app, backend) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "How do I apply a stash?")
@@ -33,7 +33,7 @@ async def test_remember_that_shows_no_model_and_keeps_the_sources(make_app, back
         assert app.chat_screen.status_bar.undo.startswith("undo: added “my wife's birthday")
 
 
-async def test_a_failed_turn_is_not_called_an_answer(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_a_failed_turn_is_not_called_an_answer(make_app, backend) -> None:
     backend.ollama.up = False
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -43,7 +43,7 @@ async def test_a_failed_turn_is_not_called_an_answer(make_app, backend) -> None:
                          what="the caption")
 
 
-async def test_one_hit_is_one_conversation(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_one_hit_is_one_conversation(make_app, backend) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_sessions(pilot)

@@ -54,7 +54,7 @@ def hostile_sources() -> tuple[fake.SourceView, ...]:
                     text=f"stash {HOSTILE}"), *rest)
 
 
-async def test_hostile_text_is_shown_literally_everywhere(  # type: ignore[no-untyped-def]
+async def test_hostile_text_is_shown_literally_everywhere(
     make_app, backend, tmp_path: Path, monkeypatch
 ) -> None:
     monkeypatch.setattr(fake, "sample_sources", hostile_sources)

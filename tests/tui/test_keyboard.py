@@ -28,7 +28,7 @@ def memories(backend: FakeBackend) -> dict[str, tuple[str, bool]]:
     return {m.id: (m.status, m.pinned) for m in backend.memory.items.values()}
 
 
-async def all_memories_focused(pilot, app) -> MemoryPane:  # type: ignore[no-untyped-def]
+async def all_memories_focused(pilot, app) -> MemoryPane:
     """The memory pane focused (Ctrl+O) and listing every memory (a)."""
     pane = app.query_one(MemoryPane)
     await pilot.press("ctrl+o", "a")
@@ -37,7 +37,7 @@ async def all_memories_focused(pilot, app) -> MemoryPane:  # type: ignore[no-unt
     return pane
 
 
-async def test_type_ahead_after_closing_f2_reaches_the_message_box(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_type_ahead_after_closing_f2_reaches_the_message_box(make_app, backend) -> None:
     """Finding 1: Esc from F2 then a question typed at once: h, d, p, n are the memory pane's
     commands (history, delete, pin, new) and must not reach it."""
     app = make_app()
@@ -52,7 +52,7 @@ async def test_type_ahead_after_closing_f2_reaches_the_message_box(make_app, bac
         assert memories(backend) == before
 
 
-async def test_f2_opens_on_its_search_box(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_f2_opens_on_its_search_box(make_app, backend) -> None:
     """Letters typed right after F2 are a search, never the list's d (delete) or r (rename)."""
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -65,7 +65,7 @@ async def test_f2_opens_on_its_search_box(make_app, backend) -> None:  # type: i
         assert set(backend.sessions.sessions) == {"s1", "s2"}
 
 
-async def test_ctrl_f_leaves_enter_to_send_the_question(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_ctrl_f_leaves_enter_to_send_the_question(make_app, backend) -> None:
     """After Ctrl+F the results are in the sources pane, but Enter sends the typed question
     (it opened a preview of the first source)."""
     app = make_app()
@@ -79,7 +79,7 @@ async def test_ctrl_f_leaves_enter_to_send_the_question(make_app, backend) -> No
         await wait_until(pilot, lambda: pane.table.row_count == 3, what="the search results")
 
 
-async def test_opening_a_search_hit_returns_focus_to_the_box(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_opening_a_search_hit_returns_focus_to_the_box(make_app, backend) -> None:
     """Finding 1: opening a hit from F2 left focus on an answer, where - rated it 👎, t toggled
     its reasoning, y copied it."""
     app = make_app()
@@ -94,7 +94,7 @@ async def test_opening_a_search_hit_returns_focus_to_the_box(make_app, backend) 
         assert backend.chat.feedback_log == []
 
 
-async def test_any_dialog_returns_focus_to_the_box(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_any_dialog_returns_focus_to_the_box(make_app, backend) -> None:
     """From a pane, a dialog opened and closed: the next keys are text, not pane commands
     (a preview from the sources pane, a memory editor from the memory pane)."""
     app = make_app()
@@ -118,7 +118,7 @@ async def test_any_dialog_returns_focus_to_the_box(make_app, backend) -> None:  
         assert memories(backend) == before
 
 
-async def test_pin_delete_undo_undo_reverts_both(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_pin_delete_undo_undo_reverts_both(make_app, backend) -> None:
     """Finding 2: the second u failed ("changed since (version 4, expected 2)"). The status
     line says what the next undo reverts; F11 undoes from the message box."""
     app = make_app()

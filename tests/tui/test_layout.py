@@ -80,7 +80,7 @@ def test_key_names_as_people_read_them() -> None:
 # --- 1: the layout at 80×24 and in between ------------------------------------------------
 
 
-async def test_80x24_collapses_the_side_panes_to_a_toggle(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_80x24_collapses_the_side_panes_to_a_toggle(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         screen = app.chat_screen
@@ -113,7 +113,7 @@ async def test_80x24_collapses_the_side_panes_to_a_toggle(make_app) -> None:  # 
         assert screen.sources_pane.display and screen.memory_pane.display
 
 
-async def test_between_90_and_120_columns_the_chat_keeps_50(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_between_90_and_120_columns_the_chat_keeps_50(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         screen = app.chat_screen
@@ -131,7 +131,7 @@ async def test_between_90_and_120_columns_the_chat_keeps_50(make_app) -> None:  
 
 
 @pytest.mark.parametrize("width", [60, 80, 100, 140])
-async def test_placeholder_and_status_line_never_cut_mid_word(make_app, width: int) -> None:  # type: ignore[no-untyped-def]
+async def test_placeholder_and_status_line_never_cut_mid_word(make_app, width: int) -> None:
     app = make_app()
     async with app.run_test(size=(width, 24)) as pilot:
         screen = app.chat_screen
@@ -153,7 +153,7 @@ async def test_placeholder_and_status_line_never_cut_mid_word(make_app, width: i
 # --- 2: focus traps -------------------------------------------------------------------------
 
 
-async def test_keys_work_from_the_memory_pane_and_its_filter(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_keys_work_from_the_memory_pane_and_its_filter(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(140, 40)) as pilot:
         screen = app.chat_screen
@@ -188,7 +188,7 @@ async def test_keys_work_from_the_memory_pane_and_its_filter(make_app) -> None: 
         await wait_until(pilot, lambda: pane.list_view.has_focus, what="back to the list")
 
 
-async def test_ctrl_f_with_an_empty_message_box_asks_what_to_search(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_ctrl_f_with_an_empty_message_box_asks_what_to_search(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_until(pilot, lambda: ready(app))
@@ -204,7 +204,7 @@ async def test_ctrl_f_with_an_empty_message_box_asks_what_to_search(make_app) ->
 # --- 7: help and palette text ----------------------------------------------------------------
 
 
-async def test_help_shows_plain_text_readable_keys_and_config_names(home, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_help_shows_plain_text_readable_keys_and_config_names(home, backend) -> None:
     from assistant.context import AppContext
     from tests.tui.conftest import BrainTestApp
 
@@ -235,7 +235,7 @@ async def test_help_shows_plain_text_readable_keys_and_config_names(home, backen
 # --- 8: the status line is never stale --------------------------------------------------------
 
 
-async def test_status_line_follows_changes_made_elsewhere(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_status_line_follows_changes_made_elsewhere(make_app, backend) -> None:
     app = make_app(ollama_poll_seconds=0.2)
     async with app.run_test(size=(140, 40)) as pilot:
         status = app.chat_screen.status_bar
@@ -246,7 +246,7 @@ async def test_status_line_follows_changes_made_elsewhere(make_app, backend) -> 
         await wait_until(pilot, lambda: status.index == "index 1 file / 1 chunk")
 
 
-async def test_undoing_an_added_memory_says_it_was_removed(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_undoing_an_added_memory_says_it_was_removed(make_app, backend) -> None:
     """Snag 8: undoing an add said "restored" while the memory disappeared. (`u` takes back
     the pane's own latest change, issue 13: here the memory the user just added.)"""
     from textual.widgets import TextArea

@@ -29,7 +29,7 @@ def errors(app: BrainTestApp) -> list[str]:
     return [n.message for n in app._notifications if n.severity == "error"]
 
 
-async def search_sessions(pilot, app: BrainTestApp, text: str) -> SessionsScreen:  # type: ignore[no-untyped-def]
+async def search_sessions(pilot, app: BrainTestApp, text: str) -> SessionsScreen:
     await pilot.press("f2")
     await wait_until(pilot, lambda: isinstance(app.screen, SessionsScreen))
     screen = app.screen
@@ -40,7 +40,7 @@ async def search_sessions(pilot, app: BrainTestApp, text: str) -> SessionsScreen
     return screen
 
 
-async def test_f2_search_after_an_import_from_another_process(core, home: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_f2_search_after_an_import_from_another_process(core, home: Path) -> None:
     """The app searched (and so opened the conversation vectors) before `brain sessions
     import` added turns: the next search finds them, without "Could not read vectors"."""
     app = make(core)
@@ -58,7 +58,7 @@ async def test_f2_search_after_an_import_from_another_process(core, home: Path) 
         assert "Rsync backup flags" in titles, titles
 
 
-async def test_forget_all_elsewhere_starts_a_new_session(core, home: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_forget_all_elsewhere_starts_a_new_session(core, home: Path) -> None:
     """`brain sessions forget-all` while the app is in a session: the next message starts a
     new session, with a notice (it failed with "no session matches …" until Ctrl+N)."""
     backend = core[1]
@@ -79,7 +79,7 @@ async def test_forget_all_elsewhere_starts_a_new_session(core, home: Path) -> No
         assert [s.turns for s in backend.sessions.list()] == [1]
 
 
-async def test_search_after_a_folder_is_removed_elsewhere(core, home: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_search_after_a_folder_is_removed_elsewhere(core, home: Path, tmp_path: Path) -> None:
     """`brain folders rm` while the app is open: Ctrl+F no longer lists the folder's files."""
     notes, trips = tmp_path / "notes", tmp_path / "trips"
     for folder, text in ((notes, "The kayak trip is on Saturday at the lake."),

@@ -12,7 +12,7 @@ from tui.screens.log_view import LogScreen
 HOSTILE = "[@click=app.quit]click me[/] [bold]\x1b]0;pwned\x07 error"
 
 
-async def test_f12_shows_the_log_file_as_plain_text(make_app, ctx: AppContext) -> None:  # type: ignore[no-untyped-def]
+async def test_f12_shows_the_log_file_as_plain_text(make_app, ctx: AppContext) -> None:
     path = log_file(ctx.paths)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("2026-12-01 10:00:00,000 1 tui ERROR tui.workers: first\n"
@@ -32,7 +32,7 @@ async def test_f12_shows_the_log_file_as_plain_text(make_app, ctx: AppContext) -
         await wait_until(pilot, lambda: not isinstance(app.screen, LogScreen))
 
 
-async def test_f12_without_a_log_says_nothing_was_logged(make_app, ctx: AppContext) -> None:  # type: ignore[no-untyped-def]
+async def test_f12_without_a_log_says_nothing_was_logged(make_app, ctx: AppContext) -> None:
     app = make_app()
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press("f12")

@@ -68,7 +68,7 @@ def listed(ran: Ran) -> dict[str, str]:
     return {m["text"]: m["status"] for m in json.loads(ran.out)["memories"]}
 
 
-async def test_delete_then_undo_restores_exactly_that_memory(core, home: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_delete_then_undo_restores_exactly_that_memory(core, home: Path) -> None:
     remember(core, FOUR)
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:
@@ -92,7 +92,7 @@ async def test_delete_then_undo_restores_exactly_that_memory(core, home: Path) -
     assert statuses == dict.fromkeys(FOUR, "active")
 
 
-async def test_undo_follows_the_changes_not_the_cursor(core) -> None:  # type: ignore[no-untyped-def]
+async def test_undo_follows_the_changes_not_the_cursor(core) -> None:
     """Two deletes then two undos, the cursor moved each time: both come back, in reverse."""
     _ctx, backend = core
     remember(core, FOUR)
@@ -115,7 +115,7 @@ async def test_undo_follows_the_changes_not_the_cursor(core) -> None:  # type: i
         assert store.count() == 4
 
 
-async def test_undo_refuses_when_another_process_changed_that_memory(core, home: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_undo_refuses_when_another_process_changed_that_memory(core, home: Path) -> None:
     _ctx, backend = core
     remember(core, FOUR)
     store = backend.memory.store()
@@ -136,7 +136,7 @@ async def test_undo_refuses_when_another_process_changed_that_memory(core, home:
         assert store.get(victim.id).status.value == "active"
 
 
-async def test_changes_by_another_process_appear_in_pane_and_count(core, home: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_changes_by_another_process_appear_in_pane_and_count(core, home: Path) -> None:
     remember(core, FOUR[:2])
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:

@@ -31,7 +31,7 @@ def recalled_rows(app: BrainTestApp) -> list[list[str]]:
 
 async def test_recalled_turns_and_dates_are_shown_and_open_their_session(
     make_app, backend: FakeBackend
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     backend.chat.script.tokens = ["You decided ", "on Saturday [c1]."]
     backend.chat.script.conversations = (
         ConversationView(1, "s2", "Weekend plans", "2026-01-14 18:00", KAYAK_Q, KAYAK_A, 1),
@@ -73,7 +73,7 @@ async def test_recalled_turns_and_dates_are_shown_and_open_their_session(
         assert "dates" not in str(app.query_one(StatusBar).render())
 
 
-async def test_clicking_c1_in_the_answer_selects_it(make_app, backend: FakeBackend) -> None:  # type: ignore[no-untyped-def]
+async def test_clicking_c1_in_the_answer_selects_it(make_app, backend: FakeBackend) -> None:
     backend.chat.script.tokens = ["Saturday [c2]."]
     backend.chat.script.conversations = (
         ConversationView(1, "s1", "Git questions", "2026-01-15 09:30", "stash?", "pop", 1),
@@ -91,7 +91,7 @@ async def test_clicking_c1_in_the_answer_selects_it(make_app, backend: FakeBacke
 
 async def test_sessions_screen_searches_every_conversation_by_date(
     make_app, backend: FakeBackend
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_sessions(pilot)
@@ -131,7 +131,7 @@ async def test_sessions_screen_searches_every_conversation_by_date(
 
 async def test_ctrl_f_searches_conversations_as_well_as_files(
     make_app, backend: FakeBackend
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         app.chat_screen.chat_input.load_text("kayak since:7d")
@@ -153,12 +153,12 @@ async def test_ctrl_f_searches_conversations_as_well_as_files(
 
 async def test_ctrl_f_still_searches_conversations_when_files_cannot_be(
     make_app, backend: FakeBackend, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """A file search that fails (here: no index yet) is reported, and the conversations are
     searched all the same."""
     from assistant.errors import UserError
 
-    def broken(query: str):  # type: ignore[no-untyped-def]
+    def broken(query: str):
         raise UserError("the index is empty", "press F3 to add a folder")
 
     monkeypatch.setattr(backend.knowledge, "search", broken)
@@ -176,7 +176,7 @@ async def test_ctrl_f_still_searches_conversations_when_files_cannot_be(
 
 # --- over the real core -----------------------------------------------------------------------
 
-async def test_what_did_we_decide_cites_the_earlier_turn(core, fake_ollama) -> None:  # type: ignore[no-untyped-def]
+async def test_what_did_we_decide_cites_the_earlier_turn(core, fake_ollama) -> None:
     ctx, backend = core
     store = backend.sessions.store()
     earlier = store.create(title="Weekend plans")
@@ -215,7 +215,7 @@ async def test_what_did_we_decide_cites_the_earlier_turn(core, fake_ollama) -> N
         assert found.time_range.endswith("(since 7d)") or "7d" in found.time_range
 
 
-async def test_f2_lists_the_hits_and_caption_the_cli_prints(  # type: ignore[no-untyped-def]
+async def test_f2_lists_the_hits_and_caption_the_cli_prints(
         core, ollama_home, monkeypatch, capsys) -> None:
     """Issue 23: F2 listed 20 hits (unrelated ones among them) where `brain sessions search`
     listed 5, and said "nothing from those dates" of a search that named none."""

@@ -15,7 +15,7 @@ from tui.backend.chat import ChatAdapter
 from tui.widgets.sources_pane import SourcesPane
 
 
-async def test_thumbs_down_then_c_names_the_right_source(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_thumbs_down_then_c_names_the_right_source(make_app, backend) -> None:
     app = make_app()
     async with app.run_test(size=(140, 40)) as pilot:
         await ask(pilot, "how do I make a branch?")
@@ -33,7 +33,7 @@ async def test_thumbs_down_then_c_names_the_right_source(make_app, backend) -> N
                                             for n in app._notifications))
 
 
-async def test_c_without_a_logged_retrieval_says_so(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_c_without_a_logged_retrieval_says_so(make_app, backend) -> None:
     app = make_app()
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press("ctrl+s")

@@ -27,7 +27,7 @@ from tui.widgets.sources_pane import SourcesPane
 SIZE = (140, 40)
 
 
-async def test_sessions_resume_rename_delete_export(make_app, backend, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_sessions_resume_rename_delete_export(make_app, backend, tmp_path: Path) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_sessions(pilot)
@@ -73,7 +73,7 @@ async def test_sessions_resume_rename_delete_export(make_app, backend, tmp_path:
     assert load_state(app.ctx.paths.ui_state_file).last_session == "s1"
 
 
-async def test_last_session_is_reopened(ctx: AppContext, make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_last_session_is_reopened(ctx: AppContext, make_app) -> None:
     from tui.state import UiState, save_state
 
     save_state(ctx.paths.ui_state_file, UiState(last_session="s1"))
@@ -83,7 +83,7 @@ async def test_last_session_is_reopened(ctx: AppContext, make_app) -> None:  # t
         assert app.chat_screen.chat.session_id == "s1"
 
 
-async def test_missing_last_session_starts_fresh(ctx: AppContext, make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_missing_last_session_starts_fresh(ctx: AppContext, make_app) -> None:
     from tui.state import UiState, save_state
 
     save_state(ctx.paths.ui_state_file, UiState(last_session="gone"))
@@ -95,7 +95,7 @@ async def test_missing_last_session_starts_fresh(ctx: AppContext, make_app) -> N
     assert load_state(ctx.paths.ui_state_file).last_session is None
 
 
-async def test_model_picker_switches_model(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_model_picker_switches_model(make_app, backend) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("f4")
@@ -139,7 +139,7 @@ async def test_help_lists_keys_with_config_override(home: Path, backend: FakeBac
         assert "ollama.model" in keys and "retrieval.top_k" in keys
 
 
-async def test_index_manager_progress_then_counts(make_app, backend, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_index_manager_progress_then_counts(make_app, backend, tmp_path: Path) -> None:
     notes = tmp_path / "notes"
     notes.mkdir()
     for name in ("a.md", "b.md", "c.txt", "logo.bin"):
@@ -173,7 +173,7 @@ async def test_index_manager_progress_then_counts(make_app, backend, tmp_path: P
         assert backend.knowledge.folders_ == {}
 
 
-async def test_memory_pane_pin_history_new_forget(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_memory_pane_pin_history_new_forget(make_app, backend) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("ctrl+r")
@@ -228,7 +228,7 @@ async def test_memory_pane_pin_history_new_forget(make_app, backend) -> None:  #
         await wait_until(pilot, lambda: app.chat_screen.status_bar.memories == 0)
 
 
-async def test_layout_and_theme_survive_restart(ctx: AppContext, make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_layout_and_theme_survive_restart(ctx: AppContext, make_app) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("f6")  # hide sources
@@ -249,7 +249,7 @@ async def test_layout_and_theme_survive_restart(ctx: AppContext, make_app) -> No
         assert again.query_one("#side").styles.width.value == 64
 
 
-async def test_search_works_without_ollama(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_search_works_without_ollama(make_app, backend) -> None:
     backend.ollama.up = False
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -267,7 +267,7 @@ async def test_search_works_without_ollama(make_app, backend) -> None:  # type: 
         await wait_until(pilot, lambda: not app.chat_screen.banner.display, what="banner hidden")
 
 
-async def test_input_newlines_and_history(make_app) -> None:  # type: ignore[no-untyped-def]
+async def test_input_newlines_and_history(make_app) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         box = app.chat_screen.chat_input
@@ -288,7 +288,7 @@ async def test_input_newlines_and_history(make_app) -> None:  # type: ignore[no-
         assert box.text == "draft"
 
 
-async def test_new_session_clears_chat(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_new_session_clears_chat(make_app, backend) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "first")
@@ -303,7 +303,7 @@ async def test_new_session_clears_chat(make_app, backend) -> None:  # type: igno
         assert backend.chat.asked[1][0] is None  # a new session, not s1
 
 
-async def test_quit_finishes_pending_writes(make_app, backend) -> None:  # type: ignore[no-untyped-def]
+async def test_quit_finishes_pending_writes(make_app, backend) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("ctrl+q")

@@ -14,7 +14,7 @@ from tui.screens.text_prompt import TextPrompt
 SIZE = (160, 45)
 
 
-async def _change(pilot, app, name: str, value: str) -> TextPrompt:  # type: ignore[no-untyped-def]
+async def _change(pilot, app, name: str, value: str) -> TextPrompt:
     """Select `name` in F5's table, Enter, type `value` over the old one, Enter."""
     from textual.widgets import DataTable, Input
 
@@ -28,12 +28,12 @@ async def _change(pilot, app, name: str, value: str) -> TextPrompt:  # type: ign
     return prompt
 
 
-def _status(app) -> str:  # type: ignore[no-untyped-def]
+def _status(app) -> str:
     return str(app.screen.query_one("#settings-status").render())
 
 
 async def test_f5_edits_a_setting_live_or_for_the_restart(
-    make_app, backend: FakeBackend, ctx: AppContext  # type: ignore[no-untyped-def]
+    make_app, backend: FakeBackend, ctx: AppContext
 ) -> None:
     path = ctx.paths.config_file
     before = path.read_text(encoding="utf-8")

@@ -22,12 +22,12 @@ SIZE = (120, 36)
 THEMES = load_themes().names()
 
 
-def checks_done(app) -> bool:  # type: ignore[no-untyped-def]
+def checks_done(app) -> bool:
     status = app.chat_screen.status
     return bool(status.model_ready and status.ollama_ok)
 
 
-async def answered(pilot) -> None:  # type: ignore[no-untyped-def]
+async def answered(pilot) -> None:
     app = pilot.app
     await screen_ready(pilot)
     chat_input = app.query_one(ChatInput)
@@ -39,20 +39,20 @@ async def answered(pilot) -> None:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("theme", THEMES)
-def test_main_screen(theme, snap_compare, make_app) -> None:  # type: ignore[no-untyped-def]
+def test_main_screen(theme, snap_compare, make_app) -> None:
     app = make_app()
 
-    async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
+    async def run_before(pilot) -> None:
         pilot.app.theme = theme
         await answered(pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_memory_editor(snap_compare, make_app) -> None:  # type: ignore[no-untyped-def]
+def test_memory_editor(snap_compare, make_app) -> None:
     app = make_app()
 
-    async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
+    async def run_before(pilot) -> None:
         await screen_ready(pilot)
         await pilot.press("ctrl+r")
         pane = pilot.app.query_one(MemoryPane)
@@ -74,14 +74,14 @@ def test_memory_editor(snap_compare, make_app) -> None:  # type: ignore[no-untyp
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_index_manager(snap_compare, make_app, backend) -> None:  # type: ignore[no-untyped-def]
+def test_index_manager(snap_compare, make_app, backend) -> None:
     backend.knowledge.folders_ = {
         "/home/me/notes": FolderView("/home/me/notes", 412, 1893, STAMP.replace("T", " ")[:16]),
         "/home/me/src/brain": FolderView("/home/me/src/brain", 96, 702, ""),
     }
     app = make_app()
 
-    async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
+    async def run_before(pilot) -> None:
         # The status bar behind the modal must be settled, or the snapshot races the checks.
         await wait_until(pilot, lambda: checks_done(pilot.app), what="checks done")
         await pilot.press("f3")
@@ -92,7 +92,7 @@ def test_index_manager(snap_compare, make_app, backend) -> None:  # type: ignore
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_main_screen_at_80x24(snap_compare, make_app) -> None:  # type: ignore[no-untyped-def]
+def test_main_screen_at_80x24(snap_compare, make_app) -> None:
     """Issue 15 snag 1: at 80×24 the side panes collapse behind F6/F7; the chat gets the width."""
     app = make_app()
     assert snap_compare(app, terminal_size=(80, 24), run_before=answered)

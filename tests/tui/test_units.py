@@ -132,7 +132,7 @@ def test_source_label_counts_the_files_folded_chunks() -> None:
     assert source_label(folded).plain == "kill.md\n—  +2 more from this file"
 
 
-def test_a_pdf_source_row_names_its_page(ctx) -> None:  # type: ignore[no-untyped-def]
+def test_a_pdf_source_row_names_its_page(ctx) -> None:
     """Issue 23: the PDF row in the sources pane had no page (the answer cites `p. 3`)."""
     from assistant.sessions.turn import KnowledgeItem, Source
     from tui.backend.convert import source_view

@@ -180,7 +180,7 @@ def test_the_long_install_steps_count_packages_as_pip_collects_them(
         update(log)
         seen.write_text(str(len(log.encode("utf-8"))))
 
-    meter.update = update_and_say  # type: ignore[method-assign]  # why: observe each poll
+    meter.update = update_and_say
     assert bootstrap._run([sys.executable, "-m", "pip", "install", "x"], optional=False,
                           meter=meter)
     drawn = stream.getvalue()

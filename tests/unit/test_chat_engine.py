@@ -14,7 +14,7 @@ from tests.fixtures.chat import ChatRig, knowledge_item, memory_item
 from tests.waiting import wait_until_async
 
 
-async def collect(stream):  # type: ignore[no-untyped-def]
+async def collect(stream):
     return [event async for event in stream]
 
 
@@ -61,7 +61,7 @@ async def test_retrieval_and_recall_run_concurrently(chat_rig: ChatRig) -> None:
     barrier = threading.Barrier(2, timeout=3)  # breaks unless both run at the same time
     chat_rig.knowledge.hook = barrier.wait
 
-    def recall(query: str, k: int):  # type: ignore[no-untyped-def]
+    def recall(query: str, k: int):
         barrier.wait()
         return []
 
@@ -385,7 +385,7 @@ async def test_tools_are_not_offered_to_models_without_support(chat_rig: ChatRig
 
 # --- rolling summary --------------------------------------------------------------------------
 
-def _is_summary(body: dict) -> bool:  # type: ignore[type-arg]
+def _is_summary(body: dict) -> bool:
     return "running summary" in body["messages"][0]["content"]
 
 

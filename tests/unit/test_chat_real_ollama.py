@@ -25,7 +25,7 @@ from tests.fixtures.chat import ChatRig, knowledge_item, memory_item
 from tests.waiting import wait_until_async
 
 
-async def collect(stream):  # type: ignore[no-untyped-def]
+async def collect(stream):
     return [event async for event in stream]
 
 
@@ -40,7 +40,7 @@ def answer_text(events: list[object]) -> str:
     return text
 
 
-def _is_background(body: dict) -> bool:  # type: ignore[type-arg]
+def _is_background(body: dict) -> bool:
     return bool(body.get("format"))
 
 
@@ -266,13 +266,13 @@ async def test_after_the_reply_the_read_tokens_come_from_the_servers_count(
 
     engine = chat_rig.make()
     chat_rig.fake.script_chat("First answer [1].", thinking="")
-    first = (await engine.ask("how do I stash my changes in git?")).turn  # type: ignore[union-attr]
+    first = (await engine.ask("how do I stash my changes in git?")).turn
     real = chat_rig.fake.generations[-1]
     assert real.cached_tokens == 0
     assert first.timings["prompt_read_tokens"] == real.prompt_tokens
     assert read_note(first.timings) == f"read {real.prompt_tokens:,} new prompt tokens"
     chat_rig.fake.script_chat("Second answer [1].", thinking="")
-    second = (await engine.ask("and how do I apply it again?")).turn  # type: ignore[union-attr]
+    second = (await engine.ask("and how do I apply it again?")).turn
     real = chat_rig.fake.generations[-1]
     assert real.cached_tokens > 0
     assert second.timings["cached_tokens"] == real.cached_tokens

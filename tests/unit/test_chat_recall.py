@@ -59,7 +59,7 @@ def recall(chat_rig: ChatRig) -> Iterator[Recall]:
     yield Recall(chat_rig, index, IndexConversations(lambda: index))
 
 
-def _is_recap(body: dict) -> bool:  # type: ignore[type-arg]
+def _is_recap(body: dict) -> bool:
     return "record of a past chat" in body["messages"][0]["content"]
 
 
@@ -267,7 +267,7 @@ async def test_a_one_turn_session_is_not_summarised(recall: Recall) -> None:
     assert not any(_is_recap(b) for b in recall.rig.fake.chat_requests)
 
 
-def _hits(recall: Recall, query: str) -> list:  # type: ignore[type-arg]
+def _hits(recall: Recall, query: str) -> list:
     from assistant.conversations.search import search_conversations
 
     recall.index.sync()

@@ -61,7 +61,7 @@ def test_a_failure_reaches_every_waiter() -> None:
                 future.result(5)
 
 
-def test_chat_context_shares_one_wrapped_embedder(home) -> None:  # type: ignore[no-untyped-def]
+def test_chat_context_shares_one_wrapped_embedder(home) -> None:
     from assistant.context import AppContext
 
     ctx = AppContext.load(str(home))

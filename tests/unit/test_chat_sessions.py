@@ -15,7 +15,7 @@ from assistant.sessions.turn import Source, ToolUse
 from tests.fixtures.chat import knowledge_item, memory_item
 
 
-def add_exchange(store: SessionStore, sid: str, question: str, answer: str, **kw: object):  # type: ignore[no-untyped-def]
+def add_exchange(store: SessionStore, sid: str, question: str, answer: str, **kw: object):
     return store.add_turn(sid, question, answer, status=kw.pop("status", "complete"), **kw)  # type: ignore[arg-type]
 
 

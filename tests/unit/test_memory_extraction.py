@@ -29,7 +29,7 @@ GOOD = {
 TURNS = ["Hi!", "I work at Acme as a data engineer.", "Please keep answers short."]
 
 
-def _chat(fake: FakeOllamaServer):  # type: ignore[no-untyped-def]
+def _chat(fake: FakeOllamaServer):
     return ollama_chat_fn(fake.url, "qwen3:4b", timeout=5, num_predict=NUM_PREDICT)
 
 
@@ -160,7 +160,7 @@ def test_extraction_reconciles_against_existing(memory_store: MemoryStore) -> No
     ])
     prompts: list[str] = []
 
-    def model(messages, schema):  # type: ignore[no-untyped-def]
+    def model(messages, schema):
         prompts.append(messages[-1]["content"])
         return next(replies)
 
@@ -178,7 +178,7 @@ def test_extraction_reconciles_against_existing(memory_store: MemoryStore) -> No
 
 
 def test_extract_async_never_raises(memory_store: MemoryStore) -> None:
-    def broken(messages, schema):  # type: ignore[no-untyped-def]
+    def broken(messages, schema):
         raise RuntimeError("boom")
 
     service = MemoryService(memory_store, chat_fn=broken)
@@ -231,7 +231,7 @@ def test_reasoning_before_the_json_is_not_an_error() -> None:
 def test_long_sessions_go_in_batches_with_their_own_numbers() -> None:
     seen: list[list[str]] = []
 
-    def model(messages, schema):  # type: ignore[no-untyped-def]
+    def model(messages, schema):
         seen.append(messages[1]["content"].splitlines()[1:])
         return json.dumps({"memories": [{"text": "The user likes long walks", "type": "fact",
                                          "turn": 1, "key": None, "confidence": 0.9,

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def real_store(tmp_path: Path, real_embedder, fake_clock):  # type: ignore[no-untyped-def]
+def real_store(tmp_path: Path, real_embedder, fake_clock):
     vectors = MemoryVectors()
     store = MemoryStore(tmp_path / "m.sqlite3", embedder=lambda: real_embedder,
                         vectors=lambda: vectors, clock=fake_clock)

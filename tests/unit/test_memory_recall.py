@@ -178,7 +178,7 @@ def test_profile_refresh_writes_the_models_profile(memory_store: MemoryStore) ->
 
     calls = []
 
-    def model(messages, schema):  # type: ignore[no-untyped-def]
+    def model(messages, schema):
         calls.append(messages)
         return '{"profile": "A person who likes carbonara."}'
 

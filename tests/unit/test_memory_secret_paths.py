@@ -76,7 +76,7 @@ def test_explicit_remember_refuses_natural_phrasings(memory_store: MemoryStore) 
     assert memory_store.count(None) == 0
 
 
-def test_cli_add_refuses_a_secret_key(home, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_cli_add_refuses_a_secret_key(home, monkeypatch, capsys) -> None:
     embedder = HashEmbedder(dimension=128)
     vectors = MemoryVectors()
     monkeypatch.setattr(AppContext, "embedder", lambda self: embedder)

@@ -210,7 +210,7 @@ def test_concurrent_user_edit_during_extraction_wins(memory_store: MemoryStore) 
     model_called = threading.Event()
     user_done = threading.Event()
 
-    def slow_model(messages, schema):  # type: ignore[no-untyped-def]
+    def slow_model(messages, schema):
         model_called.set()
         assert user_done.wait(10)
         return ('{"memories": [{"type": "fact", "key": "employer", "text": "The user works '
@@ -246,7 +246,7 @@ def test_import_progress_commits_with_each_batch(memory_store: MemoryStore,
     real_upsert = memory_vectors.upsert
     calls = []
 
-    def dies_on_second(*args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def dies_on_second(*args, **kwargs) -> None:
         calls.append(1)
         if len(calls) == 2:
             raise KeyboardInterrupt  # the kill: after batch 2 committed, before its vectors
@@ -276,7 +276,7 @@ def test_a_failed_batch_leaves_its_run_where_it_was(memory_store: MemoryStore) -
     real = memory_store.keywords.add
     seen = []
 
-    def fails_on_second_batch(items) -> None:  # type: ignore[no-untyped-def]
+    def fails_on_second_batch(items) -> None:
         seen.append(1)
         if len(seen) == 2:
             raise sqlite3.OperationalError("disk I/O error")  # inside the batch transaction
@@ -289,7 +289,7 @@ def test_a_failed_batch_leaves_its_run_where_it_was(memory_store: MemoryStore) -
 
 
 def test_a_finished_import_is_refused_unless_again(memory_store: MemoryStore,
-                                                   fake_clock) -> None:  # type: ignore[no-untyped-def]
+                                                   fake_clock) -> None:
     run = memory_store.begin_import("c" * 64, name="notes.jsonl", total=3)
     memory_store.add_many(_items(3), run=run)
     fake_clock.advance(days=2)

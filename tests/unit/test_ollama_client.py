@@ -24,7 +24,7 @@ from tests.fake_ollama import FakeOllamaServer
 
 
 @pytest.fixture
-def client(fake_ollama: FakeOllamaServer):  # type: ignore[no-untyped-def]
+def client(fake_ollama: FakeOllamaServer):
     with OllamaClient(fake_ollama.url, timeout=5) as c:
         yield c
 

@@ -221,10 +221,10 @@ class _FixedLists(FakeKnowledgeBase):
         super().__init__(HashEmbedder())
         self.fixed = (dense, keyword)
 
-    def dense_search(self, query_embedding, k, *, sources=None):  # type: ignore[no-untyped-def]
+    def dense_search(self, query_embedding, k, *, sources=None):
         return self.fixed[0][:k]
 
-    def keyword_search(self, query, k, *, sources=None):  # type: ignore[no-untyped-def]
+    def keyword_search(self, query, k, *, sources=None):
         return self.fixed[1][:k]
 
 
@@ -324,7 +324,7 @@ class _CountingKB(FakeKnowledgeBase):
         self.texts_read: list[str] = []
         self.vanish: set[str] = set()
 
-    def get_chunks(self, ids):  # type: ignore[no-untyped-def]
+    def get_chunks(self, ids):
         self.texts_read += list(ids)
         return {i: c for i, c in super().get_chunks(ids).items() if i not in self.vanish}
 

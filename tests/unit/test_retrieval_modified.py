@@ -119,7 +119,7 @@ def test_a_query_that_is_only_a_phrase_searches_its_words_within_its_dates() -> 
         assert "/notes/old-tar.md" not in {h.chunk.source for h in found.result.hits}
 
 
-def test_the_retrieval_log_keeps_the_query_as_typed(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_retrieval_log_keeps_the_query_as_typed(tmp_path) -> None:
     from assistant.config import RetrievalConfig
     from assistant.retrieval.dated import search_dated
     from assistant.retrieval.hybrid import HybridRetriever

@@ -52,7 +52,7 @@ def test_nasty_folder_every_case(nasty: NastyFolder, monkeypatch: pytest.MonkeyP
     for rel, snippet in nasty.indexed.items():
         assert rel in outcomes, f"{rel!r} was not yielded"
         assert isinstance(outcomes[rel], str), f"{rel!r} skipped: {outcomes[rel]}"
-        assert snippet in outcomes[rel], rel  # type: ignore[operator]
+        assert snippet in outcomes[rel], rel
     for rel, reason in nasty.skipped.items():
         assert outcomes.get(rel) == reason, f"{rel!r}: expected {reason}, got {outcomes.get(rel)}"
     for rel in nasty.ignored:

@@ -83,7 +83,7 @@ def test_a_turn_repeating_a_covered_turn_is_covered() -> None:
 
 
 def test_no_rule_memory_when_the_model_could_not_be_asked() -> None:
-    def down(messages, schema):  # type: ignore[no-untyped-def]
+    def down(messages, schema):
         raise ConnectionError("refused")
 
     result = extract_memories(["I'm vegetarian."], chat_fn=down)

@@ -128,7 +128,7 @@ def test_tokens_survive_as_single_fts_tokens(text: str) -> None:
         assert not any(ch.isspace() for ch in token), token
 
 
-def test_each_distinct_word_is_analysed_once(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_each_distinct_word_is_analysed_once(monkeypatch) -> None:
     # issue 25: splitting and stemming every occurrence again was a third of a `--rebuild`.
     import indexing.tokenize as tok
 
