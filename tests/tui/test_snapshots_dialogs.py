@@ -1,0 +1,141 @@
+"""SVG snapshots of every dialog (help, model picker, settings, log view, the confirmation),
+the 80×24 layout with its drawer open, and the error states (Ollama down, a failed turn).
+
+Deterministic as test_snapshots.py: fixed size, fixed data (fake backend), no clock; each
+test waits for the exact state it shows (the dialog's content loaded, the status bar's checks
+done) instead of a pause. Nothing machine-dependent is on screen: the log view is given a
+fixed path, and so are the settings. Update after an intended visual change with
+`pytest --snapshot-update` and look at the SVGs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import OptionList
+
+from assistant.errors import UserError
+from tests.tui.helpers import answer_finished, screen_ready, wait_until
+from tests.tui.test_snapshots import SIZE, answered, checks_done
+from tui.screens.confirm import ConfirmScreen
+from tui.screens.help import HelpScreen
+from tui.screens.log_view import LogScreen
+from tui.screens.model_picker import ModelPicker
+from tui.screens.settings import SettingsScreen
+from tui.widgets.chat_input import ChatInput
+from tui.widgets.memory_pane import MemoryPane
+
+# Shown in the dialogs' captions: paths that exist on no machine (nothing logged, the
+# default settings), never the test's temporary home.
+LOG_PATH = Path("/home/me/.local/state/brain/brain.log")
+CONFIG_PATH = Path("/home/me/.config/brain/config.toml")
+
+
+async def settled(pilot) -> None:
+    """The main screen composed and the status bar's checks done (model, Ollama)."""
+    await screen_ready(pilot)
+    await wait_until(pilot, lambda: checks_done(pilot.app), what="checks done")
+
+
+async def on_top(pilot, kind: type) -> None:
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, kind), what=kind.__name__)
+    await pilot.pause()
+
+
+def test_help(snap_compare, make_app) -> None:
+    async def run_before(pilot) -> None:
+        await settled(pilot)
+        await pilot.press("f1")
+        await on_top(pilot, HelpScreen)
+
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_settings(snap_compare, make_app, backend) -> None:
+    """As F5 opens it, with a fixed config path (F5's is the test's temporary home)."""
+    async def run_before(pilot) -> None:
+        await settled(pilot)
+        screen = pilot.app.chat_screen
+        pilot.app.push_screen(SettingsScreen(screen.running_config, CONFIG_PATH,
+                                             backend.chat.configure))
+        await on_top(pilot, SettingsScreen)
+
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_model_picker(snap_compare, make_app) -> None:
+    async def run_before(pilot) -> None:
+        await settled(pilot)
+        await pilot.press("f4")
+        await on_top(pilot, ModelPicker)
+        options = pilot.app.screen.query_one(OptionList)
+        await wait_until(pilot, lambda: options.option_count == 2 and options.has_focus,
+                         what="the models listed")
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_log_view(snap_compare, make_app) -> None:
+    async def run_before(pilot) -> None:
+        await settled(pilot)
+        screen = LogScreen(LOG_PATH)
+        pilot.app.push_screen(screen)
+        await on_top(pilot, LogScreen)
+        await wait_until(pilot, lambda: "Nothing logged yet" in str(
+            screen.query_one("#log-caption").render()), what="the log read")
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_confirm_forget_everything(snap_compare, make_app) -> None:
+    async def run_before(pilot) -> None:
+        await settled(pilot)
+        pane = pilot.app.query_one(MemoryPane)
+        await wait_until(pilot, lambda: not pane.updating, what="memories listed")
+        pilot.app.chat_screen.action_forget_all()
+        await on_top(pilot, ConfirmScreen)
+
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_80x24_with_the_sources_drawer_open(snap_compare, make_app) -> None:
+    """Collapsed layout: F6 shows the sources pane in place of the chat, Esc goes back."""
+    async def run_before(pilot) -> None:
+        await answered(pilot)
+        await pilot.press("f6")
+        screen = pilot.app.chat_screen
+        await wait_until(pilot, lambda: screen.drawer == "sources"
+                         and screen.sources_pane.table.has_focus, what="sources drawer")
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_ollama_down(snap_compare, make_app, backend) -> None:
+    backend.ollama.up = False
+
+    async def run_before(pilot) -> None:
+        await screen_ready(pilot)
+        status = pilot.app.chat_screen.status
+        await wait_until(pilot, lambda: status.ollama_ok is False and status.model_ready
+                         and backend.chat.preloaded, what="the banner: Ollama down")
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_a_failed_turn(snap_compare, make_app, backend) -> None:
+    backend.chat.script.fail_with = UserError("model 'qwen3:4b' not found",
+                                              "ollama pull qwen3:4b")
+
+    async def run_before(pilot) -> None:
+        app = pilot.app
+        await settled(pilot)
+        app.query_one(ChatInput).load_text("how do I apply a stash?")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: answer_finished(app), what="the failed answer")
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
