@@ -1,0 +1,262 @@
+"""Our own modules are imported at the top, except where laziness buys start-up time (issue 24
+item 5). A function-level `import assistant…` / `indexing…` / `tui…` is allowed when:
+
+- the module it imports loads a heavy package at import time (`HEAVY`, each with its cost:
+  `brain --help`, the TUI's first paint and a cold `brain search` must not pay for it —
+  bench/startup.py measures them);
+- the importing module sits on a start-up path where each piece loads on first use
+  (`STARTUP_PATHS`, each with its reason);
+- a top-level import would close an import circle (the imported module imports the importer).
+
+Everything else is counted per module in `NOT_HOISTED_YET`, a list that only shrinks: hoist an
+import and lower (or delete) its entry; a new unexplained lazy import fails here.
+
+Read statically, like bench/shape.py: "loads at import time" is the module-level import
+statements (not under TYPE_CHECKING, not inside functions), followed transitively.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from functools import cache
+from pathlib import Path
+
+from bench.shape import PACKAGES, ROOT, module_name, python_files
+
+OWN = frozenset({"assistant", "indexing", "tui", "themes"})
+
+# Third-party packages worth a lazy import, with what they cost at start-up.
+HEAVY: dict[str, str] = {
+    "numpy": "vector maths: ~100 ms before anything is shown",
+    "chromadb": "the vector store client: seconds (its telemetry, its sqlite schema)",
+    "llama_index": "1-3 s of imports; only the LlamaIndex-facing pipelines need it",
+    "torch": "the model stack: seconds and hundreds of MB",
+    "transformers": "the model stack: seconds",
+    "sentence_transformers": "the model stack: seconds",
+    "onnxruntime": "the embedding runtime: loaded once the first embedding is needed",
+    "onnx": "only the one-time export of the embedding model",
+    "tokenizers": "the embedding tokenizer: loaded with the model",
+    "jieba": "Chinese word splitting: its dictionary takes a second to load",
+    "httpx": "the HTTP client (~100 ms): only a command that talks to a server needs it",
+    "ollama": "the Ollama SDK pulls in httpx and pydantic",
+    "mcp": "the MCP SDK (pydantic, anyio): only `brain mcp` needs it",
+    "textual": "only the TUI draws; its dialogs load when first opened",
+    "rich": "terminal rendering: the TUI's, not a plain CLI command's",
+    "tree_sitter": "code parsing grammars: only indexing code needs them",
+    "pypdf": "PDF reading: only indexing a PDF needs it",
+    "watchfiles": "the folder watcher: only a live sync needs it",
+    "pathspec": "ignore-file matching: only indexing needs it",
+    "Stemmer": "the keyword stemmer: only keyword indexing and search need it",
+    "diskcache": "the embedding cache: only embedding needs it",
+    "threadpoolctl": "BLAS thread control: only the dense search needs it",
+    "charset_normalizer": "text encoding detection: only reading files to index needs it",
+}
+
+# Importing modules (by prefix) whose lazy imports are the point: each piece on first use.
+STARTUP_PATHS: dict[str, str] = {
+    "assistant.cli.": "`brain CMD` loads only what CMD runs (`brain --help` is the baseline)",
+    "tui.": "the first paint loads only the main screen; dialogs and backends on first use",
+    "assistant.mcp.": "the MCP server answers `initialize` before a tool's modules load",
+    "assistant.doctor": "each check loads only the subsystem it checks (one may be broken)",
+}
+
+# Lazy imports of light modules, not hoisted yet: per importing module, how many. Only
+# shrinks (when the check came in: 84 of the 329 function-level own imports, in 45 modules;
+# hoisting them needs care: a test that monkeypatches `module.name` relies on a lazy import
+# reading the attribute at call time).
+NOT_HOISTED_YET: dict[str, int] = {
+    "assistant.chat.engine": 1,
+    "assistant.chat.extraction": 1,
+    "assistant.chat.live_settings": 1,
+    "assistant.chat.prompt": 1,
+    "assistant.chat.service": 3,
+    "assistant.chat.summarizer": 2,
+    "assistant.chat.summary": 1,
+    "assistant.config": 1,
+    "assistant.config_load": 1,
+    "assistant.config_render": 1,
+    "assistant.context": 1,
+    "assistant.conversations.documents": 1,
+    "assistant.conversations.index": 1,
+    "assistant.conversations.search": 1,
+    "assistant.conversations.service": 2,
+    "assistant.erasure.actions": 11,
+    "assistant.erasure.builtin": 3,
+    "assistant.erasure.conversations": 2,
+    "assistant.erasure.traces": 1,
+    "assistant.events.store": 1,
+    "assistant.events.summaries": 1,
+    "assistant.llm.errors": 2,
+    "assistant.llm.provider": 2,
+    "assistant.memory.extraction": 3,
+    "assistant.memory.grounding": 2,
+    "assistant.memory.recall": 1,
+    "assistant.memory.service": 3,
+    "assistant.memory.statement_rule": 1,
+    "assistant.memory.store": 2,
+    "assistant.retrieval.hybrid": 2,
+    "assistant.retrieval.log": 1,
+    "assistant.retrieval.open": 4,
+    "assistant.sessions.store": 1,
+    "assistant.store_health": 1,
+    "indexing.chroma_clients": 4,
+    "indexing.chunking": 4,
+    "indexing.embedder": 3,
+    "indexing.embedders.onnx_export": 1,
+    "indexing.embedders.onnx_store": 1,
+    "indexing.embedding_cache": 1,
+    "indexing.knowledge_snapshot": 1,
+    "indexing.manifest": 2,
+    "indexing.readers": 2,
+    "indexing.sqlite_db": 1,
+    "indexing.vectors": 1,
+}
+
+FILES: dict[str, Path] = {module_name(p): p for package in PACKAGES for p in python_files(package)}
+
+
+def _resolve(name: str) -> str | None:
+    parts = name.split(".")
+    while parts:
+        if (candidate := ".".join(parts)) in FILES:
+            return candidate
+        parts.pop()
+    return None
+
+
+def _absolute(node: ast.ImportFrom, module: str) -> str:
+    if not node.level:
+        return node.module or ""
+    anchor = module.split(".")
+    anchor = anchor if FILES[module].name == "__init__.py" else anchor[:-1]
+    anchor = anchor[: len(anchor) - (node.level - 1)]
+    return ".".join([*anchor, node.module] if node.module else anchor)
+
+
+def _imported(node: ast.Import | ast.ImportFrom, module: str) -> list[str]:
+    """Dotted names an import statement loads (`from a import b`: a, and a.b if a module)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    base = _absolute(node, module)
+    return [base, *(f"{base}.{alias.name}" for alias in node.names)]
+
+
+def _runs_at_import(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom]:
+    """The import statements a module runs when imported: not under TYPE_CHECKING, not in a
+    function or class body."""
+    found: list[ast.Import | ast.ImportFrom] = []
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found.append(node)
+        elif isinstance(node, ast.If):
+            test = node.test
+            checking = (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+                isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+            found += _runs_at_import(node.orelse if checking else node.body + node.orelse)
+        elif isinstance(node, ast.Try):
+            found += _runs_at_import(node.body + node.orelse + node.finalbody)
+            for handler in node.handlers:
+                found += _runs_at_import(handler.body)
+        elif isinstance(node, ast.With):
+            found += _runs_at_import(node.body)
+    return found
+
+
+@cache
+def _tree(module: str) -> ast.Module:
+    return ast.parse(FILES[module].read_text(encoding="utf-8"))
+
+
+@cache
+def _direct(module: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(own modules, third-party top-level packages) `module` imports when it is imported,
+    its parent packages included (Python runs their __init__ first)."""
+    own: set[str] = set()
+    third: set[str] = set()
+    for node in _runs_at_import(_tree(module).body):
+        for name in _imported(node, module):
+            if name.split(".")[0] in OWN:
+                if (target := _resolve(name)) is not None and target != module:
+                    own.add(target)
+            elif name:
+                third.add(name.split(".")[0])
+    parts = module.split(".")
+    own.update(p for i in range(1, len(parts)) if (p := ".".join(parts[:i])) in FILES)
+    return frozenset(own), frozenset(third)
+
+
+@cache
+def _loads(module: str) -> tuple[frozenset[str], frozenset[str]]:
+    """Every own module and third-party package importing `module` loads, transitively."""
+    seen, todo = {module}, [module]
+    third: set[str] = set()
+    while todo:
+        own, packages = _direct(todo.pop())
+        third |= packages
+        for target in own - seen:
+            seen.add(target)
+            todo.append(target)
+    return frozenset(seen), frozenset(third)
+
+
+def _in_functions(node: ast.AST, inside: bool = False) -> list[ast.Import | ast.ImportFrom]:
+    """The import statements inside a function body (each once, nested functions too)."""
+    found: list[ast.Import | ast.ImportFrom] = []
+    for child in ast.iter_child_nodes(node):
+        if inside and isinstance(child, ast.Import | ast.ImportFrom):
+            found.append(child)
+        found += _in_functions(child, inside or isinstance(
+            child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda))
+    return found
+
+
+@cache
+def _lazy_imports() -> tuple[tuple[str, int, str], ...]:
+    """(importing module, line, imported module) for each function-level own import."""
+    found = []
+    for module in sorted(FILES):
+        for node in _in_functions(_tree(module)):
+            names = _imported(node, module)
+            for name in names if isinstance(node, ast.Import) else names[:1]:
+                target = _resolve(name) if name.split(".")[0] in OWN else None
+                if target is not None:
+                    found.append((module, node.lineno, target))
+    return tuple(found)
+
+
+def _explained(module: str, target: str) -> bool:
+    own, third = _loads(target)
+    return (bool(third & HEAVY.keys()) or module in own
+            or any(module.startswith(prefix) for prefix in STARTUP_PATHS))
+
+
+def _unexplained() -> Counter[str]:
+    return Counter(module for module, _, target in _lazy_imports()
+                   if not _explained(module, target))
+
+
+def test_own_modules_are_imported_at_the_top_unless_laziness_buys_time() -> None:
+    counts = _unexplained()
+    grown = {m: n for m, n in counts.items() if n > NOT_HOISTED_YET.get(m, 0)}
+    where = [f"{FILES[m].relative_to(ROOT)}:{line} imports {target}"
+             for m, line, target in _lazy_imports()
+             if m in grown and not _explained(m, target)]
+    assert not grown, ("a function-level import of a light module of ours: move it to the "
+                       "top (or say in HEAVY / STARTUP_PATHS why it must wait):\n"
+                       + "\n".join(where))
+
+
+def test_the_not_hoisted_list_only_shrinks() -> None:
+    counts = _unexplained()
+    stale = {m: counts.get(m, 0) for m, n in NOT_HOISTED_YET.items() if counts.get(m, 0) < n}
+    assert not stale, f"hoisted: lower NOT_HOISTED_YET to {stale}"
+
+
+def test_the_check_sees_what_it_should() -> None:
+    """The reading itself: a module with numpy at its top is heavy, a leaf of dataclasses is
+    light, and a TYPE_CHECKING import loads nothing."""
+    assert "numpy" in _loads("indexing.vectors")[1]
+    assert not _loads("indexing.filesystem")[1] & HEAVY.keys()
+    assert "assistant.memory.model" not in _loads("assistant.sessions.turn")[0]
+    assert any(m == "assistant.erasure.actions" for m, _, _ in _lazy_imports())
