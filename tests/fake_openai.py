@@ -360,7 +360,8 @@ class FakeOpenAI:
             return script.reasoning, pieces, list(script.tool_calls)
         if schema is not None:
             return "", [json.dumps(instance_of_schema(schema))], []
-        last = next((m for m in reversed(messages) if m.get("role") == "user"), {})
+        last: dict[str, Any] = next(
+            (m for m in reversed(messages) if m.get("role") == "user"), {})
         text = str(last.get("content") or "").strip().split("\n\n", 1)[0]
         return (script.reasoning if script else ""), _pieces(text or "(empty)"), []
 

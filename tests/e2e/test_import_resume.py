@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from assistant.memory.import_runs import ImportRun
 from assistant.memory.model import NewMemory
 from assistant.memory.store import AlreadyImported, MemoryStore
 from assistant.memory.transfer import import_memories
@@ -108,7 +109,7 @@ def test_a_killed_import_run_again_ends_as_one_clean_import(
     store = MemoryStore(db, embedder=lambda: HashEmbedder(dimension=128), vectors=lambda: vectors,
                         clock=FakeClock())
     try:
-        resumed = []
+        resumed: list[ImportRun] = []
         committed = (batch - 1 if point != "vectors" else batch) * BATCH
         if committed >= 44:  # killed after the last commit, in the final vector step
             report, errors = import_memories(store, _lines(), batch_size=BATCH)

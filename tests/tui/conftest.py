@@ -29,8 +29,10 @@ class BrainTestApp(BrainApp):
 
     def push_screen(self, *args: Any, **kwargs: Any) -> Any:
         result = super().push_screen(*args, **kwargs)
-        self.call_after_refresh(lambda: [setattr(w, "cursor_blink", False)
-                                         for w in self.screen.query("Input, TextArea")])
+        def no_blink() -> None:
+            for widget in self.screen.query("Input, TextArea"):
+                setattr(widget, "cursor_blink", False)  # noqa: B010 (Input, TextArea: no common type)
+        self.call_after_refresh(no_blink)
         return result
 
 

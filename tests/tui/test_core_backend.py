@@ -542,7 +542,11 @@ async def test_esc_stops_a_back_to_back_stream_at_once(core, fake_ollama, tmp_pa
         pressed: list[float] = []
         chat = app.chat_screen.chat
         cancel = chat.cancel
-        chat.cancel = lambda: (pressed.append(time.monotonic()), cancel())[1]  # type: ignore[method-assign]
+        def pressing() -> None:
+            pressed.append(time.monotonic())
+            cancel()
+
+        chat.cancel = pressing  # type: ignore[method-assign]
         await pilot.press("escape")
         await wait_until(pilot, lambda: answer.finished, timeout=5, what="the answer stopped")
         assert pressed, "Esc did not reach the chat"

@@ -214,7 +214,11 @@ async def test_the_silent_wait_says_what_ollama_is_doing(
         await wait_until(pilot, lambda: "prompt tokens…" in bar.model_activity,
                          what="the same in the status line")
         seen = {_status(answer)}
-        await wait_until(pilot, lambda: seen.add(_status(answer)) or len(seen) >= 2,
+        def counting() -> bool:
+            seen.add(_status(answer))
+            return len(seen) >= 2
+
+        await wait_until(pilot, counting,
                          timeout=20, what="the seconds counting")
         fake_ollama.timing = FakeTiming()
         await wait_until(pilot, lambda: answer.finished, timeout=60, what="the answer")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from tests.fakes import HashEmbedder
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> EventStore:
+def store(tmp_path: Path) -> Iterator[EventStore]:
     s = EventStore.open(tmp_path / "events.sqlite3")
     yield s
     s.close()

@@ -11,7 +11,7 @@ import pytest
 from assistant.llm.provider import ollama_chat_fn
 from assistant.memory.extraction import MEMORY_SCHEMA, NUM_PREDICT, extract_memories
 from assistant.memory.model import MemoryStatus, MemoryType
-from assistant.memory.service import MemoryService
+from assistant.memory.service import ExtractionOutcome, MemoryService
 from assistant.memory.store import MemoryStore
 from tests.fake_ollama import FakeOllamaServer
 
@@ -182,7 +182,7 @@ def test_extract_async_never_raises(memory_store: MemoryStore) -> None:
         raise RuntimeError("boom")
 
     service = MemoryService(memory_store, chat_fn=broken)
-    done = []
+    done: list[ExtractionOutcome] = []
     thread = service.extract_async(["I work at Acme"], on_done=done.append)
     thread.join(5)
     assert done and "boom" in (done[0].error or "") and memory_store.count() == 0
@@ -241,7 +241,9 @@ def test_long_sessions_go_in_batches_with_their_own_numbers() -> None:
     result = extract_memories(turns, chat_fn=model, max_tokens=200)
     assert len(seen) > 1 and all(lines[0].startswith("[1] ") for lines in seen)
     # Each batch's [1] maps back to the batch's first turn, not the session's.
-    assert sorted({m.source_turn for m in result.memories}) == sorted(
+    sources = {m.source_turn for m in result.memories}
+    assert None not in sources
+    assert sorted(t for t in sources if t is not None) == sorted(
         {sum(len(b) for b in seen[:i]) for i in range(len(seen))})
 
 

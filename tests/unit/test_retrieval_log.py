@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,7 @@ def result(query: str, *sources: str, low: bool = False) -> RetrievalResult:
 
 
 @pytest.fixture
-def log(tmp_path: Path) -> RetrievalLog:
+def log(tmp_path: Path) -> Iterator[RetrievalLog]:
     with RetrievalLog(tmp_path / "data" / "retrieval_log.sqlite3") as opened:
         yield opened
 

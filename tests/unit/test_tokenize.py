@@ -134,7 +134,12 @@ def test_each_distinct_word_is_analysed_once(monkeypatch) -> None:
 
     calls: list[str] = []
     real = tok._identifier_parts
-    monkeypatch.setattr(tok, "_identifier_parts", lambda word: calls.append(word) or real(word))
+
+    def counted(word: str) -> list[str]:
+        calls.append(word)
+        return real(word)
+
+    monkeypatch.setattr(tok, "_identifier_parts", counted)
     text = "zorblax-quux glimmerwing " * 50
     first = tokenize(text)
     assert first == ["zorblax-quux", "zorblax", "quux", "glimmerw"] * 50
