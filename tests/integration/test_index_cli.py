@@ -174,13 +174,14 @@ def test_busy_index_names_the_holder(cli, notes, home, capsys, monkeypatch) -> N
     import functools
 
     from assistant.cli import index_cmd
+    from assistant.knowledge_service import open_knowledge
     from indexing.lock import IndexLock
 
     assert cli("index", str(notes)) == 0
     # Wait 0.2 s instead of the default 5 s before giving up.
     monkeypatch.setattr(
         index_cmd, "open_knowledge",
-        functools.partial(index_cmd.open_knowledge, lock_timeout=0.2),
+        functools.partial(open_knowledge, lock_timeout=0.2),
     )
     ctx = AppContext.load(str(home))
     lock = IndexLock(Path(str(ctx.paths.knowledge_db) + ".lock"), timeout=1)
@@ -290,7 +291,7 @@ def test_index_watch_follows_changes_and_stops_on_ctrl_c(notes, home, tmp_path) 
     lines: list[str] = []
 
     def read_until(fragment: str, timeout: float = 60) -> None:
-        assert proc.stdout is not None
+        assert proc.stdout is not None and proc.stderr is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             line = proc.stdout.readline()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -154,7 +155,7 @@ def test_a_time_phrase_in_the_query_narrows_file_dates(
 
 
 def test_the_schema_rejects_contract_breaks() -> None:
-    good = {"query": "q", "low_confidence": False, "hits": [{
+    good: dict[str, Any] = {"query": "q", "low_confidence": False, "hits": [{
         "rank": 1, "source": "/a.md", "heading": "", "text": "t", "score": 0.5,
         "scores": {"vector": None, "keyword": 0.2, "fused": 0.03}, "chunk_id": "c1"}]}
     jsonschema.validate(good, SEARCH_RESULT_SCHEMA)

@@ -92,7 +92,8 @@ def test_upsert_replaces_and_delete_removes(store: VectorStore) -> None:
     store.upsert(["a", "b"], np.stack([unit(0), unit(1)]))
     store.upsert(["a"], unit(2).reshape(1, -1))
     assert store.count() == 2
-    assert store.query(unit(2), 1)[0] == ("a", pytest.approx(1.0, abs=1e-5))
+    (best, similarity), = store.query(unit(2), 1)
+    assert best == "a" and similarity == pytest.approx(1.0, abs=1e-5)
     store.delete(["a", "never-existed"])
     assert store.ids() == ["b"]
     store.delete([])

@@ -21,7 +21,7 @@ from tests.tui.helpers import answer_finished, ask, open_sessions, wait_until
 from tui.screens.index_manager import IndexManager
 from tui.screens.memory_history import MemoryHistory
 from tui.screens.source_preview import SourcePreview
-from tui.views import FolderView, MemoryEvent
+from tui.views import FolderView, MemoryEvent, SourceView
 from tui.widgets.memory_pane import MemoryPane
 
 SIZE = (160, 48)
@@ -48,7 +48,7 @@ def assert_shown(app: object, *literals: str) -> None:
 _SAMPLE_SOURCES = fake.sample_sources
 
 
-def hostile_sources() -> tuple[fake.SourceView, ...]:
+def hostile_sources() -> tuple[SourceView, ...]:
     first, *rest = _SAMPLE_SOURCES()
     return (replace(first, relpath=f"notes/{MARKUP}.md", heading=HOSTILE,
                     text=f"stash {HOSTILE}"), *rest)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from rich.text import Text
-from textual.command import CommandPalette
+from textual.command import CommandList, CommandPalette
 from textual.widgets import DataTable, Input
 
 from tests.tui.helpers import answer_finished, ask, wait_until
@@ -227,7 +227,7 @@ async def test_help_shows_plain_text_readable_keys_and_config_names(home, backen
         await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette))
         await pilot.press(*"forget")
         await pilot.pause(0.5)
-        texts = [str(o.prompt) for o in app.screen.query_one("CommandList").options]
+        texts = [str(o.prompt) for o in app.screen.query_one(CommandList).options]
         assert any("Forget everything" in t and "[ui] keybindings name: forget_all" in t
                    for t in texts), texts
 

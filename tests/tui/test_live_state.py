@@ -15,6 +15,7 @@ from tests.tui.conftest import BrainTestApp
 from tests.tui.helpers import answer_finished, ask, wait_until
 from tui.screens.sessions import SessionsScreen
 from tui.widgets.chat_input import ChatInput
+from tui.widgets.conversations_table import ConversationsTable
 from tui.widgets.sources_pane import SourcesPane
 
 SIZE = (140, 40)
@@ -54,7 +55,8 @@ async def test_f2_search_after_an_import_from_another_process(core, home: Path) 
         # meaning, and the relevance floor (issue 23 finding 4) holds for them too.
         screen = await search_sessions(pilot, app, "back up my home folder with rsync")
         assert errors(app) == []
-        titles = [h.title for h in screen.query_one("#session-hits").conversations]
+        hits = screen.query_one("#session-hits", ConversationsTable)
+        titles = [h.title for h in hits.conversations]
         assert "Rsync backup flags" in titles, titles
 
 

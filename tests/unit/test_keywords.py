@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -179,6 +180,11 @@ def test_writes_stay_in_the_callers_transaction(conn: sqlite3.Connection) -> Non
     assert kw.search("apple", 5) == []
 
 
+def _in_transaction(conn: sqlite3.Connection) -> bool:
+    """Read afresh: after `assert not conn.in_transaction` mypy keeps the attribute False."""
+    return conn.in_transaction
+
+
 def test_opening_leaves_no_transaction_open(conn: sqlite3.Connection) -> None:
     KeywordIndex(conn)
     assert not conn.in_transaction
@@ -186,7 +192,7 @@ def test_opening_leaves_no_transaction_open(conn: sqlite3.Connection) -> None:
     assert not conn.in_transaction
     conn.execute("BEGIN IMMEDIATE")
     KeywordIndex(conn, "other_fts")
-    assert conn.in_transaction  # the caller's transaction is left to the caller
+    assert _in_transaction(conn)  # the caller's transaction is left to the caller
     conn.rollback()
 
 
@@ -348,7 +354,7 @@ def test_two_connections_opening_a_new_index_at_once_both_succeed(tmp_path: Path
         def __getattr__(self, name: str) -> object:
             return getattr(self._conn, name)
 
-        def execute(self, sql: str, *args: object) -> sq.Cursor:
+        def execute(self, sql: str, *args: Any) -> sq.Cursor:
             if sql.lstrip().upper().startswith("INSERT") and "_meta" in sql:
                 KeywordIndex(second, autocommit=True)
             return real_execute(sql, *args)
