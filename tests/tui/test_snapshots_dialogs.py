@@ -1,5 +1,6 @@
-"""SVG snapshots of every dialog (help, model picker, settings, log view, the confirmation),
-the 80×24 layout with its drawer open, and the error states (Ollama down, a failed turn).
+"""SVG snapshots of the dialogs (help, model picker, settings, log view, sessions, agent events,
+the search prompt, the confirmation), the 80×24 layout with its drawer open, and the error
+states (Ollama down, a failed turn).
 
 Deterministic as test_snapshots.py: fixed size, fixed data (fake backend), no clock; each
 test waits for the exact state it shows (the dialog's content loaded, the status bar's checks
@@ -15,13 +16,15 @@ from pathlib import Path
 from textual.widgets import OptionList
 
 from assistant.errors import UserError
-from tests.tui.helpers import answer_finished, screen_ready, wait_until
+from tests.tui.helpers import answer_finished, open_sessions, screen_ready, wait_until
 from tests.tui.test_snapshots import SIZE, answered, checks_done
 from tui.screens.confirm import ConfirmScreen
+from tui.screens.events import EventsScreen
 from tui.screens.help import HelpScreen
 from tui.screens.log_view import LogScreen
 from tui.screens.model_picker import ModelPicker
 from tui.screens.settings import SettingsScreen
+from tui.screens.text_prompt import TextPrompt
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.memory_pane import MemoryPane
 
@@ -137,5 +140,36 @@ def test_a_failed_turn(snap_compare, make_app, backend) -> None:
         await pilot.press("enter")
         await wait_until(pilot, lambda: answer_finished(app), what="the failed answer")
         await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_sessions(snap_compare, make_app) -> None:
+    async def run_before(pilot) -> None:
+        await answered(pilot)
+        await open_sessions(pilot)
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_events(snap_compare, make_app) -> None:
+    async def run_before(pilot) -> None:
+        await settled(pilot)
+        await pilot.press("f10")
+        await on_top(pilot, EventsScreen)
+        status = pilot.app.screen.query_one("#events-status")
+        await wait_until(pilot, lambda: "Loading" not in str(status.render()),
+                         what="the events listed")
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_search_prompt(snap_compare, make_app) -> None:
+    async def run_before(pilot) -> None:
+        await settled(pilot)
+        await pilot.press("ctrl+f")
+        await on_top(pilot, TextPrompt)
 
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
