@@ -67,7 +67,7 @@ async def test_citation_key_jumps_to_source(make_app) -> None:
         answer.focus()
         await pilot.press("2")
         await wait_until(pilot, lambda: isinstance(app.screen, SourcePreview))
-        assert app.screen.source.relpath == "git/branch.md"  # type: ignore[attr-defined]
+        assert app.screen.source.relpath == "git/branch.md"
         await pilot.press("escape")
         assert app.query_one(SourcesPane).query_one(DataTable).cursor_row == 1
         # Clicking the rendered [1] link does the same.
@@ -76,7 +76,7 @@ async def test_citation_key_jumps_to_source(make_app) -> None:
         assert "(cite:1)" in answer.body.source
         answer.body.post_message(Markdown.LinkClicked(answer.body, "cite:1"))
         await wait_until(pilot, lambda: isinstance(app.screen, SourcePreview))
-        assert app.screen.source.relpath == "git/stash.md"  # type: ignore[attr-defined]
+        assert app.screen.source.relpath == "git/stash.md"
 
 
 async def test_escape_cancels_stream_and_keeps_partial(make_app, backend) -> None:

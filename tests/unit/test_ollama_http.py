@@ -15,13 +15,13 @@ from assistant.memory.extraction import MEMORY_SCHEMA, NUM_PREDICT
 from indexing import ollama_http as wire
 from indexing.embedder import make_embedder
 from indexing.embedders.base import EmbeddingModelError
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllamaServer
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_embedder_reads_a_host_without_scheme_as_every_other_client(
-    tmp_path: Path, fake_ollama: FakeOllama
+    tmp_path: Path, fake_ollama: FakeOllamaServer
 ) -> None:
     # `[ollama] host = "127.0.0.1:PORT"` is a plain Ollama address (the `ollama` CLI's rule);
     # the embedder used to post to "127.0.0.1:PORT/api/embed", which httpx cannot send.
@@ -34,7 +34,7 @@ def test_the_embedder_reads_a_host_without_scheme_as_every_other_client(
 
 
 def test_the_background_completion_fails_as_an_ollama_error_with_a_fix(
-    fake_ollama: FakeOllama
+    fake_ollama: FakeOllamaServer
 ) -> None:
     # It used to raise httpx.HTTPStatusError: no message for the user, no `ollama pull` hint.
     chat = ollama_chat_fn(fake_ollama.url, "llama9:70b", timeout=5, num_ctx=4096,
@@ -44,7 +44,7 @@ def test_the_background_completion_fails_as_an_ollama_error_with_a_fix(
     assert info.value.hint == "run `ollama pull llama9:70b`"
 
 
-def test_chat_json_sends_what_a_background_request_should(fake_ollama: FakeOllama) -> None:
+def test_chat_json_sends_what_a_background_request_should(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script_chat(format_json={"memories": []})
     with OllamaClient(fake_ollama.url, timeout=5) as client:
         reply = client.chat_json("qwen3:4b", [{"role": "user", "content": "hi"}], MEMORY_SCHEMA,
@@ -57,7 +57,7 @@ def test_chat_json_sends_what_a_background_request_should(fake_ollama: FakeOllam
 
 
 def test_an_embedding_that_is_not_numbers_is_a_malformed_reply(
-    tmp_path: Path, fake_ollama: FakeOllama
+    tmp_path: Path, fake_ollama: FakeOllamaServer
 ) -> None:
     for _ in range(2):
         fake_ollama.script_embed(raw_body=b'{"embeddings": [["x", "y"]]}',
@@ -73,7 +73,7 @@ def test_an_embedding_that_is_not_numbers_is_a_malformed_reply(
 
 def test_every_client_the_wire_builds_ignores_the_environment() -> None:
     with wire.sync_client("localhost", 5) as client:
-        assert client._trust_env is False  # type: ignore[attr-defined]  # httpx keeps no public flag
+        assert client._trust_env is False
         assert str(client.base_url) == "http://localhost:11434"
     assert wire.client_options("0.0.0.0:9000", wire.http_timeout(5))["trust_env"] is False
 

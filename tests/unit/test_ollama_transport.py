@@ -16,14 +16,16 @@ from assistant.chat.reply import _tool_calls
 from assistant.chat.tools import tool_specs
 from assistant.llm import errors
 from assistant.llm.ollama_transport import OllamaTransport, StreamChunk
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllamaServer
 
 
-def transport(fake: FakeOllama) -> OllamaTransport:
+def transport(fake: FakeOllamaServer) -> OllamaTransport:
     return OllamaTransport(fake.url, timeout=5, first_token_timeout=10)
 
 
-async def test_a_tool_round_is_sent_as_before_and_its_calls_read(fake_ollama: FakeOllama) -> None:
+async def test_a_tool_round_is_sent_as_before_and_its_calls_read(
+    fake_ollama: FakeOllamaServer,
+) -> None:
     fake_ollama.script_chat(tool_calls=[{"name": "search_knowledge", "arguments": {"query": "x"}}])
     t = transport(fake_ollama)
     llm = t.llm(model="qwen3:4b", window=4096, think=False, temperature=0.2, keep_alive="10m")
@@ -59,7 +61,7 @@ async def test_a_tool_round_is_sent_as_before_and_its_calls_read(fake_ollama: Fa
     }
 
 
-async def test_reasoning_and_answer_arrive_apart(fake_ollama: FakeOllama) -> None:
+async def test_reasoning_and_answer_arrive_apart(fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.script_chat("Hello there.", thinking="a thought")
     t = transport(fake_ollama)
     llm = t.llm(model="qwen3:4b", window=4096, think=True, temperature=0.2, keep_alive="5m",
@@ -81,7 +83,7 @@ async def test_reasoning_and_answer_arrive_apart(fake_ollama: FakeOllama) -> Non
     ({"fail": 500, "error": "llama runner process has terminated"}, "server",
      "Ollama error (500): llama runner process has terminated"),
 ])
-async def test_failures_keep_their_words(fake_ollama: FakeOllama, script: dict[str, object],
+async def test_failures_keep_their_words(fake_ollama: FakeOllamaServer, script: dict[str, object],
                                          kind: str, words: str) -> None:
     fake_ollama.script_chat("one two three four", **script)
     t = transport(fake_ollama)
@@ -94,18 +96,18 @@ async def test_failures_keep_their_words(fake_ollama: FakeOllama, script: dict[s
     assert mapped.kind == kind and words in mapped.message
 
 
-async def test_one_client_per_loop_without_a_proxy(fake_ollama: FakeOllama) -> None:
+async def test_one_client_per_loop_without_a_proxy(fake_ollama: FakeOllamaServer) -> None:
     t = transport(fake_ollama)
     client = t.client()
     assert isinstance(client, httpx.AsyncClient) and t.client() is client
-    assert client._trust_env is False  # type: ignore[attr-defined]  # no public flag
+    assert client._trust_env is False
     assert await t.preload("qwen3:4b", num_ctx=4096, keep_alive="5m") == "load"
     assert await t.running() == {"qwen3:4b": 4096}
     await t.aclose()
 
 
 async def test_a_reader_that_stops_early_closes_the_stream_at_once(
-    fake_ollama: FakeOllama,
+    fake_ollama: FakeOllamaServer,
 ) -> None:
     # The reply reader acloses the stream when it gives up (a stall, an error it raises):
     # the HTTP stream must close then — Ollama stops only for a client that is gone.
