@@ -56,7 +56,8 @@ def test_turns_are_found_by_words_and_meaning_with_their_refs(filled: Conversati
     top = result.hits[0]
     assert (top.question, top.refs, top.seq) == (
         "How do I copy a folder with rsync keeping permissions?", ("r1", "r2"), 1)
-    assert top.keyword == 1.0 and top.vector is not None and 0 < top.score <= 1
+    assert top.keyword == 1.0 and top.vector is not None
+    assert top.score is not None and 0 < top.score <= 1
     assert result.time_range is None
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from assistant.memory import reconcile
 from assistant.memory.decay import enforce_capacity
-from assistant.memory.model import MemoryStatus, MemoryType, NewMemory
+from assistant.memory.model import Actor, MemoryStatus, MemoryType, NewMemory
 from assistant.memory.recall import RecallSettings, effective_importance, recall, search
 from assistant.memory.scoring import (
     DecaySettings,
@@ -147,14 +147,16 @@ def test_reconcile_duplicate_update_and_different_keys(memory_store: MemoryStore
     assert reconcile.decide(memory_store, dup).action is reconcile.Action.SKIP
     near = NewMemory("The user works at Acme!")  # no key, same words: similarity ≥ 0.9
     decision = reconcile.decide(memory_store, near)
-    assert decision.action is reconcile.Action.SKIP and decision.target.id == base.id
+    assert decision.action is reconcile.Action.SKIP
+    assert decision.target is not None and decision.target.id == base.id
     other_key = NewMemory("The user lives in Acme Springs", key="home_city")
     assert reconcile.decide(memory_store, other_key).action is reconcile.Action.ADD
     newer = NewMemory("The user works at Globex", key="employer",
                       evidence=("I work at Globex now",))
     decision = reconcile.decide(memory_store, newer)
-    assert decision.action is reconcile.Action.UPDATE and decision.target.id == base.id
-    stored = reconcile.apply(memory_store, newer, decision, actor=reconcile.Actor.ASSISTANT)
+    assert decision.action is reconcile.Action.UPDATE
+    assert decision.target is not None and decision.target.id == base.id
+    stored = reconcile.apply(memory_store, newer, decision, actor=Actor.ASSISTANT)
     assert stored is not None and memory_store.get(base.id).superseded_by == stored.id
     assert [m.text for m in memory_store.list(key="employer")] == ["The user works at Globex"]
     assert memory_store.get(base.id).type is MemoryType.FACT
