@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from assistant.llm.errors import ChatError
+from assistant.llm.provider import link
 
 if TYPE_CHECKING:
     from assistant.config import Config
@@ -45,8 +46,6 @@ class EngineSettings:
     @classmethod
     def from_config(cls, config: Config) -> EngineSettings:
         o = config.ollama
-        from assistant.llm.provider import link
-
         server = link(config)
         return cls(
             host=server.url,
