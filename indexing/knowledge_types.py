@@ -4,12 +4,12 @@ how its Chroma collection is named and recorded (manifest meta keys). Kept apart
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from indexing import derived_index
 from indexing.errors import HintedError
 
 META_MODEL = "model_id"
@@ -78,8 +78,7 @@ class FolderRemoval:
 
 
 def collection_name(model_id: str, dimension: int) -> str:
-    digest = hashlib.sha256(f"{model_id}\n{dimension}".encode()).hexdigest()[:12]
-    return f"knowledge-{digest}"
+    return derived_index.collection_name("knowledge", model_id, dimension)
 
 
 def resolve_folder(path: str | os.PathLike[str]) -> Path:

@@ -1,12 +1,12 @@
 """One sync: diff the manifest against the disk and apply the difference to both stores.
 
 Crash safety (SIGKILL at any point converges on the next sync) comes from the write order and one
-repair step:
+repair step, both those of every derived index (`indexing/derived_index.py`):
 1. vectors are upserted into Chroma first;
 2. then the file's manifest rows, chunk rows and keyword rows commit in ONE SQLite transaction;
 3. only after that commit are the file's obsolete vectors deleted from Chroma.
 So at any instant SQLite (manifest + chunks + FTS, always mutually consistent) is the truth and
-Chroma may only hold extra vectors or, after an interrupted repair, miss some. `reconcile` runs at
+Chroma may only hold extra vectors or, after an interrupted repair, miss some. A reconcile runs at
 the start of every sync: vectors whose id is not in the manifest are deleted and manifest chunks
 missing from Chroma are re-upserted (their embeddings come from the embedding cache, so this costs
 no model call). The same step re-embeds everything into a fresh collection after a model change.
@@ -21,10 +21,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from indexing.chunking import ChunkSettings, chunk_file, content_hash
 from indexing.content_time import content_time, copied_together
+from indexing.derived_index import DerivedIndex, Rows, VectorDoc
 from indexing.lazy import Lazy
 from indexing.manifest import FileRecord, Manifest
 from indexing.progress import Phase, ProgressCallback, SyncProgress
@@ -41,10 +40,6 @@ if TYPE_CHECKING:
 DEFAULT_BATCH_CHUNKS = 512
 # Files per SQLite transaction when they need no embedding (e.g. a `touch` of many files).
 MAX_BATCH_FILES = 200
-# Texts per embedding call inside one round: the progress display moves after each (a round of
-# 512 chunks is ~15 s of CPU), and the model sees the same batches as before (the embedder
-# splits calls into batches of 64 anyway).
-EMBED_SLICE = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,35 +128,23 @@ def _metadata(chunk_source: str) -> dict[str, str]:
     return {"source": chunk_source}
 
 
-def reconcile(
-    manifest: Manifest,
-    vectors: VectorStore,
-    counters: _Counters,
-    *,
-    batch: int = DEFAULT_BATCH_CHUNKS,
-    progress: ProgressCallback | None = None,
-) -> int:
-    """Make the vector store hold exactly the manifest's chunk ids; returns vectors fixed."""
-    want = manifest.chunk_ids()
-    have = set(vectors.ids())
-    extra = sorted(have - want)
-    missing = sorted(want - have)
-    lengths = manifest.chunk_lengths(missing) if missing else {}
-    missing.sort(key=lambda i: lengths.get(i, 0))  # similar lengths per model batch
-    if extra:
-        vectors.delete(extra)
-    done = 0
-    for start in range(0, len(missing), batch):
-        part = missing[start : start + batch]
-        rows = manifest.chunk_texts(part)
-        ids = [i for i in part if i in rows]  # a chunk deleted meanwhile needs no vector
-        if ids:
-            embeddings = counters.embed([rows[i][0] for i in ids])
-            vectors.upsert(ids, embeddings, [_metadata(rows[i][1]) for i in ids])
-        done += len(part)
-        if progress:
-            progress(SyncProgress(Phase.repairing, chunks_done=done, chunks_total=len(missing)))
-    return len(extra) + len(missing)
+def _vector_doc(chunk: Chunk) -> VectorDoc:
+    return VectorDoc(chunk.id, chunk.text, _metadata(chunk.source))
+
+
+def manifest_rows(manifest: Manifest) -> Rows:
+    """The manifest's chunks as the rows the vector store is derived from."""
+
+    def docs(ids: Sequence[str]) -> list[VectorDoc]:
+        rows = manifest.chunk_texts(ids)
+        # a chunk deleted meanwhile needs no vector
+        return [VectorDoc(i, rows[i][0], _metadata(rows[i][1])) for i in ids if i in rows]
+
+    def by_length(ids: list[str]) -> list[str]:
+        lengths = manifest.chunk_lengths(ids)
+        return sorted(ids, key=lambda i: lengths.get(i, 0))  # similar lengths per model batch
+
+    return Rows(ids=manifest.chunk_ids, docs=docs, order=by_length)
 
 
 @dataclass(slots=True)
@@ -218,6 +201,9 @@ class Syncer:
         self.settings = settings
         self.progress = progress
         self.counters = _Counters(embedder)
+        # The vector store derived from the manifest: written first, repaired by reconcile.
+        self.derived = DerivedIndex(self._writing_vectors, self.counters.embed,
+                                    batch=settings.batch_chunks, progress=progress)
         self.skipped: dict[str, list[tuple[str, str]]] = defaultdict(list)
         self.added: list[str] = []
         self.updated: list[str] = []
@@ -278,13 +264,7 @@ class Syncer:
                 keywords.add(self.manifest.iter_chunk_texts())
         if not vectors:
             return
-        self.repaired += reconcile(
-            self.manifest,
-            self._writing_vectors(),
-            self.counters,
-            batch=self.settings.batch_chunks,
-            progress=self.progress,
-        )
+        self.repaired += self.derived.reconcile(manifest_rows(self.manifest)).fixed
 
     def sync_folders(self, folders: Sequence[str]) -> None:
         scans: list[_FolderScan] = []
@@ -450,20 +430,30 @@ class Syncer:
         to_upsert = _by_length([c for c in new_chunks if c.id not in self.reusable])
         self.reused += len(new_chunks) - len(to_upsert)
         self._to_embed += len(to_upsert)
-        # 1. vectors first: a crash after this leaves only extra vectors (reconcile deletes).
-        for start in range(0, len(to_upsert), self.settings.batch_chunks):
-            part = to_upsert[start : start + self.settings.batch_chunks]
-            slices = []
-            for first in range(0, len(part), EMBED_SLICE):
-                texts = [c.text for c in part[first : first + EMBED_SLICE]]
-                slices.append(self.counters.embed(texts))
-                self._embedded += len(texts)
-                self._emit(Phase.embedding, part[first].source)
-            embeddings = slices[0] if len(slices) == 1 else np.concatenate(slices)
-            self._writing_vectors().upsert(
-                [c.id for c in part], embeddings, [_metadata(c.source) for c in part]
-            )
-        # 2. manifest + chunks + keywords, atomically.
+        # Vectors first (the core's write order), then manifest + chunks + keywords
+        # atomically, and obsolete vectors only after that commit.
+        stale = self.derived.write([_vector_doc(c) for c in to_upsert],
+                                   lambda: self._commit(pending), self._embedding)
+        self.derived.forget(stale)
+        for update in pending:
+            if update.kind == "added":
+                self.added.append(update.path)
+            elif update.kind == "updated":
+                self.updated.append(update.path)
+            elif update.kind == "removed":
+                self.removed.append(update.path)
+            else:
+                self.unchanged += 1
+        self.chunks_added += len(new_chunks)
+        self.chunks_removed += len(stale)
+
+    def _embedding(self, first: VectorDoc, texts: int) -> None:
+        self._embedded += texts
+        self._emit(Phase.embedding, str(first.metadata["source"]))
+
+    def _commit(self, pending: list[_Update]) -> list[str]:
+        """The batch's manifest, chunk and keyword rows in one transaction; the chunk ids it
+        dropped (their vectors go after the commit)."""
         keywords = self.manifest.keywords
         stale: list[str] = []
         with self.manifest.transaction():
@@ -489,20 +479,7 @@ class Syncer:
                     if update.new_chunks:
                         keywords.add((c.id, c.text) for c in update.new_chunks)
                 self.manifest.put_file(update.record)
-        # 3. obsolete vectors last: a crash before this leaves orphans reconcile removes.
-        if stale:
-            self._writing_vectors().delete(stale)
-        for update in pending:
-            if update.kind == "added":
-                self.added.append(update.path)
-            elif update.kind == "updated":
-                self.updated.append(update.path)
-            elif update.kind == "removed":
-                self.removed.append(update.path)
-            else:
-                self.unchanged += 1
-        self.chunks_added += len(new_chunks)
-        self.chunks_removed += len(stale)
+        return stale
 
 
 def _by_length(chunks: list[Chunk]) -> list[Chunk]:

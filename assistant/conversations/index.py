@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,7 +35,9 @@ from assistant.conversations.documents import (
     turn_unit_id,
 )
 from assistant.conversations.topic import COMMON_SHARE
+from indexing.derived_index import DerivedIndex, Rows, VectorDoc, VectorIndex
 from indexing.lazy import Lazy
+from indexing.progress import Phase, ProgressCallback, SyncProgress
 
 if TYPE_CHECKING:
     from assistant.sessions.store import SessionStore
@@ -48,20 +50,8 @@ KEYWORD_TABLE = "conversation_fts"
 UNITS_TABLE = "conversation_units"
 
 
-class VectorIndex(Protocol):
-    """The part of `indexing.vectors.VectorStore` the conversation index uses."""
-
-    def upsert(
-        self, ids: Sequence[str], embeddings: np.ndarray, metadatas: Sequence[dict[str, Any]]
-    ) -> None: ...
-    def delete(self, ids: Sequence[str]) -> None: ...
-    def query(
-        self, embedding: np.ndarray, k: int, *, ids: Any = None
-    ) -> list[tuple[str, float]]: ...
-    def ids(self) -> list[str]: ...
-    def count(self) -> int: ...
-    def drop(self) -> None: ...
-    def get_embeddings(self, ids: Sequence[str]) -> dict[str, np.ndarray]: ...
+# Units per embed → upsert round of a reconcile (and of a large write).
+RECONCILE_BATCH = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +119,10 @@ def _turn_docs(rows: Sequence[Any]) -> list[UnitDoc]:
     return docs
 
 
+def _vector_doc(doc: UnitDoc) -> VectorDoc:
+    return VectorDoc(doc.id, doc.embedding_text, {"session": doc.session_id, "kind": doc.kind})
+
+
 def _session_docs(rows: Iterable[Any]) -> list[UnitDoc]:
     # A session becomes a unit of its own once it has a summary: "what did we work on last
     # week?" then matches the session, not one of its turns. Dated by its latest turn.
@@ -169,6 +163,11 @@ class ConversationIndex:
                 # text did not change, is kept)
                 conn.execute(f"UPDATE {UNITS_TABLE} SET text_hash = ''")
                 self.keywords.clear()
+        # The vectors are derived from the units (the core's write order and repair).
+        self._derived = DerivedIndex(
+            self.vectors, lambda texts: self.embedder().embed_documents(list(texts)),
+            batch=RECONCILE_BATCH)
+        self._rows = Rows(ids=self._unit_ids, docs=self._vector_docs)
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -177,6 +176,13 @@ class ConversationIndex:
 
     def vectors(self) -> VectorIndex:
         return self._vectors.get()
+
+    def _unit_ids(self) -> set[str]:
+        with self.store.lock:
+            return {r[0] for r in self.store.conn.execute(f"SELECT id FROM {UNITS_TABLE}")}
+
+    def _vector_docs(self, unit_ids: Sequence[str]) -> list[VectorDoc]:
+        return [_vector_doc(d) for d in self._docs_for(unit_ids)]
 
     def count(self) -> int:
         with self.store.lock:
@@ -234,7 +240,7 @@ class ConversationIndex:
     # --- writing ----------------------------------------------------------------------------
 
     def sync(
-        self, *, batch_size: int = 128, progress: Callable[[int, int], None] | None = None,
+        self, *, batch_size: int = 128, progress: ProgressCallback | None = None,
         deadline: float | None = None,
     ) -> IndexReport:
         """Index what is missing, drop what was deleted, repair vectors a crash lost. With a
@@ -250,7 +256,7 @@ class ConversationIndex:
 
     def _write_all(
         self, docs: Sequence[UnitDoc], *, batch_size: int,
-        progress: Callable[[int, int], None] | None, deadline: float | None = None,
+        progress: ProgressCallback | None, deadline: float | None = None,
         reuse: dict[str, str] | None = None,
     ) -> tuple[int, int]:
         """Write `docs` in batches: (units written, vectors computed)."""
@@ -261,7 +267,7 @@ class ConversationIndex:
             embedded += self.write(docs[start : start + batch_size], reuse=reuse)
             done = min(start + batch_size, len(docs))
             if progress is not None:
-                progress(done, len(docs))
+                progress(SyncProgress(Phase.indexing, chunks_done=done, chunks_total=len(docs)))
         return done, embedded
 
     def refresh(self, session_id: str) -> int:
@@ -282,7 +288,11 @@ class ConversationIndex:
         with self.store.lock:
             known = {**(reuse or {}), **self._vector_hashes([d.id for d in docs])}
         changed = [d for d in docs if known.get(d.id) != d.vector_hash]
-        self._upsert(changed)
+        self._derived.write([_vector_doc(d) for d in changed], lambda: self._commit(docs))
+        return len(changed)
+
+    def _commit(self, docs: Sequence[UnitDoc]) -> None:
+        """The units and their keywords, in one SQLite transaction."""
         with self.store.transaction() as conn:
             written: list[UnitDoc] = []
             for doc in docs:
@@ -300,7 +310,6 @@ class ConversationIndex:
                 if cur.rowcount:  # the session may have been deleted meanwhile
                     written.append(doc)
             self.keywords.add((d.id, d.keyword_text) for d in written)
-        return len(changed)
 
     def _vector_hashes(self, unit_ids: Sequence[str]) -> dict[str, str]:
         """The embedded-text hash of each unit that has one ('' = written before they were
@@ -313,26 +322,12 @@ class ConversationIndex:
                 f"({','.join('?' * len(part))})", part))
         return found
 
-    def _remove_orphans(self) -> int:
-        vectors = self.vectors()
-        with self.store.lock:
-            units = {r[0] for r in self.store.conn.execute(f"SELECT id FROM {UNITS_TABLE}")}
-        orphans = sorted(set(vectors.ids()) - units)
-        if orphans:
-            vectors.delete(orphans)
-        return len(orphans)
-
     def reconcile(self) -> tuple[int, int]:
         """Make Chroma hold exactly the units' vectors: (orphans removed, vectors re-embedded)."""
         with self._lock:
             self._drop_unanswered()
-            removed = self._remove_orphans()
-            with self.store.lock:
-                units = {r[0] for r in self.store.conn.execute(f"SELECT id FROM {UNITS_TABLE}")}
-            missing = sorted(units - set(self.vectors().ids()))
-            for start in range(0, len(missing), 256):
-                self._upsert(self._docs_for(missing[start : start + 256]))
-            return removed, len(missing)
+            fixed = self._derived.reconcile(self._rows)
+            return fixed.removed, fixed.repaired
 
     def _drop_unanswered(self) -> None:
         """Units an older version made of turns that got no answer (see _ANSWERED); their
@@ -345,14 +340,6 @@ class ConversationIndex:
         with self.store.transaction() as conn:
             conn.execute(f"DELETE FROM {UNITS_TABLE} WHERE id IN ({stale})")
 
-    def _upsert(self, docs: Sequence[UnitDoc]) -> None:
-        if docs:
-            self.vectors().upsert(
-                [d.id for d in docs],
-                self.embedder().embed_documents([d.embedding_text for d in docs]),
-                [{"session": d.session_id, "kind": d.kind} for d in docs],
-            )
-
     def _clear(self) -> None:
         """No vectors, no units, no keywords."""
         self.vectors().drop()
@@ -362,33 +349,34 @@ class ConversationIndex:
             self.keywords.clear()
             self.keywords.optimize()
 
-    def rebuild(self, *, progress: Callable[[int, int], None] | None = None,
+    def rebuild(self, *, progress: ProgressCallback | None = None,
                 batch_size: int = 128) -> IndexReport:
         """Index everything again from the sessions database: every unit and its words are
         written anew; a vector whose text is unchanged is kept (embedding is the slow part),
         every other one computed; vectors of nothing are dropped."""
-        with self._lock:
+
+        def rewrite(present: set[str]) -> tuple[int, int]:
             with self.store.lock:
                 recorded = dict(self.store.conn.execute(
                     f"SELECT id, vector_hash FROM {UNITS_TABLE} WHERE vector_hash != ''"))
-            present = set(self.vectors().ids())
             reuse = {k: v for k, v in recorded.items() if k in present}
             with self.store.transaction() as conn:
                 conn.execute(f"DELETE FROM {UNITS_TABLE}")
                 self.keywords.clear()
                 self.keywords.optimize()
             docs = self.pending()
-            done, embedded = self._write_all(docs, batch_size=batch_size, progress=progress,
-                                             reuse=reuse)
-            removed, repaired = self.reconcile()  # vectors of what is gone, ones lost
-            return IndexReport(indexed=done, repaired=repaired, removed=removed,
+            return self._write_all(docs, batch_size=batch_size, progress=progress, reuse=reuse)
+
+        with self._lock:  # (the rewrite makes no unit of an unanswered turn)
+            (done, embedded), fixed = self._derived.rebuild(self._rows, rewrite)
+            return IndexReport(indexed=done, repaired=fixed.repaired, removed=fixed.removed,
                                embedded=embedded)
 
     def forget(self, *, vectors: bool = True) -> int:
         """After sessions were deleted: remove their vectors now and merge the keyword segments
         so no token of theirs stays in the database file; returns vectors removed."""
         with self._lock:
-            removed = self._remove_orphans() if vectors else 0
+            removed = self._derived.remove_orphans(self._rows) if vectors else 0
             with self.store.transaction():
                 self.keywords.optimize()
             if self._purge is not None:

@@ -2,40 +2,30 @@
 
 from __future__ import annotations
 
-import hashlib
-import logging
 from typing import TYPE_CHECKING
 
-from assistant.conversations.index import ConversationIndex, VectorIndex
+from assistant.conversations.index import ConversationIndex
+from indexing import derived_index
+from indexing.derived_index import VectorIndex
 
 if TYPE_CHECKING:
     from assistant.context import AppContext
     from assistant.sessions.store import SessionStore
 
-log = logging.getLogger(__name__)
-
 
 def collection_name(model_id: str, dimension: int) -> str:
     """One collection per embedding model: switching models never mixes vector spaces."""
-    digest = hashlib.sha256(f"{model_id}\n{dimension}".encode()).hexdigest()[:12]
-    return f"conversations-{digest}"
+    return derived_index.collection_name("conversations", model_id, dimension)
 
 
 def conversation_vectors(ctx: AppContext) -> VectorIndex:
-    """The conversation collection, beside the knowledge collection (or on the Chroma server)."""
-    from indexing.vector_errors import EmbeddingModelMismatch
-    from indexing.vectors import VectorStore
-
+    """The conversation collection, beside the knowledge collection (or on the Chroma server);
+    one made by another model starts afresh and the reconcile re-embeds (derived_index)."""
     embedder = ctx.embedder()
     location = ctx.config.store.vector_store or str(ctx.paths.vectors_dir)
-    name = collection_name(embedder.model_id, embedder.dimension)
-    try:
-        return VectorStore.open(location, name, model_id=embedder.model_id,
-                                dimension=embedder.dimension)
-    except EmbeddingModelMismatch:  # derived from SQLite: start afresh, reconcile re-embeds
-        log.info("conversation vectors were made with another model; rebuilding them")
-        return VectorStore.open(location, name, model_id=embedder.model_id,
-                                dimension=embedder.dimension, recreate=True)
+    return derived_index.open_vectors(
+        location, collection_name(embedder.model_id, embedder.dimension),
+        model_id=embedder.model_id, dimension=embedder.dimension, what="conversation")
 
 
 def open_conversations(ctx: AppContext, store: SessionStore | None = None) -> ConversationIndex:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from indexing.derived_index import EMBED_SLICE
 from indexing.knowledge_types import FolderError
 from indexing.lock import IndexBusy, IndexLock
 from indexing.progress import Phase, SyncProgress
-from indexing.sync import EMBED_SLICE
 from indexing.tokenize import tokenize
 from tests.fixtures.knowledge import index_state, inner_calls, note_text
 
