@@ -1,4 +1,6 @@
-"""Progress events of a sync, for progress bars (CLI) and the TUI's index manager.
+"""Progress events of a sync, for progress bars (CLI) and the TUI's index manager; the one
+progress event of every derived index (`derived_index.py`: the conversation index counts its
+units as chunks).
 
 The sync only reports counts; rate and ETA are for the display to compute from successive
 events, so the engine stays free of clocks and formatting.

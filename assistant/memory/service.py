@@ -54,25 +54,15 @@ def recall_settings(ctx: AppContext) -> RecallSettings:
 
 
 def chroma_vectors(ctx: AppContext) -> VectorIndex:
-    """The `memories` collection, beside the knowledge collection (or on the Chroma server)."""
-    from indexing.vector_errors import EmbeddingModelMismatch
-    from indexing.vectors import VectorStore
+    """The `memories` collection, beside the knowledge collection (or on the Chroma server).
+    One made by another model starts afresh (derived_index's model-switch rule): memory vectors
+    are derived from SQLite, and the store re-embeds every active memory on first use."""
+    from indexing.derived_index import open_vectors
 
     embedder = ctx.embedder()
     location = ctx.config.store.vector_store or str(ctx.paths.vectors_dir)
-    try:
-        return VectorStore.open(
-            location, MEMORY_COLLECTION, model_id=embedder.model_id,
-            dimension=embedder.dimension,
-        )
-    except EmbeddingModelMismatch:
-        # The embedding model changed. Memory vectors are derived from SQLite: start the
-        # collection afresh and the store re-embeds every active memory on first use.
-        log.info("memory vectors were made with another model; rebuilding them")
-        return VectorStore.open(
-            location, MEMORY_COLLECTION, model_id=embedder.model_id,
-            dimension=embedder.dimension, recreate=True,
-        )
+    return open_vectors(location, MEMORY_COLLECTION, model_id=embedder.model_id,
+                        dimension=embedder.dimension, what="memory")
 
 
 def open_memory(

@@ -272,3 +272,18 @@ def test_unreachable_server_is_a_clear_error() -> None:
 def test_invalid_server_url(url: str) -> None:
     with pytest.raises(VectorStoreError, match="Invalid"):
         VectorStore.open(url, "knowledge", model_id="m", dimension=4)
+
+
+def test_derived_vectors_of_another_model_start_afresh(location: str, collection: str) -> None:
+    """The derived-index model-switch rule: never mix two models' vectors in one collection."""
+    from indexing.derived_index import open_vectors
+
+    VectorStore.open(location, collection, model_id="test:model", dimension=DIM).upsert(
+        ["a"], unit(0).reshape(1, -1)
+    )
+    same = open_vectors(location, collection, model_id="test:model", dimension=DIM, what="t")
+    assert same.ids() == ["a"]
+    other = open_vectors(location, collection, model_id="test:big", dimension=16, what="t")
+    assert other.count() == 0
+    with pytest.raises(EmbeddingModelMismatch):
+        VectorStore.open(location, collection, model_id="test:model", dimension=DIM)

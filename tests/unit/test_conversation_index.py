@@ -14,6 +14,7 @@ from assistant.conversations.index import KEYWORD_TABLE, ConversationIndex
 from assistant.conversations.search import search_conversations
 from assistant.conversations.summaries import SessionSummary, save_summary
 from assistant.timerange import range_from_flags
+from indexing.progress import Phase, SyncProgress
 from tests.fixtures.conversations import ConversationVectors
 
 NOW = datetime(2026, 3, 18, 15, 0, tzinfo=UTC)
@@ -191,7 +192,11 @@ def test_rebuild_from_the_sessions_database(filled: ConversationIndex,
     embedder = filled.embedder()
     before = embedder.texts_embedded  # type: ignore[attr-defined]
     kept = dict(conversation_vectors.data)
-    report = filled.rebuild()
+    events: list[SyncProgress] = []
+    report = filled.rebuild(progress=events.append, batch_size=2)
+    # The progress event of every derived index: units written so far of all.
+    assert [(e.phase, e.chunks_done, e.chunks_total) for e in events] == [
+        (Phase.indexing, 2, 3), (Phase.indexing, 3, 3)]
     # Every unit and its words written anew; no vector computed again: their text is the same.
     assert (report.indexed, report.embedded, report.removed) == (3, 0, 0)
     assert embedder.texts_embedded == before  # type: ignore[attr-defined]
