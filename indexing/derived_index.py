@@ -9,6 +9,8 @@ in step with rows of a SQLite database. What they share lives here, once:
 - `reconcile` repairs exactly those two states (orphan vectors deleted, missing ones embedded
   again, in batches), so a SIGKILL at any point leaves a state the next call finishes: it
   writes nothing to SQLite and every batch it finished stays done;
+- `catch_up`: for rows that flag what they owe the store (memory's `vec_state`), upkeep on
+  write reads those flags only, so a search never compares every id;
 - `rebuild`: the rows are rewritten, a vector whose content did not change is kept (embedding is
   the slow part), the vectors of nothing are dropped by the closing reconcile;
 - the model-switch rule: one collection per embedding model (`collection_name`) and a collection
@@ -24,6 +26,7 @@ import hashlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
@@ -163,6 +166,27 @@ class DerivedIndex:
         if ids:
             self.vectors().delete(list(ids))
         return len(ids)
+
+    def catch_up(
+        self, docs: Callable[[Sequence[str]], Sequence[VectorDoc]], *, stale: Sequence[str],
+        pending: Sequence[str], forgotten: Callable[[Sequence[str]], None],
+        written: Callable[[Sequence[str]], None],
+    ) -> int:
+        """Upkeep for rows that record what they still owe the store (a search then reads two
+        short lists, never every id): the vectors of `stale` ids are deleted, then
+        `forgotten(stale)` records that; `pending` ids (as `docs` gives them: a row gone
+        meanwhile is left out) are embedded and upserted in batches,
+        each followed by `written(ids upserted)`. A kill anywhere leaves the records as they
+        were and the next call does that work again (upsert and delete are idempotent).
+        Returns the ids dealt with."""
+        if stale:
+            self.forget(stale)
+            forgotten(stale)
+        for start in range(0, len(pending), self.batch):
+            part = docs(pending[start : start + self.batch])
+            if part:
+                self.write(part, partial(written, [d.id for d in part]))
+        return len(stale) + len(pending)
 
     def remove_orphans(self, rows: Rows) -> int:
         """Delete the vectors no row derives."""

@@ -150,3 +150,33 @@ def test_one_collection_per_model() -> None:
     assert name != collection_name("conversations", "m:b", 64)
     assert name != collection_name("conversations", "m:a", 128)
     assert collection_name("knowledge", "m:a", 64).split("-")[1] == name.split("-")[1]
+
+
+def test_catch_up_does_what_the_rows_owe_and_a_kill_leaves_it_owed() -> None:
+    table = Table({"p1": "first", "p2": "second", "p3": "third"})
+    vectors = MemoryVectors()
+    embedder = HashEmbedder()
+    vectors.upsert(["s1"], embedder.embed_documents(["stale"]), [{}])
+    owed = {"stale": ["s1"], "pending": ["p1", "p2", "p3"]}
+
+    def forgotten(ids: Sequence[str]) -> None:
+        assert "s1" not in vectors.ids()  # recorded only once the vector is gone
+        owed["stale"] = [i for i in owed["stale"] if i not in ids]
+
+    def written(ids: Sequence[str]) -> None:
+        assert set(ids) <= set(vectors.ids())  # recorded only once the vectors are in
+        owed["pending"] = [i for i in owed["pending"] if i not in ids]
+
+    def run(index: DerivedIndex) -> int:
+        return index.catch_up(table.docs, stale=list(owed["stale"]),
+                              pending=list(owed["pending"]), forgotten=forgotten,
+                              written=written)
+
+    with pytest.raises(Killed):
+        run(_index(vectors, embedder, kill_after=1))
+    assert owed == {"stale": [], "pending": ["p3"]}
+    assert run(_index(vectors, embedder)) == 1
+    assert owed == {"stale": [], "pending": []}
+    assert sorted(vectors.ids()) == ["p1", "p2", "p3"]
+    before = embedder.calls
+    assert run(_index(vectors, embedder)) == 0 and embedder.calls == before
