@@ -1,7 +1,7 @@
 """One derived-index core: SQLite rows are the truth, vectors are derived from them.
 
-The knowledge sync and the conversation index (and memory, to follow) each keep a vector store
-in step with rows of a SQLite database. What they share lives here, once:
+The knowledge sync, the conversation index and memory each keep a vector store in step with
+rows of a SQLite database. What they share lives here, once:
 - the write order: `write` embeds and upserts the vectors first and only then runs the caller's
   SQLite commit, and `forget` deletes vectors only after the commit that dropped their rows. At
   any instant the rows are the truth and the store may only hold extra vectors (a kill after the

@@ -3,13 +3,15 @@
 Vectors live in the Chroma collection `memories`; a row's `vec_state` says whether its vector
 must be (re)written (`pending`) or removed (`stale`), and `sync()` catches Chroma up, so a crash
 between a commit and its vector write never leaves them inconsistent for long, and `rebuild()`
-recreates the collection from SQLite alone. Only active memories are indexed.
+recreates the collection from SQLite alone. Only active memories are indexed. The write order
+and the catch-up are the derived-index core's (`indexing/derived_index.py`); the flags are
+memory's own, so a search reads two short lists (a partial index) and never compares every id.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -17,26 +19,17 @@ from assistant.memory.database import MemoryDatabase
 from assistant.memory.document import embedding_text
 from assistant.memory.model import Memory, MemoryStatus
 from assistant.memory.rows import get_many
+from indexing import derived_index
+from indexing.derived_index import DerivedIndex, VectorDoc
 
 if TYPE_CHECKING:
     from indexing.embedder import Embedder
 
 
-class VectorIndex(Protocol):
-    """The part of `indexing.vectors.VectorStore` the memory store uses."""
+class VectorIndex(derived_index.VectorIndex, Protocol):
+    """The derived-index vector protocol, and the compaction memory's erasure runs."""
 
-    def upsert(
-        self, ids: Sequence[str], embeddings: np.ndarray, metadatas: Sequence[dict[str, Any]]
-    ) -> None: ...
-    def delete(self, ids: Sequence[str]) -> None: ...
-    def query(
-        self, embedding: np.ndarray, k: int, *, where: dict[str, Any] | None = None
-    ) -> list[tuple[str, float]]: ...
-    def ids(self) -> list[str]: ...
-    def count(self) -> int: ...
-    def drop(self) -> None: ...
     def compact(self) -> int: ...
-    def get_embeddings(self, ids: Sequence[str]) -> dict[str, np.ndarray]: ...
 
 
 class VectorSync:
@@ -78,13 +71,24 @@ class VectorSync:
             self._vectors = None
 
     def upsert_vectors(self, memories: Sequence[Memory], vectors: np.ndarray) -> None:
+        """Vectors already computed (an import's dedup needed them), then their rows' flags."""
         self.index().upsert(
-            [m.id for m in memories], vectors, [{"type": m.type.value} for m in memories]
+            [m.id for m in memories], vectors, [_metadata(m) for m in memories]
         )
+        self._written([m.id for m in memories])
+
+    def _written(self, ids: Sequence[str]) -> None:
         with self._db.write() as conn:
             conn.executemany(
                 "UPDATE memories SET vec_state='ok' WHERE id=? AND status=?",
-                [(m.id, MemoryStatus.ACTIVE.value) for m in memories],
+                [(i, MemoryStatus.ACTIVE.value) for i in ids],
+            )
+
+    def _forgotten(self, ids: Sequence[str]) -> None:
+        with self._db.write() as conn:
+            conn.executemany(
+                "UPDATE memories SET vec_state='none' WHERE id=? AND vec_state='stale'",
+                [(i,) for i in ids],
             )
 
     def sync(self, batch_size: int = 256) -> int:
@@ -102,26 +106,19 @@ class VectorSync:
             ).fetchall()
         if not stale and not pending:
             return 0
-        if stale:
-            self.index().delete(stale)
-            with db.write() as conn:
-                conn.executemany(
-                    "UPDATE memories SET vec_state='none' WHERE id=? AND vec_state='stale'",
-                    [(i,) for i in stale],
-                )
-        for start in range(0, len(pending), batch_size):
-            part = pending[start : start + batch_size]
-            found = get_many(db, [r[0] for r in part])
-            memories = [found[r[0]] for r in part if r[0] in found]
-            contexts = {r[0]: r[1] for r in part}
-            docs = [
-                embedding_text(m.text, type=m.type, key=m.key, context=contexts[m.id],
-                               created_at=m.created_at)
-                for m in memories
-            ]
-            if memories:
-                self.upsert_vectors(memories, self.embedder().embed_documents(docs))
-        return len(stale) + len(pending)
+        contexts: dict[str, str] = {r[0]: r[1] for r in pending}
+
+        def docs(ids: Sequence[str]) -> list[VectorDoc]:
+            found = get_many(db, list(ids))  # a memory deleted meanwhile needs no vector
+            return [VectorDoc(i, embedding_text(m.text, type=m.type, key=m.key,
+                                                context=contexts[i], created_at=m.created_at),
+                              _metadata(m))
+                    for i in ids if (m := found.get(i)) is not None]
+
+        core = DerivedIndex(self.index, lambda texts: self.embedder().embed_documents(
+            list(texts)), batch=batch_size)
+        return core.catch_up(docs, stale=stale, pending=list(contexts),
+                             forgotten=self._forgotten, written=self._written)
 
     def rebuild(self) -> int:
         """Recreate the Chroma collection from SQLite (e.g. after changing embedding model)."""
@@ -147,3 +144,7 @@ class VectorSync:
             return {}
         stored = self.index().get_embeddings(list(ids))
         return {i: float(np.asarray(v, dtype=np.float32) @ query_vector) for i, v in stored.items()}
+
+
+def _metadata(memory: Memory) -> dict[str, str]:
+    return {"type": memory.type.value}
