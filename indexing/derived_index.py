@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import numpy as np
 
 from indexing.progress import Phase, ProgressCallback, SyncProgress
+from indexing.vector_errors import EmbeddingModelMismatch
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -105,7 +106,6 @@ def open_vectors(
 ) -> VectorStore:
     """The collection `name`; one holding another model's vectors is started afresh (its
     vectors are derived from SQLite, so the owner's reconcile or upkeep embeds them again)."""
-    from indexing.vector_errors import EmbeddingModelMismatch
     from indexing.vectors import VectorStore
 
     try:
