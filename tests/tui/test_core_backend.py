@@ -649,8 +649,12 @@ async def test_quitting_while_the_question_goes_on_screen_keeps_it(
         chat = app.chat_screen.chat
         # The exact state, held as long as the test needs it (a 0.5 s window polled under load
         # was missed): the question is on its way to the screen, its worker not started yet.
+        # Awaited as an event, not polled with `pilot.pause`: a pause waits until the screen
+        # has handled every queued message, and the screen is inside the held handler, so a
+        # second pause (the screen still busy starting when the first one ended: a busy
+        # machine) could never return.
         try:
-            await wait_until(pilot, entered.is_set, what="the question being put on screen")
+            await asyncio.wait_for(entered.wait(), fair_share(10.0))
             assert chat._starting is not None, "the question went on screen outside send"
             await app.action_quit()
         finally:
