@@ -4,6 +4,10 @@ A test that passes on an idle machine and fails under load waits for a proxy of 
 asserts, or the code has a race (issue 13). `make test-stress` runs the whole suite this way,
 three times in a row: one busy process per core, started before the first test and stopped
 after the last, at normal priority like the other programs a user runs beside the app.
+
+With pytest-xdist the load belongs to the run, not to a worker: only the controller (or the one
+process of a run without workers) starts it, so two workers still mean one busy process per
+core, not two; the workers are told how many are running.
 """
 
 from __future__ import annotations
@@ -11,12 +15,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
-# A loop that never sleeps; named so it is easy to recognise in `ps`.
-BUSY = "while True: pass  # brain test --stress load"
+# A loop that never sleeps; named so it is easy to recognise in `ps`. It ends by itself once
+# the run that started it is gone (its parent changed: a SIGKILLed pytest leaves no spinner).
+BUSY = ("import os\nparent = os.getppid()\n"
+        "while os.getppid() == parent: pass  # brain test --stress load")
+_BUSY = pytest.StashKey[list[subprocess.Popen[bytes]]]()
+_WORKER_COUNT = "stress_busy_processes"  # the key in an xdist worker's workerinput
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -31,21 +39,42 @@ def cores() -> int:
         return os.cpu_count() or 2
 
 
-@pytest.fixture(scope="session", autouse=True)
-def cpu_load(request: pytest.FixtureRequest) -> Iterator[int]:
-    """The number of busy processes running beside the tests (0 without --stress)."""
-    if not request.config.getoption("--stress"):
-        yield 0
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
+    if not config.getoption("--stress") or _is_worker(config):
         return
-    busy = [subprocess.Popen([sys.executable, "-c", BUSY], stdin=subprocess.DEVNULL)
-            for _ in range(cores())]
-    try:
-        yield len(busy)
-    finally:
-        for process in busy:
-            process.kill()
-        for process in busy:
-            process.wait()
+    config.stash[_BUSY] = [
+        subprocess.Popen([sys.executable, "-c", BUSY], stdin=subprocess.DEVNULL)
+        for _ in range(cores())]
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    busy = session.config.stash.get(_BUSY, [])
+    for process in busy:
+        process.kill()
+    for process in busy:
+        process.wait()
+    busy.clear()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist, in the controller, for each worker it starts: how many busy processes run."""
+    node.workerinput[_WORKER_COUNT] = len(node.config.stash.get(_BUSY, []))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def cpu_load(request: pytest.FixtureRequest) -> int:
+    """The number of busy processes running beside the tests (0 without --stress)."""
+    config = request.config
+    if _is_worker(config):
+        workerinput: dict[str, Any] = vars(config)["workerinput"]  # set by xdist on workers
+        return int(workerinput.get(_WORKER_COUNT, 0))
+    return len(config.stash.get(_BUSY, []))
 
 
 def fair_share(seconds: float) -> float:
