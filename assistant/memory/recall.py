@@ -157,14 +157,7 @@ def recall(
         take(RecalledMemory(profile_memory(profile, now_iso), 1.0, 0.0, "user-profile"))
     always = list(store.list(pinned=True))
     always += sorted(
-        (
-            m
-            for m in store.list()
-            if not m.pinned
-            and m.type in (MemoryType.FACT, MemoryType.PREFERENCE)
-            and m.confidence >= settings.profile_confidence
-            and m.key
-        ),
+        store.sure_keyed(settings.profile_confidence),
         key=lambda m: -effective_importance(m, now_iso, settings.decay),
     )
     for memory in always:

@@ -134,14 +134,29 @@ def list_memories(
         where.append("key=?")
         params.append(key)
     if pinned is not None:
-        where.append("pinned=?")
-        params.append(int(pinned))
+        where.append("pinned=1" if pinned else "pinned=0")  # literal: memories_pinned
     clause = f"WHERE {' AND '.join(where)}" if where else ""
     with db.lock:
         rows = db.conn.execute(
             f"SELECT {COLUMNS} FROM memories {clause} "
             "ORDER BY pinned DESC, updated_at DESC, rowid DESC",
             params,
+        ).fetchall()
+    return [row_to_memory(r) for r in rows]
+
+
+def sure_keyed(db: MemoryDatabase, min_confidence: float) -> list[Memory]:
+    """Active unpinned facts and preferences with a key and at least `min_confidence` (the
+    profile facts every recall carries), newest first: read through the key index, so a recall
+    costs what it carries, not a pass over every memory (issue 25: listing all of them took a
+    chat turn's recall to ~0.9 s at 10k memories)."""
+    with db.lock:
+        rows = db.conn.execute(
+            f"SELECT {COLUMNS} FROM memories INDEXED BY memories_key "
+            "WHERE key IS NOT NULL AND key != '' AND status=? AND pinned=0 "
+            "AND type IN (?, ?) AND confidence >= ? ORDER BY updated_at DESC, rowid DESC",
+            (MemoryStatus.ACTIVE.value, MemoryType.FACT.value, MemoryType.PREFERENCE.value,
+             min_confidence),
         ).fetchall()
     return [row_to_memory(r) for r in rows]
 

@@ -119,6 +119,12 @@ _MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE imports_v6 RENAME TO imports;
     CREATE INDEX imports_hash ON imports(content_hash, id);
     """,
+    # 7: the pinned memories every recall carries, found without a pass over all memories
+    # (`list(pinned=…)` names pinned=1 literally, so SQLite can use this partial index; IF NOT
+    # EXISTS: a database whose user_version was set back, as tests do, keeps its index)
+    """
+    CREATE INDEX IF NOT EXISTS memories_pinned ON memories(status) WHERE pinned = 1;
+    """,
 )
 SCHEMA = Schema("memory store", _MIGRATIONS)
 SCHEMA_VERSION = SCHEMA.version

@@ -145,6 +145,10 @@ class MemoryStore:
         return rows.list_memories(self._db, statuses=statuses, type=type, key=key,
                                   pinned=pinned)
 
+    def sure_keyed(self, min_confidence: float) -> builtins.list[Memory]:
+        """The profile facts every recall carries (see `rows.sure_keyed`)."""
+        return rows.sure_keyed(self._db, min_confidence)
+
     def count(self, status: MemoryStatus | None = MemoryStatus.ACTIVE) -> int:
         return rows.count(self._db, status)
 

@@ -71,7 +71,7 @@ def test_a_run_interrupted_under_the_old_schema_resumes_under_the_new_one(
     clock.advance(days=1)
     store = _store(path, clock, vectors)
     try:
-        assert int(store.conn.execute("PRAGMA user_version").fetchone()[0]) == 6
+        assert int(store.conn.execute("PRAGMA user_version").fetchone()[0]) == SCHEMA.version
         [old] = store.import_runs()
         assert (old.committed, old.finished, old.started_at) == (2, False, NOON.timestamp())
         resumed: list[int] = []

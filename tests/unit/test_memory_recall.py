@@ -210,3 +210,24 @@ def test_a_search_reads_the_memory_table_only_through_indexes(memory_store: Memo
         plan = " ".join(str(row[-1]) for row in memory_store.conn.execute(
             "EXPLAIN QUERY PLAN " + sql))
         assert "SCAN memories" not in plan, (sql, plan)
+
+
+def test_recall_reads_no_pass_over_the_memories(memory_store: MemoryStore) -> None:
+    # issue 25: recall listed every active memory to find the profile facts and the pinned
+    # ones (~1 s a chat turn at 10k memories); the status index alone is such a pass.
+    for i in range(30):
+        memory_store.add(NewMemory(text=f"user likes walking dog number {i}"))
+    memory_store.add(NewMemory("The user is allergic to penicillin", pinned=True))
+    memory_store.add(NewMemory("The user is called Mara", key="name", confidence=0.95))
+    statements: list[str] = []
+    memory_store.conn.set_trace_callback(statements.append)
+    try:
+        reasons = {r.reason for r in recall(memory_store, "walking dog")}
+    finally:
+        memory_store.conn.set_trace_callback(None)
+    assert {"pinned", "profile", "relevant"} <= reasons
+    reads = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
+    for sql in reads:
+        plan = " ".join(str(row[-1]) for row in memory_store.conn.execute(
+            "EXPLAIN QUERY PLAN " + sql))
+        assert "SCAN memories" not in plan and "memories_status" not in plan, (sql, plan)

@@ -344,13 +344,34 @@ def test_schema_1_databases_gain_the_import_table(tmp_path: Path) -> None:
     store.conn.execute("DROP TABLE imports")
     store.conn.execute("ALTER TABLE profile DROP COLUMN sources")  # added by step 4
     store.conn.execute("ALTER TABLE history DROP COLUMN via")  # added by step 5
+    store.conn.execute("DROP INDEX memories_pinned")  # added by step 7
     store.conn.execute("PRAGMA user_version=1")
     store.close()
     store = MemoryStore(db, embedder=lambda: HashEmbedder(dimension=128), vectors=MemoryVectors)
     try:
-        assert int(store.conn.execute("PRAGMA user_version").fetchone()[0]) == SCHEMA_VERSION == 6
+        assert int(store.conn.execute("PRAGMA user_version").fetchone()[0]) == SCHEMA_VERSION == 7
         assert store.get(kept.id).text == "The user lives in Lisbon"
         assert store.import_runs() == []
+    finally:
+        store.close()
+
+
+def test_schema_6_databases_gain_the_pinned_index(tmp_path: Path) -> None:
+    # A home from before step 7: its pinned memories were found by a pass over all memories.
+    db = tmp_path / "m.sqlite3"
+    store = MemoryStore(db, embedder=lambda: HashEmbedder(dimension=128), vectors=MemoryVectors)
+    kept = store.add(NewMemory("The user is allergic to penicillin", pinned=True), sync=False)
+    store.conn.execute("DROP INDEX memories_pinned")
+    store.conn.execute("PRAGMA user_version=6")
+    store.close()
+    store = MemoryStore(db, embedder=lambda: HashEmbedder(dimension=128), vectors=MemoryVectors)
+    try:
+        assert int(store.conn.execute("PRAGMA user_version").fetchone()[0]) == 7
+        plan = " ".join(str(r[-1]) for r in store.conn.execute(
+            "EXPLAIN QUERY PLAN SELECT id FROM memories WHERE status='active' AND pinned=1"))
+        assert "memories_pinned" in plan, plan
+        assert [m.id for m in store.list(pinned=True)] == [kept.id]
+        assert store.list(pinned=False) == []
     finally:
         store.close()
 
