@@ -113,6 +113,8 @@ def _one_size(report: Report, root: Path, size: int, *, real: bool,
     report.add(f"{label}_memory_search_p95_ms", probe["memory"][1], unit="ms",
                target=m_target, passed=probe["memory"][1] <= 25 if m_target else None,
                notes=f"{memories} memories, other core busy")
+    report.add(f"{label}_memory_recall_p95_ms", probe["recall"][1], unit="ms",
+               notes=f"{memories} memories, other core busy; p50 {probe['recall'][0]:.1f} ms")
     report.add(f"{label}_search_idle_rss_mb", probe["idle_rss_mb"], unit="MB",
                notes=f"peak {probe['peak_rss_mb']:.0f} MB")
     disk = _disk(home)

@@ -1,9 +1,10 @@
 """`python -m bench.scale_probe HOME QUERIES.json real|standin`: search latencies in one process.
 
 Run by bench/scale.py in a fresh child (so its RSS is a search process's own): knowledge search
-as `brain search` runs it, memory search as `brain memory search` runs it, and, on the same data
-in the same process, a bare Chroma query (the query vector given, top 10) and a bare FTS5 query
-(the query's tokens OR'ed, top 10 by rank). Prints one JSON line of (p50, p95) in ms.
+as `brain search` runs it, memory search as `brain memory search` runs it, memory recall as a
+chat turn runs it, and, on the same data in the same process, a bare Chroma query (the query
+vector given, top 10) and a bare FTS5 query (the query's tokens OR'ed, top 10 by rank). Prints
+one JSON line of (p50, p95) in ms.
 """
 
 from __future__ import annotations
@@ -82,6 +83,8 @@ def main(argv: list[str]) -> int:
     service = MemoryService.open(ctx, eager_vectors=False)
     try:
         out["memory"] = _percentiles(lambda q: service.search(q, None), queries["memory"])
+        # What a chat turn runs: the search plus the pinned memories and sure profile facts.
+        out["recall"] = _percentiles(lambda q: service.recall(q), queries["memory"])
     finally:
         service.close()
     import resource
