@@ -134,11 +134,13 @@ class MemoryService:
 
     @classmethod
     def open(
-        cls, ctx: AppContext, *, clock: Clock = system_clock, eager_vectors: bool = True
+        cls, ctx: AppContext, *, clock: Clock = system_clock, eager_vectors: bool = True,
+        store: MemoryStore | None = None,
     ) -> MemoryService:
+        """The service over `store` (the caller keeps closing it) or a store of its own."""
         cfg = ctx.config
         return cls(
-            open_memory(ctx, clock=clock, eager_vectors=eager_vectors),
+            store or open_memory(ctx, clock=clock, eager_vectors=eager_vectors),
             settings=recall_settings(ctx),
             capacity=cfg.memory.capacity,
             chat_fn=configured_chat_fn(cfg),

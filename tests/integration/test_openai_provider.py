@@ -22,6 +22,7 @@ from assistant.llm.openai_catalog import OpenAICatalog
 from assistant.llm.openai_transport import OpenAITransport
 from assistant.llm.openai_wire import Endpoint
 from assistant.llm.provider import Link, make_catalog
+from assistant.services import Services
 from assistant.sessions.store import SessionStore
 from tests.fake_openai import DEFAULT_MODEL, FakeOpenAI
 from tests.fixtures.chat import FakeKnowledge, FakeMemory, knowledge_item
@@ -384,7 +385,7 @@ def test_doctor_checks_the_server_and_the_model(openai_home: Path, fake: FakeOpe
 def test_the_picker_lists_the_served_models(openai_home: Path) -> None:
     from tui.backend.ollama import OllamaAdapter
 
-    adapter = OllamaAdapter(AppContext.load(str(openai_home)))
+    adapter = OllamaAdapter(Services(AppContext.load(str(openai_home))))
     assert [m.name for m in adapter.models()] == [DEFAULT_MODEL, "nomic-embed"]
     assert adapter.status(DEFAULT_MODEL).ok
     missing = adapter.status("other")

@@ -65,11 +65,12 @@ def test_core_adapter_reads_and_erases_the_real_log(tmp_path) -> None:
     from assistant.context import AppContext
     from assistant.events.model import EventType, NewEvent
     from assistant.events.store import EventStore
+    from assistant.services import Services
     from tui.backend.events import EventsAdapter
 
     ctx = AppContext.load(str(tmp_path / "home"))
     writer = EventStore.open(ctx.paths.events_db)  # another process: the MCP server
-    adapter = EventsAdapter(ctx)
+    adapter = EventsAdapter(Services(ctx))
     assert adapter.list() == []
     before = adapter.version()
     logged = writer.log(NewEvent(EventType.ERROR, "bcrypt import failed", agent="cursor"))
@@ -77,7 +78,7 @@ def test_core_adapter_reads_and_erases_the_real_log(tmp_path) -> None:
     assert [(e.id, e.agent, e.type) for e in adapter.list()] == [(logged.id, "cursor", "error")]
     assert adapter.remove(logged.id) == 1
     assert writer.count() == 0
-    adapter.close()
+    adapter.services.close()
     writer.close()
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from assistant.context import AppContext
 from assistant.retrieval.hit import RetrievalResult, SearchHit
 from assistant.retrieval.log import RetrievalLog
+from assistant.services import Services
 from assistant.sessions.store import SessionStore
 from assistant.sessions.turn import KnowledgeItem, Source
 from tests.fakes import HashEmbedder
@@ -50,11 +51,11 @@ def stored_session(ctx: AppContext, *, logged: bool = True) -> str:
 def test_resumed_turns_get_their_logged_scores(home: Path) -> None:
     ctx = AppContext.load(str(home))
     session_id = stored_session(ctx)
-    adapter = SessionsAdapter(ctx)
+    adapter = SessionsAdapter(Services(ctx))
     try:
         (turn,) = adapter.turns(session_id)
     finally:
-        adapter.close()
+        adapter.services.close()
     first, second = turn.sources
     assert (first.vector, first.keyword, first.fused_rank) == (0.61, 0.42, 1)
     assert (second.vector, second.keyword) == (None, None)  # it was not in the log entry
@@ -63,11 +64,11 @@ def test_resumed_turns_get_their_logged_scores(home: Path) -> None:
 def test_without_a_log_entry_resuming_still_works(home: Path) -> None:
     ctx = AppContext.load(str(home))
     session_id = stored_session(ctx, logged=False)
-    adapter = SessionsAdapter(ctx)
+    adapter = SessionsAdapter(Services(ctx))
     try:
         (turn,) = adapter.turns(session_id)
     finally:
-        adapter.close()
+        adapter.services.close()
     assert [s.vector for s in turn.sources] == [None, None]
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from assistant.context import AppContext
 from assistant.retrieval.hit import RetrievalResult, SearchHit
 from assistant.retrieval.log import RetrievalLog
+from assistant.services import Services
 from tests.fixtures.retrieval import make_chunk
 from tests.tui.helpers import answer_finished, ask, wait_until
 from tui.backend.chat import ChatAdapter
@@ -51,7 +52,7 @@ def test_the_right_source_becomes_an_eval_case(home: Path, tmp_path: Path) -> No
                     keyword=None)
     with RetrievalLog.open(ctx.paths.retrieval_log_db) as log:
         log_id = log.append(RetrievalResult("how do I make a branch?", [hit], False, {}))
-    adapter = ChatAdapter(ctx)  # opens nothing until asked: only the log is used here
+    adapter = ChatAdapter(Services(ctx))  # opens nothing until asked: only the log is used here
     adapter.mark_right_source(str(log_id), "/notes/git/branch.md")
     adapter.mark_right_source(str(log_id), "/notes/git/switch.md")
     adapter.mark_right_source(str(log_id), "/notes/git/branch.md")  # named twice: kept once

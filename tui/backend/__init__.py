@@ -9,9 +9,8 @@ methods: importing this package is cheap.
 
 from __future__ import annotations
 
-import contextlib
-
 from assistant.context import AppContext
+from assistant.services import Services
 from tui.backend.chat import ChatAdapter
 from tui.backend.events import EventsAdapter
 from tui.backend.knowledge import KnowledgeAdapter
@@ -23,19 +22,19 @@ __all__ = ["CoreBackend"]
 
 
 class CoreBackend:
-    """The real backend: what `brain` runs."""
+    """The real backend: what `brain` runs. Its adapters share one `Services`, which opens each
+    store once; none opens one of its own."""
 
-    def __init__(self, ctx: AppContext) -> None:
+    def __init__(self, ctx: AppContext, services: Services | None = None) -> None:
         self.ctx = ctx
-        self.ollama = OllamaAdapter(ctx)
-        self.knowledge = KnowledgeAdapter(ctx)
-        self.memory = MemoryAdapter(ctx)
-        self.sessions = SessionsAdapter(ctx)
-        self.chat = ChatAdapter(ctx)
-        self.events = EventsAdapter(ctx)
+        self.services = services or Services(ctx, origin="tui")
+        self.ollama = OllamaAdapter(self.services)
+        self.knowledge = KnowledgeAdapter(self.services)
+        self.memory = MemoryAdapter(self.services)
+        self.sessions = SessionsAdapter(self.services)
+        self.chat = ChatAdapter(self.services)
+        self.events = EventsAdapter(self.services)
 
     def close(self) -> None:
         """Close the stores (the chat is closed by the app before it exits: it is async)."""
-        for part in (self.knowledge, self.memory, self.sessions, self.events):
-            with contextlib.suppress(Exception):  # closing must reach every store
-                part.close()
+        self.services.close()

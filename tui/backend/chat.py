@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from assistant.context import AppContext
 from assistant.daemon_pool import in_thread
 from assistant.errors import UserError
+from assistant.services import Services
 from tui.backend.convert import conversation_view, memory_item_view, source_view
 from tui.views import ChatEvent, Failed, Finished, Replaced, Retrieved, Thinking, Token, Waiting
 
@@ -131,19 +132,15 @@ def _merged(views: list[ChatEvent]) -> list[ChatEvent]:
 
 
 class ChatAdapter:
-    def __init__(self, ctx: AppContext) -> None:
-        self.ctx = ctx
-        self._service: ChatService | None = None
-        self._opening = asyncio.Lock()
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.ctx = services.ctx
         self._selecting = asyncio.Lock()  # a preload and a question pick the session in turn
 
     async def _open(self) -> ChatService:
-        async with self._opening:
-            if self._service is None:
-                from assistant.chat.service import open_chat
-
-                self._service = await in_thread(lambda: open_chat(self.ctx, origin="tui"))
-            return self._service
+        # Opening reads SQLite: off the UI's loop, once (no thread hop once it is open).
+        opened = self.services.peek_chat()
+        return opened if opened is not None else await in_thread(self.services.chat)
 
     async def warm_up(self) -> None:
         await (await self._open()).engine.warm_up()
@@ -209,7 +206,7 @@ class ChatAdapter:
         not run here (it would hold the user's shell for a model call): the turns stay
         pending and `extract_pending` takes them at the next idle moment, in this run or the
         next. A store still busy on its thread closes after its job, or with the process."""
-        service, self._service = self._service, None
+        service = self.services.take_chat()
         if service is not None:
             await service.aclose(patience=CLOSE_PATIENCE)
 

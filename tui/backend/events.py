@@ -5,8 +5,7 @@ from __future__ import annotations
 import builtins
 from typing import TYPE_CHECKING
 
-from assistant.context import AppContext
-from indexing.lazy import Lazy
+from assistant.services import Services
 from tui.backend.convert import event_view
 from tui.views import EventView
 
@@ -18,30 +17,28 @@ SEARCH_TOP_K = 50
 
 
 class EventsAdapter:
-    def __init__(self, ctx: AppContext) -> None:
-        self.ctx = ctx
-        self._service = Lazy(self._open, close=lambda service: service.close())
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.ctx = services.ctx
 
-    def _open(self) -> EventService:
-        from assistant.events.service import EventService
-
-        return EventService.open(self.ctx)
+    def _service(self) -> EventService:
+        return self.services.events()
 
     def list(self) -> list[EventView]:
-        return [event_view(e) for e in self._service.get().store.list(limit=LIST_LIMIT)]
+        return [event_view(e) for e in self._service().store.list(limit=LIST_LIMIT)]
 
     def search(self, text: str) -> builtins.list[EventView]:
         # Events a server has not embedded yet are still found by their words.
-        hits = self._service.get().search(text, top_k=SEARCH_TOP_K)
+        hits = self._service().search(text, top_k=SEARCH_TOP_K)
         return [event_view(h.event) for h in hits]
 
     def remove(self, event_id: str) -> int:
         from assistant.erasure.actions import remove_events
 
-        return len(remove_events(self.ctx, self._service.get().store, [event_id]))
+        return len(remove_events(self.ctx, self._service().store, [event_id]))
 
     def version(self) -> int:
-        return self._service.get().store.change_count()
+        return self._service().store.change_count()
 
     def summarize_due(self) -> int:
         from assistant.events.summaries import summarize_due
@@ -49,8 +46,5 @@ class EventsAdapter:
 
         config = self.ctx.config.events
         return len(summarize_due(
-            self._service.get().store, configured_chat_fn(self.ctx.config),
+            self._service().store, configured_chat_fn(self.ctx.config),
             every=config.summarize_every, idle_seconds=config.summarize_idle_seconds))
-
-    def close(self) -> None:
-        self._service.close()

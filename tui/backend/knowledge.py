@@ -11,9 +11,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assistant.context import AppContext
 from assistant.errors import UserError
-from indexing.lazy import Lazy
+from assistant.services import Services
 from tui.backend.convert import iso, source_view
 from tui.views import FolderView, SearchResult, SyncProgress, SyncSummary
 
@@ -23,18 +22,11 @@ if TYPE_CHECKING:
 
 
 class KnowledgeAdapter:
-    """Folders, sync, search and watch over one KnowledgeBase (opened once, with the model)."""
+    """Folders, sync, search and watch over the process's one KnowledgeBase (`Services`)."""
 
-    def __init__(self, ctx: AppContext) -> None:
-        self.ctx = ctx
-        # Search goes through `open_retriever` like every other caller: the wrong-model check
-        # included, and the retriever's own index and log closed with it.
-        self._retriever = Lazy(lambda: _open_retriever(ctx), close=_close_retriever)
-        # For writes (add, sync) when the retriever cannot open: e.g. the index was built with
-        # another model, which only a sync (re-embedding) can fix.
-        self._writer = Lazy(lambda: _open_knowledge(ctx, True), close=_close_kb)
-        # Without the model: folders and stats work even when the model cannot load.
-        self._light = Lazy(lambda: _open_knowledge(ctx, False), close=_close_kb)
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.ctx = services.ctx
 
     def warm_up(self) -> None:
         from indexing.embedder import preload
@@ -49,22 +41,15 @@ class KnowledgeAdapter:
         self.ctx.embedder().embed_query("warm up")
 
     def retriever(self) -> HybridRetriever:
-        return self._retriever.get()
+        return self.services.retriever()
 
     def kb(self) -> KnowledgeBase:
         """The index with the embedding model: the retriever's when it is open."""
-        return self._retrievers_kb() or self._writer.get()
+        return self.services.knowledge()
 
     def light(self) -> KnowledgeBase:
         """The index without the embedding model, so listing works even if it cannot load."""
-        return self._retrievers_kb() or self._writer.peek() or self._light.get()
-
-    def _retrievers_kb(self) -> KnowledgeBase | None:
-        from indexing.knowledge import KnowledgeBase
-
-        retriever = self._retriever.peek()
-        kb = retriever.kb if retriever is not None else None
-        return kb if isinstance(kb, KnowledgeBase) else None
+        return self.services.light_knowledge()
 
     def stats(self) -> tuple[int, int]:
         return self.light().stats()
@@ -142,12 +127,11 @@ class KnowledgeAdapter:
                             warnings=result.warnings, dates=found.describe())
 
     def watch(self, on_change: Callable[[str], None], stop: threading.Event) -> None:
-        from assistant.knowledge_service import open_knowledge, sync_settings
+        from assistant.knowledge_service import sync_settings
         from indexing.watch import FolderWatcher
 
         cfg = self.ctx.config.indexing
-        # Its own connection: a long sync in the watcher must not hold up searches.
-        kb = open_knowledge(self.ctx)
+        kb = self.services.separate_knowledge()
         try:
             count = len(kb.folders())
             on_change(f"watching {count} folder{'s' if count != 1 else ''}")
@@ -169,31 +153,3 @@ class KnowledgeAdapter:
             watcher.run(stop)
         finally:
             kb.close()
-
-    def close(self) -> None:
-        for opened in (self._light, self._writer, self._retriever):
-            opened.close()
-
-
-# Openers import inside: this module is imported before the first frame.
-
-def _open_retriever(ctx: AppContext) -> HybridRetriever:
-    from assistant.retrieval.open import open_retriever
-
-    return open_retriever(ctx, origin="tui")
-
-
-def _close_retriever(retriever: HybridRetriever) -> None:
-    from assistant.retrieval.open import close_retriever
-
-    close_retriever(retriever)
-
-
-def _open_knowledge(ctx: AppContext, with_embedder: bool) -> KnowledgeBase:
-    from assistant.knowledge_service import open_knowledge
-
-    return open_knowledge(ctx, with_embedder=with_embedder)
-
-
-def _close_kb(kb: KnowledgeBase) -> None:
-    kb.close()

@@ -6,9 +6,8 @@ import builtins
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from assistant.context import AppContext
 from assistant.errors import UserError
-from indexing.lazy import Lazy
+from assistant.services import Services
 from tui.backend.convert import iso, memory_view
 from tui.views import MemoryChanges, MemoryEvent, MemoryView
 
@@ -17,12 +16,12 @@ if TYPE_CHECKING:
 
 
 class MemoryAdapter:
-    def __init__(self, ctx: AppContext) -> None:
-        self.ctx = ctx
-        self._store = Lazy(lambda: _open_memory(ctx), close=lambda store: store.close())
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.ctx = services.ctx
 
     def store(self) -> MemoryStore:
-        return self._store.get()
+        return self.services.memory()
 
     def list(self, *, all_active: bool, type_: str | None, query: str) -> list[MemoryView]:
         from assistant.memory.model import MemoryType
@@ -94,12 +93,3 @@ class MemoryAdapter:
                     learned.append(memory_view(m))
         count = sum(m.status is MemoryStatus.ACTIVE for m in memories)
         return MemoryChanges(now, count, max(newest, stamp), tuple(learned))
-
-    def close(self) -> None:
-        self._store.close()
-
-
-def _open_memory(ctx: AppContext) -> MemoryStore:
-    from assistant.memory.service import open_memory
-
-    return open_memory(ctx)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from assistant.context import AppContext
+from assistant.services import Services
 from tui.views import ModelView, OllamaStatus
 
 if TYPE_CHECKING:
@@ -14,8 +14,9 @@ STATUS_TIMEOUT = 3.0  # seconds: the live Ollama check must not hang a worker fo
 
 
 class OllamaAdapter:
-    def __init__(self, ctx: AppContext) -> None:
-        self.ctx = ctx
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.ctx = services.ctx
 
     def _client(self, timeout: float) -> OllamaClient:
         from assistant.llm.ollama_client import OllamaClient
@@ -48,9 +49,9 @@ class OllamaAdapter:
 
     def _openai_status(self, model: str) -> OllamaStatus:
         from assistant.errors import UserError
-        from assistant.llm.provider import link, list_models
+        from assistant.llm.provider import list_models
 
-        server = link(self.ctx.config)
+        server = self.services.link()
         try:
             served = [m.name for m in list_models(server, STATUS_TIMEOUT)]
         except UserError as exc:
@@ -66,7 +67,7 @@ class OllamaAdapter:
 
     def models(self) -> list[ModelView]:
         """The picker's list (F4), from whichever provider is configured."""
-        from assistant.llm.provider import link, list_models
+        from assistant.llm.provider import list_models
 
-        models = list_models(link(self.ctx.config), self.ctx.config.ollama.timeout)
+        models = list_models(self.services.link(), self.ctx.config.ollama.timeout)
         return [ModelView(m.name, m.size_bytes, m.family) for m in models]

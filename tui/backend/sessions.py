@@ -8,26 +8,24 @@ from typing import TYPE_CHECKING
 
 from assistant.context import AppContext
 from assistant.errors import UserError
-from indexing.lazy import Lazy
+from assistant.services import Services
 from tui.backend.convert import hit_view, iso, turn_view
 from tui.views import ConversationSearch, SessionView, TurnView
 
 if TYPE_CHECKING:
-    from assistant.conversations.index import ConversationIndex
     from assistant.sessions.store import SessionStore
     from assistant.sessions.turn import HitScores, Turn
 
 
 class SessionsAdapter:
-    def __init__(self, ctx: AppContext) -> None:
-        self.ctx = ctx
-        self._store = Lazy(lambda: _open_sessions(ctx), close=lambda store: store.close())
-        self._index = Lazy(self._open_index)
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.ctx = services.ctx
         self._caught_up = False
         self._others_seen: int | None = None  # the sessions database's data_version
 
     def store(self) -> SessionStore:
-        return self._store.get()
+        return self.services.sessions()
 
     def list(self) -> list[SessionView]:
         return [SessionView(s.id, s.title, iso(s.updated_at), s.turn_count)
@@ -77,7 +75,7 @@ class SessionsAdapter:
 
         now = local_now()
         query, time_range = range_from_filters(text, now)
-        index = self._index.get()
+        index = self.services.conversations()
         self._follow_other_processes()
         if not self._caught_up:  # once: later turns are indexed by the chat as it stores them
             self._caught_up = index.sync().complete
@@ -98,20 +96,6 @@ class SessionsAdapter:
             refresh_location(self.ctx.config.store.vector_store or str(self.ctx.paths.vectors_dir))
             self._caught_up = False
         self._others_seen = now
-
-    def _open_index(self) -> ConversationIndex:
-        from assistant.conversations.service import open_conversations
-
-        return open_conversations(self.ctx, self.store())
-
-    def close(self) -> None:
-        self._store.close()
-
-
-def _open_sessions(ctx: AppContext) -> SessionStore:
-    from assistant.sessions.store import SessionStore
-
-    return SessionStore.open(ctx.paths.sessions_db)
 
 
 def _logged_scores(ctx: AppContext, log_ids: builtins.list[int]) -> dict[int, dict[str, HitScores]]:

@@ -1,0 +1,90 @@
+"""One composition root: a start-up and usage walk through every adapter of a CoreBackend opens
+each store once, through the backend's one `Services`, and `close()` closes them all.
+
+The real core (SQLite, Chroma, the memory store) with the fast HashEmbedder; no Ollama needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import Counter
+from pathlib import Path
+
+from assistant.context import AppContext
+from assistant.services import Services
+from tests.fakes import HashEmbedder
+from tui.backend import CoreBackend
+
+ONCE = Counter({"knowledge_light": 1, "retriever": 1, "memory": 1, "sessions": 1,
+                "conversations": 1, "events": 1, "chat": 1, "link": 1})
+
+
+def test_a_walk_through_every_adapter_opens_each_store_once(home: Path, tmp_path: Path) -> None:
+    ctx = AppContext.load(str(home))
+    ctx._embedder = HashEmbedder()
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "tar.md").write_text("# Tar\n\nExtract with tar -xzf file.tgz\n", encoding="utf-8")
+    backend = CoreBackend(ctx)
+    try:
+        # Start-up: the status bar's counts come before the index has loaded.
+        assert backend.knowledge.stats() == (0, 0)
+        assert backend.memory.count() == 0
+        backend.ollama.server_name()
+        backend.ollama.services.link()
+        backend.knowledge.warm_up()
+        # Usage: every screen's reads and writes, some of them twice.
+        backend.knowledge.add_folder(notes)
+        backend.knowledge.sync(None, rebuild=False, progress=lambda _: None)
+        assert "tar" in backend.knowledge.search("extract tar").sources[0].text.lower()
+        assert [f.files for f in backend.knowledge.folders()] == [1]
+        backend.memory.add("I prefer short answers", "preference")
+        assert len(backend.memory.list(all_active=True, type_=None, query="")) == 1
+        backend.memory.changes(0, "")
+        session = backend.sessions.create()
+        assert [s.id for s in backend.sessions.list()] == [session.id]
+        backend.sessions.search("tar")
+        backend.sessions.search("short answers")
+        assert backend.events.list() == []
+        backend.events.version()
+        # The chat from several workers at once: one engine.
+        threads = [threading.Thread(target=backend.services.chat) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        chat = asyncio.run(backend.chat._open())
+        assert chat is backend.services.peek_chat()
+        assert backend.services.opened == ONCE
+    finally:
+        asyncio.run(backend.chat.close())
+        backend.close()
+    # Everything was closed: the next use opens anew.
+    backend.services.sessions()
+    assert backend.services.opened["sessions"] == 2
+    backend.close()
+
+
+def test_close_closes_in_reverse_order_and_reaches_every_store(home: Path) -> None:
+    ctx = AppContext.load(str(home))
+    ctx._embedder = HashEmbedder()
+    services = Services(ctx)
+    closed: list[str] = []
+    store = services.sessions()
+    index = services.conversations()
+    memory = services.memory()
+    for name, opened in (("sessions", store), ("conversations", index), ("memory", memory)):
+        original = getattr(opened, "close", None)
+
+        def close(name: str = name, original: object = original) -> None:
+            closed.append(name)
+            if name == "memory":
+                raise OSError("disk gone")  # one failure must not stop the others
+            if callable(original):
+                original()
+
+        opened.close = close  # type: ignore[method-assign]
+    services.close()
+    # The conversation index has no close of its own: it reads the session store.
+    assert closed == ["memory", "sessions"]
