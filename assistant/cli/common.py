@@ -9,11 +9,18 @@ from typing import Any
 
 from assistant.context import AppContext
 from assistant.plain_text import json_text
+from assistant.services import Services
 
 
 def context(args: argparse.Namespace) -> AppContext:
     """The AppContext for `--home` (or $BRAIN_HOME); raises ConfigError for a bad config."""
     return AppContext.load(getattr(args, "home", None))
+
+
+def services(args: argparse.Namespace) -> Services:
+    """The stores of one command, each opened once on first use; `with services(args) as
+    core:` closes them all when the command ends."""
+    return Services(context(args))
 
 
 # Results one search may return: the retrieval.top_k range (assistant/config.py). Beyond it a

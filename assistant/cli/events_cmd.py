@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from assistant.cli.common import context, positive_int, print_json
+from assistant.cli.common import positive_int, print_json, services
 from assistant.errors import UserError
 from assistant.plain_text import plain
 
@@ -79,13 +79,8 @@ def filters_from(args: argparse.Namespace) -> Filters:
 
 @contextmanager
 def _opened(args: argparse.Namespace) -> Iterator[EventService]:
-    from assistant.events.service import EventService
-
-    service = EventService.open(context(args))
-    try:
-        yield service
-    finally:
-        service.close()
+    with services(args) as core:
+        yield core.events()
 
 
 def line(event: Event, *, score: float | None = None) -> str:

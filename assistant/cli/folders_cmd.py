@@ -6,8 +6,7 @@ import argparse
 import sys
 from datetime import datetime
 
-from assistant.cli.common import context, print_json
-from assistant.knowledge_service import open_knowledge
+from assistant.cli.common import print_json, services
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,11 +37,8 @@ def _iso(when: datetime | None) -> str | None:
 
 
 def list_folders(args: argparse.Namespace) -> int:
-    kb = open_knowledge(context(args), with_embedder=False)
-    try:
-        folders = kb.folders()
-    finally:
-        kb.close()
+    with services(args) as core:
+        folders = core.light_knowledge().folders()
     if args.json:
         print_json(
             {
@@ -86,12 +82,8 @@ def list_folders(args: argparse.Namespace) -> int:
 def remove_folder(args: argparse.Namespace) -> int:
     from assistant.erasure.actions import remove_folder as erase_folder
 
-    ctx = context(args)
-    kb = open_knowledge(ctx, with_embedder=False)
-    try:
-        removed = erase_folder(ctx, kb, args.path)
-    finally:
-        kb.close()
+    with services(args) as core:
+        removed = erase_folder(core.ctx, core.light_knowledge(), args.path)
     if args.json:
         print_json({"removed": removed.path, "files": removed.files, "chunks": removed.chunks,
                     "earlier": removed.earlier})

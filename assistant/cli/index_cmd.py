@@ -8,11 +8,11 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
-from assistant.cli.common import context, nonempty, plural, print_json
+from assistant.cli.common import nonempty, plural, print_json, services
 from assistant.cli.common import rate as rate_text
 from assistant.cli.plain_output import terminal
 from assistant.errors import UserError
-from assistant.knowledge_service import open_knowledge, sync_settings
+from assistant.knowledge_service import sync_settings
 
 if TYPE_CHECKING:
     from indexing.knowledge import KnowledgeBase
@@ -57,11 +57,12 @@ def run(args: argparse.Namespace) -> int:
 
     # Validate every path before registering any: a typo must not leave half the work done.
     folders = [resolve_folder(p) for p in args.paths]
-    ctx = context(args)
+    core = services(args)
+    ctx = core.ctx
     out = sys.stdout
     if not args.json and out.isatty():
         print("Loading the embedding model…", file=sys.stderr, flush=True)
-    kb = open_knowledge(ctx)
+    kb = core.knowledge()
     try:
         targets = _register(kb, folders, quiet=args.json)
         if not kb.folders():
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         if args.watch:
             return _watch(kb, settings, ctx, out=out, as_json=args.json, first=report)
     finally:
-        kb.close()
+        core.close()
     return 0
 
 

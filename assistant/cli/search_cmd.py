@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from assistant.cli.common import context, print_json, top_k
+from assistant.cli.common import print_json, services, top_k
 from assistant.errors import UserError
 
 if TYPE_CHECKING:
@@ -65,10 +65,8 @@ def run(args: argparse.Namespace) -> int:
 
     from assistant.retrieval.contract import result_to_json
     from assistant.retrieval.dated import search_dated
-    from assistant.retrieval.open import close_retriever, open_retriever
-
-    ctx = context(args)
-    retriever = open_retriever(ctx, origin="cli")
+    core = services(args)
+    retriever = core.retriever()
     try:
         if batch is not None:
             warned: set[str] = set()
@@ -91,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
             print_result(found.result)
         return 0
     finally:
-        close_retriever(retriever)
+        core.close()
 
 
 def _read_queries(path: Path) -> list[str]:

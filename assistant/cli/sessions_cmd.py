@@ -6,17 +6,14 @@ import argparse
 import json
 import sys
 import time
-from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assistant.cli.common import context, plural, positive_int, print_json, top_k
+from assistant.cli.common import context, plural, positive_int, print_json, services, top_k
 from assistant.errors import UserError
 from assistant.plain_text import plain
 
 if TYPE_CHECKING:
-    from assistant.conversations.index import ConversationIndex
-    from assistant.sessions.store import SessionStore
     from assistant.sessions.turn import Session, Turn
 
 
@@ -99,12 +96,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     finish.set_defaults(func=_finish)
 
 
-def _store(args: argparse.Namespace) -> SessionStore:
-    from assistant.sessions.service import open_sessions
-
-    return open_sessions(context(args))
-
-
 def _when(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
 
@@ -165,7 +156,8 @@ def turn_json(turn: Turn) -> dict[str, Any]:
 
 
 def _list(args: argparse.Namespace) -> int:
-    with closing(_store(args)) as store:
+    with services(args) as core:
+        store = core.sessions()
         sessions = store.list(limit=args.limit)
     if args.json:
         print_json({"sessions": [session_json(s) for s in sessions]})
@@ -182,7 +174,8 @@ def _list(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     from assistant.cli.ask_cmd import conversation_line
 
-    with closing(_store(args)) as store:
+    with services(args) as core:
+        store = core.sessions()
         session = store.resolve(args.id)
         turns = store.turns(session.id)
     if args.json:
@@ -210,7 +203,8 @@ def _show(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from assistant.chat.export import session_markdown
 
-    with closing(_store(args)) as store:
+    with services(args) as core:
+        store = core.sessions()
         session = store.resolve(args.id)
         text = session_markdown(session, store.turns(session.id), all_sources=args.all_sources)
     if args.output is None:
@@ -233,7 +227,8 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _rename(args: argparse.Namespace) -> int:
-    with closing(_store(args)) as store:
+    with services(args) as core:
+        store = core.sessions()
         session = store.resolve(args.id)
         renamed = store.rename(session.id, " ".join(args.title))
     print(f"{renamed.id}  {renamed.title}")
@@ -244,8 +239,8 @@ def _rm(args: argparse.Namespace) -> int:
     from assistant.erasure.actions import delete_sessions, finished_sessions
     from assistant.sessions.store import SessionNotFound
 
-    ctx = context(args)
-    with closing(_store(args)) as store:
+    with services(args) as core:
+        ctx, store = core.ctx, core.sessions()
         # Resolve all first: a typo in the third id must not leave the first two deleted.
         found: dict[str, Session] = {}
         for ref in args.ids:
@@ -277,17 +272,11 @@ def _forget_all(args: argparse.Namespace) -> int:
     if not args.yes:
         raise UserError("this erases every saved chat, its summary and its search index for good",
                         hint="run `brain sessions forget-all --yes` to confirm")
-    ctx = context(args)
-    with closing(_store(args)) as store:
+    with services(args) as core:
+        ctx, store = core.ctx, core.sessions()
         count = forget_all_sessions(ctx, store)
     print(f"forgot {count} sessions; nothing of them remains on disk")
     return 0
-
-
-def _open_index(args: argparse.Namespace) -> ConversationIndex:
-    from assistant.conversations.service import open_conversations
-
-    return open_conversations(context(args))
 
 
 def _search(args: argparse.Namespace) -> int:
@@ -307,8 +296,8 @@ def _search(args: argparse.Namespace) -> int:
         time_range = range_from_flags(args.since, args.until, now)
         if not query and time_range is None:
             raise UserError("nothing to search for", hint='brain sessions search "what did we …"')
-    index = _open_index(args)
-    with closing(index.store):
+    with services(args) as core:
+        index = core.conversations()
         if can_write(Path(index.store.path).parent):  # a read-only home: searched as it is
             index.sync()
         if batch is not None:  # the ranking as searched, for evaluation: no relevance floor
@@ -387,13 +376,14 @@ def _import(args: argparse.Namespace) -> int:
         print(f"resuming import: {run.committed} of {run.total} turns already stored",
               file=sys.stderr)
 
-    index = _open_index(args)
+    core = services(args)
     try:
-        report, errors = import_conversations(index, lines, name=name, again=args.again,
-                                              progress=progress, on_resume=resuming)
+        report, errors = import_conversations(core.conversations(), lines, name=name,
+                                              again=args.again, progress=progress,
+                                              on_resume=resuming)
     finally:
         progress.finish()
-        index.store.close()
+        core.close()
     for reason in skipped:
         print(f"{name}: {reason}", file=sys.stderr)
     for error in errors:
@@ -418,9 +408,8 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _reindex(args: argparse.Namespace) -> int:
-    index = _open_index(args)
-    with closing(index.store):
-        report = index.rebuild()
+    with services(args) as core:
+        report = core.conversations().rebuild()
     print(f"conversation index rebuilt: {report.summary()}")
     return 0
 

@@ -173,15 +173,15 @@ def test_folders_rm_deletes_chunks_and_unknown_path_fails(cli, notes, tmp_path, 
 def test_busy_index_names_the_holder(cli, notes, home, capsys, monkeypatch) -> None:
     import functools
 
-    from assistant.cli import index_cmd
-    from assistant.knowledge_service import open_knowledge
+    from assistant import knowledge_service
     from indexing.lock import IndexLock
 
     assert cli("index", str(notes)) == 0
-    # Wait 0.2 s instead of the default 5 s before giving up.
+    # Wait 0.2 s instead of the default 5 s before giving up (the command opens the index
+    # through Services, which calls knowledge_service.open_knowledge).
     monkeypatch.setattr(
-        index_cmd, "open_knowledge",
-        functools.partial(open_knowledge, lock_timeout=0.2),
+        knowledge_service, "open_knowledge",
+        functools.partial(knowledge_service.open_knowledge, lock_timeout=0.2),
     )
     ctx = AppContext.load(str(home))
     lock = IndexLock(Path(str(ctx.paths.knowledge_db) + ".lock"), timeout=1)
