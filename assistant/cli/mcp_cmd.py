@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from assistant.cli.common import context
+from assistant.services import Services
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,18 +33,20 @@ def _serve(args: argparse.Namespace) -> int:
     from assistant.mcp.sdk_import import load_server_sdk
 
     load_server_sdk()  # before anything imports the SDK the slow way
-    ctx = context(args)
+    # The server's stores, each opened once on first use; the server closes them at its end.
+    services = Services(context(args), origin="mcp")
+    ctx = services.ctx
     if args.http is None:
         if args.token_file:
             raise UserError("--token-file applies to --http only")
         from assistant.mcp.run import run_stdio
 
-        run_stdio(ctx)
+        run_stdio(services)
         return 0
     from assistant.mcp.http_auth import parse_bind, resolve_token
     from assistant.mcp.run import run_http
 
     bind = parse_bind(args.http)
     token = resolve_token(bind, configured=ctx.config.mcp.token, token_file=args.token_file)
-    run_http(ctx, bind, token)
+    run_http(services, bind, token)
     return 0

@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from assistant.context import AppContext
 from assistant.errors import UserError
 from assistant.mcp.arguments import ToolInputError
-from indexing.lazy import Lazy
+from assistant.services import Services
 
 if TYPE_CHECKING:
     from assistant.conversations.index import ConversationIndex
@@ -31,12 +30,6 @@ if TYPE_CHECKING:
 
 SNIPPET_CHARS = 300
 INLINE_WAIT_MS = 20  # log_event on the event loop waits this long for another writer at most
-
-
-def _close_retriever(retriever: HybridRetriever) -> None:
-    from assistant.retrieval.open import close_retriever
-
-    close_retriever(retriever)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,67 +94,33 @@ def parse_ts(text: str | None) -> float | None:
 
 
 class BrainTools:
-    def __init__(self, ctx: AppContext, *, on_event: Callable[[], None] | None = None) -> None:
-        self.ctx = ctx
-        self.allow_writes = ctx.config.mcp.allow_writes
+    def __init__(self, services: Services, *,
+                 on_event: Callable[[], None] | None = None) -> None:
+        self.services = services
+        self.ctx = services.ctx
+        self.allow_writes = self.ctx.config.mcp.allow_writes
         self._on_event = on_event
-        self._retriever = Lazy(self._open_retriever, close=_close_retriever)
-        self._plain = Lazy(self._open_plain, close=lambda kb: kb.close())
-        self._memory = Lazy(self._open_memory, close=lambda service: service.store.close())
-        self._conversations = Lazy(self._open_conversations,
-                                   close=lambda index: index.store.close())
-        self._events = Lazy(self._open_events, close=lambda service: service.close())
 
-    # --- stores, opened on first use ---------------------------------------------------------
+    # --- stores: the server's one Services opens each on first use ---------------------------
 
     def retriever(self) -> HybridRetriever:
-        return self._retriever.get()
+        return self.services.retriever()
 
     def plain_knowledge(self) -> KnowledgeBase:
         """The knowledge base without the embedding model (resources: folders, files)."""
-        return self._plain.get()
+        return self.services.light_knowledge()
 
     def memory(self) -> MemoryService:
-        return self._memory.get()
+        return self.services.memory_service()
 
     def conversations(self) -> ConversationIndex:
-        return self._conversations.get()
+        return self.services.conversations()
 
     def events(self) -> EventService:
-        return self._events.get()  # also from the idle thread (background.py)
-
-    def _open_retriever(self) -> HybridRetriever:
-        from assistant.retrieval.open import open_retriever
-
-        return open_retriever(self.ctx, origin="mcp")
-
-    def _open_plain(self) -> KnowledgeBase:
-        from assistant.knowledge_service import open_knowledge
-
-        return open_knowledge(self.ctx, with_embedder=False)
-
-    def _open_memory(self) -> MemoryService:
-        from assistant.memory.service import MemoryService
-
-        return MemoryService.open(self.ctx)
-
-    def _open_conversations(self) -> ConversationIndex:
-        from assistant.conversations.service import open_conversations
-
-        return open_conversations(self.ctx)
-
-    def _open_events(self) -> EventService:
-        from assistant.events.service import EventService
-
-        return EventService.open(self.ctx)
+        return self.services.events()  # also from the idle thread (background.py)
 
     def close(self) -> None:
-        from contextlib import suppress
-
-        for store in (self._retriever, self._plain, self._memory, self._conversations,
-                      self._events):
-            with suppress(Exception):  # closing must reach every store
-                store.close()
+        self.services.close()
 
     # --- tools -------------------------------------------------------------------------------
 
@@ -251,7 +210,7 @@ class BrainTools:
         """`log_event` on the calling thread if the log is open and free at once (None: run
         it on the store's thread). A log_event is one short write: the hand-off to a thread
         and back cost more than the write (server.py)."""
-        service = self._events.peek()
+        service = self.services.peek_events()
         if service is None:
             return None
         event = service.store.try_log(_new_event(args, caller), wait_ms=INLINE_WAIT_MS)

@@ -6,18 +6,18 @@ import sys
 import time
 from typing import Any
 
-from assistant.context import AppContext
 from assistant.mcp.background import IdleWork
 from assistant.mcp.handlers import BrainTools
 from assistant.mcp.http_auth import Bind, require_bearer
 from assistant.mcp.server import BrainServer
+from assistant.services import Services
 
 
-def _setup(ctx: AppContext) -> tuple[BrainServer, IdleWork]:
+def _setup(services: Services) -> tuple[BrainServer, IdleWork]:
     # stdout is the protocol on stdio; our records go to the log file (assistant/logfile.py,
     # installed by the CLI), so a client's stderr pane shows only what the SDK itself warns.
     holder: list[IdleWork] = []
-    tools = BrainTools(ctx, on_event=lambda: holder[0].poke())
+    tools = BrainTools(services, on_event=lambda: holder[0].poke())
     server = BrainServer(tools)
     idle = IdleWork(tools, busy=lambda: server.busy > 0,
                     idle_for=lambda: time.monotonic() - server.last_call)
@@ -27,11 +27,11 @@ def _setup(ctx: AppContext) -> tuple[BrainServer, IdleWork]:
     return server, idle
 
 
-def run_stdio(ctx: AppContext) -> None:
+def run_stdio(services: Services) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
-    server, idle = _setup(ctx)
+    server, idle = _setup(services)
     app = server.build()
 
     from assistant.mcp.stdio_pipes import both_pipes, loop_pipes
@@ -51,10 +51,10 @@ def run_stdio(ctx: AppContext) -> None:
         server.tools.close()
 
 
-def run_http(ctx: AppContext, bind: Bind, token: str | None) -> None:
+def run_http(services: Services, bind: Bind, token: str | None) -> None:
     import uvicorn
 
-    server, idle = _setup(ctx)
+    server, idle = _setup(services)
     app: Any = server.build().streamable_http_app(host=bind.host)
     if token is not None:
         app = require_bearer(app, token)
