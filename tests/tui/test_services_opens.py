@@ -57,6 +57,8 @@ def test_a_walk_through_every_adapter_opens_each_store_once(home: Path, tmp_path
         chat = asyncio.run(backend.chat._open())
         assert chat is backend.services.peek_chat()
         assert backend.services.opened == ONCE
+        # The conversation index reads the one session store, not a connection of its own.
+        assert backend.services.conversations().store is backend.services.sessions()
     finally:
         asyncio.run(backend.chat.close())
         backend.close()
