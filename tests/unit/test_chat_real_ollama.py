@@ -267,12 +267,14 @@ async def test_after_the_reply_the_read_tokens_come_from_the_servers_count(
     engine = chat_rig.make()
     chat_rig.fake.script_chat("First answer [1].", thinking="")
     first = (await engine.ask("how do I stash my changes in git?")).turn
+    assert first is not None  # the answer finished, so its turn was stored
     real = chat_rig.fake.generations[-1]
     assert real.cached_tokens == 0
     assert first.timings["prompt_read_tokens"] == real.prompt_tokens
     assert read_note(first.timings) == f"read {real.prompt_tokens:,} new prompt tokens"
     chat_rig.fake.script_chat("Second answer [1].", thinking="")
     second = (await engine.ask("and how do I apply it again?")).turn
+    assert second is not None
     real = chat_rig.fake.generations[-1]
     assert real.cached_tokens > 0
     assert second.timings["cached_tokens"] == real.cached_tokens

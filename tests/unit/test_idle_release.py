@@ -56,8 +56,9 @@ class LoadCountingModel:
     def _free(weights: Weights) -> None:
         weights.alive = False
 
-    @property
-    def loaded(self) -> bool:
+    def is_loaded(self) -> bool:
+        # A method, not a property: the type checker keeps a property's narrowed value
+        # (`assert model.is_loaded()`) across the embedder's calls that free the weights.
         return self._weights.peek() is not None
 
     def known_dimension(self) -> int | None:
@@ -69,7 +70,7 @@ class LoadCountingModel:
     def unload(self) -> bool:
         self.in_unload.set()
         assert self.finish_unload.wait(WAIT)
-        loaded = self.loaded
+        loaded = self.is_loaded()
         self._weights.close()
         return loaded
 
@@ -99,23 +100,23 @@ def test_the_model_is_freed_after_the_idle_time_and_reloaded_by_the_next_call(
     clock = FakeClock()
     emb, model = embedder(tmp_path, 300, clock)
     first = emb.embed_query("rotate the logs")
-    assert model.loaded and model.loads == 1
+    assert model.is_loaded() and model.loads == 1
 
     clock.now += 299
     assert emb.idle.check() == pytest.approx(1)
-    assert model.loaded  # not yet idle long enough
+    assert model.is_loaded()  # not yet idle long enough
 
     emb.embed_documents(["a new note"])  # a use restarts the countdown
     clock.now += 299
     emb.idle.check()
-    assert model.loaded
+    assert model.is_loaded()
 
     clock.now += 1
     assert emb.idle.check() is None  # freed: nothing left to watch
-    assert not model.loaded and emb.idle.releases == 1
+    assert not model.is_loaded() and emb.idle.releases == 1
 
     again = emb.embed_query("rotate the logs, again")  # transparent reload
-    assert model.loaded and model.loads == 2
+    assert model.is_loaded() and model.loads == 2
     assert again.shape == first.shape
     assert emb.idle.check() == pytest.approx(300)  # and the countdown runs again
 
@@ -126,7 +127,7 @@ def test_zero_keeps_the_model_loaded(tmp_path: Path) -> None:
     emb.embed_query("q")
     clock.now += 10**9
     assert emb.idle.check() is None
-    assert model.loaded and emb.idle.releases == 0
+    assert model.is_loaded() and emb.idle.releases == 0
 
 
 def test_cached_texts_do_not_load_or_keep_the_model(tmp_path: Path) -> None:
@@ -135,9 +136,9 @@ def test_cached_texts_do_not_load_or_keep_the_model(tmp_path: Path) -> None:
     emb.embed_documents(["kept in the cache"])
     clock.now += 60
     emb.idle.check()
-    assert not model.loaded
+    assert not model.is_loaded()
     emb.embed_documents(["kept in the cache"])  # a cache hit: the model stays unloaded
-    assert not model.loaded and model.loads == 1
+    assert not model.is_loaded() and model.loads == 1
     assert emb.idle.check() is None
 
 
@@ -153,7 +154,7 @@ def test_a_release_while_a_call_runs_leaves_the_model_to_that_call(tmp_path: Pat
     call.start()
     assert model.in_encode.wait(WAIT)  # the call holds the model now
     assert emb.idle.check() is None  # due, but the model is busy: not freed
-    assert model.loaded and emb.idle.releases == 0
+    assert model.is_loaded() and emb.idle.releases == 0
     model.finish_encode.set()
     call.join(WAIT)
     assert len(out) == 1
@@ -161,7 +162,7 @@ def test_a_release_while_a_call_runs_leaves_the_model_to_that_call(tmp_path: Pat
     assert emb.idle.check() == pytest.approx(60)
     clock.now += 60
     emb.idle.check()
-    assert not model.loaded and emb.idle.releases == 1
+    assert not model.is_loaded() and emb.idle.releases == 1
 
 
 def test_a_call_that_starts_during_the_release_reloads_and_succeeds(tmp_path: Path) -> None:
@@ -188,7 +189,7 @@ def test_a_call_that_starts_during_the_release_reloads_and_succeeds(tmp_path: Pa
     releaser.join(WAIT)
     call.join(WAIT)
     assert errors == [] and len(out) == 1
-    assert model.loaded and model.loads == 2 and emb.idle.releases == 1
+    assert model.is_loaded() and model.loads == 2 and emb.idle.releases == 1
 
 
 def test_the_background_thread_releases_on_its_own() -> None:

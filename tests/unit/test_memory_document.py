@@ -3,6 +3,8 @@ the embedding model."""
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from assistant.memory.document import (
     EMBED_CHARS,
     date_words,
@@ -11,6 +13,17 @@ from assistant.memory.document import (
     search_text,
 )
 from assistant.memory.model import MemoryType
+
+
+class Fields(TypedDict):
+    """The keyword arguments `search_text` and `embedding_text` share, typed so `**args`
+    is checked against their signatures."""
+
+    type: MemoryType
+    key: str | None
+    context: str
+    created_at: str | None
+
 
 TURNS = ["I adopted a dog.", "What breed?", "A beagle, her name is Luna.", "Cute!", "Thanks"]
 
@@ -38,14 +51,14 @@ def test_search_text_repeats_the_memory_only_when_context_follows() -> None:
 
 
 def test_embedding_text_is_search_text_when_short() -> None:
-    args = {"type": MemoryType.EPISODE, "key": None, "context": "What breed?",
+    args: Fields = {"type": MemoryType.EPISODE, "key": None, "context": "What breed?",
             "created_at": "2023-05-08"}
     assert embedding_text("A beagle.", **args) == search_text("A beagle.", **args)
 
 
 def test_embedding_text_cuts_long_context_at_a_word_boundary() -> None:
     context = " ".join(f"word{i}" for i in range(300))
-    args = {"type": MemoryType.EPISODE, "key": None, "context": context,
+    args: Fields = {"type": MemoryType.EPISODE, "key": None, "context": context,
             "created_at": "2023-05-08"}
     full = search_text("A beagle.", **args)
     cut = embedding_text("A beagle.", **args)
@@ -57,7 +70,7 @@ def test_embedding_text_cuts_long_context_at_a_word_boundary() -> None:
 
 def test_embedding_text_never_cuts_the_memory_itself() -> None:
     long_text = "x" * (EMBED_CHARS + 50)
-    args = {"type": MemoryType.EPISODE, "key": "pet", "context": "neighbour turn " * 40,
+    args: Fields = {"type": MemoryType.EPISODE, "key": "pet", "context": "neighbour turn " * 40,
             "created_at": "2023-05-08"}
     cut = embedding_text(long_text, **args)
     assert cut == "\n".join([long_text, long_text, "pet", "(8 May 2023, Monday, May 2023)"])

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
-from assistant.retrieval.gate import GateThresholds, calibrate, gate_rates, is_low_confidence
+from assistant.retrieval.gate import (
+    Evidence,
+    GateThresholds,
+    calibrate,
+    gate_rates,
+    is_low_confidence,
+)
 from assistant.retrieval.scores import (
     format_keyword,
     fused_display,
@@ -68,12 +76,12 @@ def test_gate(cosine: float | None, keyword: float | None, low: bool) -> None:
 
 
 def test_calibrate_catches_most_within_the_false_alarm_bound() -> None:
-    answerable = {
+    answerable: dict[str, Sequence[Evidence]] = {
         # 50 English questions with cosines 0.50..0.99; one keyword save at cosine 0.2.
         "en": [(0.5 + i / 100, 0.0) for i in range(49)] + [(0.2, 0.9)],
         "zh": [(None, 0.4)] + [(None, 0.7)] * 49,  # no trusted cosine: keywords alone
     }
-    off_corpus = {
+    off_corpus: dict[str, Sequence[Evidence]] = {
         "off_en": [(0.1 + i / 100, 0.6) for i in range(45)],  # 0.10..0.54, keywords 0.6
         "off_zh": [(None, 0.2)] * 10 + [(None, 0.75)],
     }
