@@ -249,7 +249,7 @@ class Script:
     match: Callable[[dict[str, Any]], bool] | None = None
 
 
-def chat_turn(body: dict[str, Any]) -> bool:
+def chat_turn(body: object) -> bool:
     """`match=` for a script meant for the app's chat turns: a request with messages that is
     neither the preload (no messages), nor a background job (a JSON `format`), nor the cache
     warm-up that has Ollama read the conversation's opening (one generated token)."""

@@ -7,6 +7,7 @@ promises never to do.
 
 from __future__ import annotations
 
+import _socket
 import ipaddress
 import socket
 from collections.abc import Iterator
@@ -38,7 +39,9 @@ def _is_loopback(host: Any) -> bool:
         return False
 
 
-def _check(sock: socket.socket, address: Any) -> None:
+# `_socket.socket`: the C base class that defines connect/connect_ex/sendto (socket.socket
+# inherits them), so the guards have the methods' own types.
+def _check(sock: _socket.socket, address: Any) -> None:
     if sock.family == socket.AF_UNIX:
         return
     host = address[0] if isinstance(address, tuple) else address
@@ -46,17 +49,17 @@ def _check(sock: socket.socket, address: Any) -> None:
         raise NetworkAccessError(f"test tried to connect to non-loopback address {address!r}")
 
 
-def _guarded_connect(self: socket.socket, address: Any) -> None:
+def _guarded_connect(self: _socket.socket, address: Any) -> None:
     _check(self, address)
     return _real_connect(self, address)
 
 
-def _guarded_connect_ex(self: socket.socket, address: Any) -> int:
+def _guarded_connect_ex(self: _socket.socket, address: Any) -> int:
     _check(self, address)
     return _real_connect_ex(self, address)
 
 
-def _guarded_sendto(self: socket.socket, data: Any, *args: Any) -> int:
+def _guarded_sendto(self: _socket.socket, data: Any, *args: Any) -> int:
     # sendto(data, address) or sendto(data, flags, address): UDP needs no connect().
     _check(self, args[-1])
     return _real_sendto(self, data, *args)
@@ -71,7 +74,7 @@ def _guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
 def install() -> None:
     socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
     socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
-    socket.socket.sendto = _guarded_sendto  # type: ignore[method-assign,assignment]
+    socket.socket.sendto = _guarded_sendto  # type: ignore[method-assign]
     socket.getaddrinfo = _guarded_getaddrinfo
 
 

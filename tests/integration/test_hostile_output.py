@@ -8,6 +8,7 @@ stdout and stderr, and `--json` must still give back the exact stored text.
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -70,7 +71,7 @@ def stored(brain: Run, kb: FakeKnowledgeBase, tmp_path: Path, ollama_home: Path,
     folder.mkdir()
     from assistant.knowledge_service import open_knowledge
 
-    knowledge = open_knowledge(AppContext.load(ollama_home), with_embedder=False)
+    knowledge = open_knowledge(AppContext.load(str(ollama_home)), with_embedder=False)
     try:
         knowledge.add_folder(folder)
     finally:
@@ -142,7 +143,10 @@ def test_any_command_handler_writes_through_the_sanitiser(
 
     def build() -> Any:
         parser = real_build()
-        for action in parser._subparsers._group_actions:  # type: ignore[union-attr]
+        subparsers = parser._subparsers
+        assert subparsers is not None  # `brain` has commands
+        for action in subparsers._group_actions:
+            assert isinstance(action, argparse._SubParsersAction)
             for command in action.choices.values():
                 command.set_defaults(func=lambda args: print(HOSTILE) or
                                      print(HOSTILE, file=sys.stderr) or 0)

@@ -11,6 +11,7 @@ import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,7 +45,7 @@ async def make_engine(tmp_path: Path, fake: FakeOpenAI) -> AsyncIterator[Make]:
     store = SessionStore.open(tmp_path / "sessions.sqlite3")
     engines: list[ChatEngine] = []
 
-    def make(**overrides: object) -> ChatEngine:
+    def make(**overrides: Any) -> ChatEngine:  # EngineSettings fields; `replace` checks names
         settings = replace(EngineSettings(host=fake.url, model=DEFAULT_MODEL,
                                           provider="openai", timeout=5.0), **overrides)
         link = Link("openai", fake.url, settings.api_key_env, settings.api_key_file)

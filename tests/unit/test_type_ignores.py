@@ -11,8 +11,9 @@ PACKAGES = ("assistant", "indexing", "tui")
 LIMIT = 30
 # The tests' own: 234 when mypy first read the tests, 49 once a tests-only rule made unannotated
 # test functions legal (`[[tool.mypy.overrides]]` for tests in pyproject.toml), 55 with the
-# tests merged meanwhile (tui/test_workers.py's deliberate wrong-type calls). It only goes down.
-TESTS_LIMIT = 55
+# tests merged meanwhile (tui/test_workers.py's deliberate wrong-type calls), 54 once
+# test_hostile_output checked its subparsers instead of ignoring them. It only goes down.
+TESTS_LIMIT = 54
 IGNORE = re.compile(r"#\s*type:\s*ignore(?P<code>\[[a-z-, ]+\])?(?P<rest>.*)$")
 
 
