@@ -8,6 +8,7 @@ test_core_backend.py drive the same app over the real core.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -229,10 +230,10 @@ class FakeMemory:
         return self._record(memory_id, memory, target, "restore",
                             undoing=True)
 
-    def current(self, ids: Sequence[str]) -> list[MemoryView]:
+    def current(self, ids: Sequence[str]) -> builtins.list[MemoryView]:
         return [self.items[i] for i in ids if i in self.items]
 
-    def history(self, memory_id: str) -> list[MemoryEvent]:
+    def history(self, memory_id: str) -> builtins.list[MemoryEvent]:
         self._get(memory_id)
         return list(self.events.get(memory_id, []))
 
@@ -395,7 +396,7 @@ class FakeSessions:
         self.sessions[session.id] = session
         return session
 
-    def turns(self, session_id: str) -> list[TurnView]:
+    def turns(self, session_id: str) -> builtins.list[TurnView]:
         if session_id not in self.sessions:
             raise UserError(f"no session {session_id}")
         return [TurnView("How do I apply a stash?", "Use `git stash pop` [1].",
@@ -419,7 +420,8 @@ class FakeSessions:
         words = [w for w in text.lower().split() if not w.startswith("since:")]
         if any(w.startswith("since:") and w != "since:7d" for w in text.lower().split()):
             raise UserError("--since: cannot read that date", "use 2024-03-05, 7d, 2w or 3m")
-        hits = []
+        # `builtins.list`: in this class `list` is the method (the backend protocol's name).
+        hits: builtins.list[ConversationView] = []
         for session in self.list():
             question, answer = PAST_TURNS.get(session.id, ("", ""))
             if words and all(w in f"{session.title} {question} {answer}".lower()
@@ -453,7 +455,7 @@ class FakeEvents:
     def list(self) -> list[EventView]:
         return list(self.events)
 
-    def search(self, text: str) -> list[EventView]:
+    def search(self, text: str) -> builtins.list[EventView]:
         words = text.lower().split()
         return [e for e in self.events if any(w in e.text.lower() for w in words)]
 

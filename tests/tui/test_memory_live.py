@@ -57,7 +57,7 @@ def remember(core: tuple[AppContext, CoreBackend], texts: tuple[str, ...]) -> No
         core[1].memory.add(text, "fact")
 
 
-async def show_all(pilot: Pilot[None], pane: MemoryPane, count: int) -> None:
+async def show_all(pilot: Pilot[int], pane: MemoryPane, count: int) -> None:
     """Focus the memory pane (Ctrl+O), list every memory (a), wait for `count` rows."""
     await pilot.press("ctrl+o", "a")
     await wait_until(pilot, lambda: len(pane.items) == count, what=f"{count} listed")

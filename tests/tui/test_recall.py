@@ -4,6 +4,7 @@ search over all conversations with a date filter. The last test runs over the re
 
 from __future__ import annotations
 
+from textual.widget import Widget
 from textual.widgets import Input
 
 from tests.fake_ollama import chat_turn
@@ -21,6 +22,11 @@ from tui.widgets.status_bar import StatusBar
 SIZE = (140, 40)
 KAYAK_Q = "Shall we take the kayak out on Saturday or on Sunday?"
 KAYAK_A = "Saturday is calm: we decided to take the kayak on Saturday morning."
+
+
+def focused(app: BrainTestApp) -> Widget | None:
+    """The focused widget, read afresh: `app.focused` asserted once stays narrowed."""
+    return app.focused
 
 
 def recalled_rows(app: BrainTestApp) -> list[list[str]]:
@@ -112,7 +118,7 @@ async def test_sessions_screen_searches_every_conversation_by_date(
         status = str(screen.query_one("#sessions-status").render())
         assert "1 conversation about 'kayak'" in status and "dates: 2026-01-08" in status
         hits = screen.query_one(ConversationsTable)
-        assert app.focused is hits and hits.row_count == 1
+        assert focused(app) is hits and hits.row_count == 1
         # An empty search goes back to the list; a search again, then Enter opens the hit.
         search.value = ""
         search.focus()

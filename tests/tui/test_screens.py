@@ -327,13 +327,17 @@ async def test_theme_extra_css_applies_and_bad_css_is_ignored(
     app = BrainTestApp(AppContext.load(str(home)), backend, watch=False)
     async with app.run_test(size=SIZE) as pilot:
         status = app.chat_screen.status_bar
-        assert not status.styles.text_style.bold
+
+        def bold() -> bool:  # read afresh: an asserted attribute would stay narrowed
+            return bool(status.styles.text_style.bold)
+
+        assert not bold()
         app.theme = "ledger"
         await pilot.pause()
-        assert status.styles.text_style.bold
+        assert bold()
         app.theme = "brain-dark"  # the extra CSS goes with its theme
         await pilot.pause()
-        assert not status.styles.text_style.bold
+        assert not bold()
         app.theme = "broken"
         await wait_until(pilot, lambda: any("css is invalid" in n.message
                                             for n in app._notifications))
