@@ -29,7 +29,7 @@ def _rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
 def _forget_clients() -> None:
     """Drop cached Chroma clients: a `brain` process may have replaced the store on disk
     (--rebuild, a moved-aside directory) since this process last opened it."""
-    from chromadb.api.client import SharedSystemClient
+    from chromadb.api.shared_system_client import SharedSystemClient
 
     from indexing.chroma_clients import close_all
 

@@ -54,7 +54,7 @@ def _vectors(home: Path, collection_prefix: str, ids: list[str] | None = None
              ) -> dict[str, np.ndarray]:
     """Stored vectors (exact bytes) of a collection, read with Chroma directly."""
     import chromadb
-    from chromadb.api.client import SharedSystemClient
+    from chromadb.api.shared_system_client import SharedSystemClient
     from chromadb.config import Settings
 
     from indexing.chroma_clients import close_all
@@ -65,8 +65,10 @@ def _vectors(home: Path, collection_prefix: str, ids: list[str] | None = None
         name = next(c.name for c in client.list_collections()
                     if c.name.startswith(collection_prefix))
         got = client.get_collection(name).get(ids=ids, include=["embeddings"])
+        embeddings = got["embeddings"]
+        assert embeddings is not None  # asked for with `include`
         return {i: np.asarray(v, dtype=np.float32)
-                for i, v in zip(got["ids"], got["embeddings"], strict=True)}
+                for i, v in zip(got["ids"], embeddings, strict=True)}
     finally:
         close_all()
         SharedSystemClient.clear_system_cache()

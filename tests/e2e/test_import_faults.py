@@ -17,7 +17,7 @@ import random
 import shutil
 import sqlite3
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -140,7 +140,10 @@ def _conversations(home: Path, worker: KillWorker) -> dict[str, Any]:
 # (a line costs ~50 ms at load; tests/e2e/test_import_resume.py stops a many-batch import at
 # every step, in process). Only our own calls are counted: the embedding and Chroma's work
 # after a batch's commit are a few hundred of them, after thousands spent checking lines.
-IMPORTS = {
+# `lines` takes the shape's numbers and then the random source, so it stays `...`.
+Import = tuple[list[str], Callable[..., str], tuple[int, ...],
+               Callable[[Path, KillWorker], dict[str, Any]], str, str]
+IMPORTS: dict[str, Import] = {
     "memory": (["memory", "import"], _memory_lines, (150,), _memories, "begin_import",
                "upsert_vectors"),
     "sessions": (["sessions", "import"], _session_lines, (20, 15), _conversations,

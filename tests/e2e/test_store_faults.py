@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -202,7 +203,8 @@ def test_read_only_data_dir_gives_a_clear_error_and_writes_nothing(
 
 
 # ollama.timeout = 3 s between chunks, ollama.first_token_timeout = 4 s before the first one.
-MISBEHAVIOURS = {
+# script_chat's options for each misbehaviour, and what the error shown must say.
+MISBEHAVIOURS: dict[str, tuple[dict[str, Any], str]] = {
     "slow": ({"delay": 8.0}, "did not start answering within 4 s"),
     "stalled": ({"chunk_delay": 8.0, "thinking": ""}, "nothing for 3 s"),
     "truncated": ({"disconnect_after": 2}, "connection"),

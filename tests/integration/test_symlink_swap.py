@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import indexing.sync as sync_module
+from indexing.readers import read_file as real_read  # what sync_module.read_file names
 from tests.fixtures.knowledge import KnowledgeHarness, note_text
 
 SECRET = "outsidesecretmarker"
@@ -42,7 +43,6 @@ def test_swap_between_walk_and_read_is_never_followed(
     note = knowledge.write("sub/note.md", note_text("inside note"))
     kb = knowledge.open()
     kb.add_folder(knowledge.notes)
-    real_read = sync_module.read_file
 
     def swap_then_read(path: Path, **kwargs: Any) -> Any:
         # The walk has classified `path` as a regular file inside the folder; now swap it.
