@@ -77,7 +77,8 @@ def fill(home: str, count: int) -> dict[str, Any]:
 def baseline(home: str, logs: int, queries: int) -> dict[str, Any]:
     from assistant.events.matrix import Filters
     from assistant.events.model import EventType, NewEvent
-    from assistant.timerange import local_now, parse_bound
+    from assistant.timeflags import parse_bound
+    from assistant.timerange import local_now
 
     service = _service(home)
     try:

@@ -66,7 +66,7 @@ def _filters(p: argparse.ArgumentParser) -> None:
 def filters_from(args: argparse.Namespace) -> Filters:
     from assistant.events.matrix import Filters
     from assistant.events.model import EventType, parse_type
-    from assistant.timerange import range_from_flags
+    from assistant.timeflags import range_from_flags
 
     if not 0 <= args.min_importance <= 1:
         raise UserError(f"--min-importance must be between 0 and 1, got {args.min_importance}")

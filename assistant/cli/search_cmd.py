@@ -54,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     if args.queries is None and not query:
         raise UserError("nothing to search for", hint='brain search "how do I …"')
     batch = _read_queries(args.queries) if args.queries is not None else None
-    from assistant.timerange import local_now, range_from_flags
+    from assistant.timeflags import range_from_flags
+    from assistant.timerange import local_now
 
     now = local_now()
     # Without a flag, a time phrase in the query ("budget notes from last week") narrows the

@@ -282,7 +282,8 @@ def _forget_all(args: argparse.Namespace) -> int:
 def _search(args: argparse.Namespace) -> int:
     from assistant.conversations.finding import find_conversations
     from assistant.conversations.search import search_conversations
-    from assistant.timerange import local_now, range_from_flags
+    from assistant.timeflags import range_from_flags
+    from assistant.timerange import local_now
     from indexing.filesystem import can_write
 
     query = " ".join(args.query).strip()

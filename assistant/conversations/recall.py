@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 from assistant.conversations.finding import FLOOR, RelevanceFloor, find_conversations
 from assistant.conversations.search import ConversationHit, ConversationResult, search_conversations
 from assistant.sessions.turn import ConversationItem, Recollection
-from assistant.timerange import local_now, range_from_flags
+from assistant.timeflags import range_from_flags
+from assistant.timerange import local_now
 
 if TYPE_CHECKING:
     from assistant.conversations.index import ConversationIndex

@@ -3,9 +3,10 @@ the conversation index."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from assistant.context import AppContext
 from assistant.erasure.removal import Removal
-from assistant.erasure.traces import TraceEraser
 
 
 def sessions(ctx: AppContext, removal: Removal) -> None:
@@ -56,7 +57,9 @@ def conversation_index(ctx: AppContext, removal: Removal) -> None:
     erase(ctx, removal)
 
 
-ERASERS: dict[str, TraceEraser] = {
+# The type is traces.TraceEraser spelled out: traces.py loads this module on first use, and an
+# import back would close a circle.
+ERASERS: dict[str, Callable[[AppContext, Removal], None]] = {
     "sessions database": sessions,
     "retrieval log": retrieval_log,
     "embedding cache": embedding_cache,

@@ -65,7 +65,8 @@ def _new_event(args: dict[str, Any], caller: Caller) -> NewEvent:
 
 def time_range(since: str | None, until: str | None) -> TimeRange | None:
     """since/until arguments as a TimeRange, with the argument's name in any error."""
-    from assistant.timerange import TimeRange, local_now, parse_bound
+    from assistant.timeflags import parse_bound
+    from assistant.timerange import TimeRange, local_now
 
     if not since and not until:
         return None

@@ -7,21 +7,25 @@ only code that plugs our retriever into a LlamaIndex pipeline does, and pays for
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from assistant.retrieval.hit import RetrievalResult
 
-if TYPE_CHECKING:
-    from assistant.retrieval.hybrid import HybridRetriever
+
+class Searcher(Protocol):
+    """What the LlamaIndex face needs of `HybridRetriever` (named by shape, not imported:
+    hybrid.py imports this module, and an arrow back would close a circle)."""
+
+    def search(self, query: str) -> RetrievalResult: ...
 
 
 class LlamaRetriever(BaseRetriever):
     """Delegates to `HybridRetriever.search`; the full evidence stays available there."""
 
-    def __init__(self, hybrid: HybridRetriever) -> None:
+    def __init__(self, hybrid: Searcher) -> None:
         super().__init__()
         self.hybrid = hybrid
 

@@ -13,7 +13,7 @@ from assistant.conversations.dense_context import context_scores
 from assistant.conversations.importing import import_conversations
 from assistant.conversations.index import ConversationIndex
 from assistant.conversations.search import SearchSettings, search_conversations
-from assistant.timerange import range_from_flags
+from assistant.timeflags import range_from_flags
 
 NOW = datetime(2026, 3, 18, 15, 0, tzinfo=UTC)
 

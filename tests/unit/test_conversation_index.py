@@ -13,7 +13,7 @@ from assistant.conversations.importing import import_conversations
 from assistant.conversations.index import KEYWORD_TABLE, ConversationIndex
 from assistant.conversations.search import search_conversations
 from assistant.conversations.summaries import SessionSummary, save_summary
-from assistant.timerange import range_from_flags
+from assistant.timeflags import range_from_flags
 from indexing.progress import Phase, SyncProgress
 from tests.fixtures.conversations import ConversationVectors
 

@@ -59,6 +59,8 @@ STARTUP_PATHS: dict[str, str] = {
     "tui.": "the first paint loads only the main screen; dialogs and backends on first use",
     "assistant.mcp.": "the MCP server answers `initialize` before a tool's modules load",
     "assistant.doctor": "each check loads only the subsystem it checks (one may be broken)",
+    "assistant.services": "the composition root opens a store on first use: `brain sessions "
+    "list` must not load the retriever, the chat or the LLM link",
 }
 
 # Lazy imports of light modules, not hoisted yet: per importing module, how many. Only

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from assistant.errors import UserError
-from assistant.timerange import range_from_flags
+from assistant.timeflags import range_from_flags
 from tests.fakes import HashEmbedder
 from tests.fixtures.retrieval import FakeKnowledgeBase, make_chunk
 from tests.unit.test_retrieval_hybrid import retriever

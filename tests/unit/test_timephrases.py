@@ -11,8 +11,9 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from assistant.errors import UserError
+from assistant.timeflags import parse_bound, range_from_flags
 from assistant.timephrases import cn_number, find_time_phrase, split_query
-from assistant.timerange import TimeRange, parse_bound, range_from_flags
+from assistant.timerange import TimeRange
 
 NOW = datetime(2026, 3, 18, 15, 0, tzinfo=UTC)
 

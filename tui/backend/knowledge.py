@@ -105,7 +105,8 @@ class KnowledgeAdapter:
         from assistant.retrieval.dated import search_dated
         from assistant.retrieval.filters import NothingInRange
         from assistant.sessions.turn import Source
-        from assistant.timerange import local_now, range_from_filters
+        from assistant.timeflags import range_from_filters
+        from assistant.timerange import local_now
 
         # Dates as in the sessions search: `since:2w` / `until:…`, else "last week" in words.
         now = local_now()

@@ -71,7 +71,8 @@ class SessionsAdapter:
         """Every conversation by meaning, words and date: `text` may name dates in words
         ("kayak last week", "上周") or as `since:7d` / `until:2026-03-01`."""
         from assistant.conversations.finding import find_conversations
-        from assistant.timerange import local_now, range_from_filters
+        from assistant.timeflags import range_from_filters
+        from assistant.timerange import local_now
 
         now = local_now()
         query, time_range = range_from_filters(text, now)
