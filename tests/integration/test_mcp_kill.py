@@ -16,7 +16,7 @@ import pytest
 
 from assistant.context import AppContext
 from assistant.events.store import EventStore
-from tests.fixtures.mcp import ROOT, McpHome, stdio_session
+from tests.fixtures.mcp import ROOT, McpHome, stdio_session, wait_group_gone
 
 FLOOD = """
 import sys, anyio
@@ -45,13 +45,6 @@ def _count(db: Path) -> int:
         return 0  # being created
 
 
-def _gone(group: int) -> bool:
-    try:
-        os.killpg(group, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
 
 @pytest.mark.parametrize("after, whom", [(3, "all"), (60, "all"), (25, "client")])
 def test_killed_mid_flood_leaves_the_log_consistent(tmp_path: Path, after: int,
@@ -71,10 +64,7 @@ def test_killed_mid_flood_leaves_the_log_consistent(tmp_path: Path, after: int,
     else:
         client.kill()  # the client alone: the server sees its stdin close
     client.wait(timeout=30)
-    deadline = time.monotonic() + 60
-    while not _gone(client.pid):  # the orphaned server ends by itself
-        assert time.monotonic() < deadline, "the server outlived its client"
-        time.sleep(0.05)
+    wait_group_gone(client.pid)  # the orphaned server ends by itself
 
     store = EventStore.open(db)
     try:
