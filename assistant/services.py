@@ -11,6 +11,11 @@ share one instance; a failed open raises to that caller and is tried again by th
 `close()` closes what was opened, in the reverse order of opening (the conversation index after
 nothing it depends on: the session store it reads is closed after it). Modules are imported
 inside the openers: building a `Services` is cheap and loads nothing heavy.
+
+The chat works over these same stores (`chat()`, `open_chat()`): one session store, memory
+store and index per process, whoever asks. Every store sees the embedding model through one
+`SingleFlightEmbedder` (shared_embedder.py): a turn's concurrent searches embed its question
+once.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ if TYPE_CHECKING:
     from assistant.memory.store import MemoryStore
     from assistant.retrieval.hybrid import HybridRetriever
     from assistant.sessions.store import SessionStore
+    from assistant.shared_embedder import SingleFlightContext
     from indexing.knowledge import KnowledgeBase
 
 log = logging.getLogger(__name__)
@@ -41,15 +47,20 @@ T = TypeVar("T")
 
 
 class Services:
-    """The opened core of one process; `origin` tags its searches in the retrieval log."""
+    """The opened core of one process; `origin` tags its searches in the retrieval log, which
+    `log_searches=False` leaves unopened (`brain eval`: its searches are measurements)."""
 
-    def __init__(self, ctx: AppContext, *, origin: str = "cli") -> None:
+    def __init__(self, ctx: AppContext, *, origin: str = "cli",
+                 log_searches: bool = True) -> None:
         self.ctx = ctx
         self.origin = origin
+        self.log_searches = log_searches
         # Opens by name, for tests and start-up walks: each must stay at 1.
         self.opened: Counter[str] = Counter()
         self._order: list[Callable[[], None]] = []  # closers in the order opened
         self._order_lock = threading.Lock()
+        # What the stores open with: `ctx` behind one single-flight embedder.
+        self._stores_ctx: Lazy[SingleFlightContext] = Lazy(self._open_stores_ctx)
         self._link: Lazy[Link] = self._lazy("link", self._open_link)
         self._sessions: Lazy[SessionStore] = self._lazy(
             "sessions", self._open_sessions, lambda store: store.close())
@@ -68,7 +79,7 @@ class Services:
             "knowledge", lambda: self._open_knowledge(True), lambda kb: kb.close())
         self._light: Lazy[KnowledgeBase] = self._lazy(
             "knowledge_light", lambda: self._open_knowledge(False), lambda kb: kb.close())
-        self._chat: Lazy[ChatService] = self._lazy("chat", self._open_chat)
+        self._chat: Lazy[ChatService] = self._lazy("chat", self._new_chat)
 
     def _lazy(self, name: str, open: Callable[[], T],
               close: Callable[[T], object] | None = None) -> Lazy[T]:
@@ -127,19 +138,28 @@ class Services:
         return self._retrievers_kb() or self._writer.peek() or self._light.get()
 
     def chat(self) -> ChatService:
-        """The chat engine with its own session store, retrieval and memory (it closes them
-        on its threads when it is closed: `ChatService.aclose`, which `close()` leaves to
-        its async owner)."""
+        """The chat engine over these stores (`sessions()`, `retriever()`, `memory_service()`,
+        `conversations()`, each opened on the first turn that needs it). Closing the engine
+        is `ChatService.aclose`, async, which `close()` leaves to its owner; the stores are
+        closed by `close()`."""
         return self._chat.get()
+
+    def open_chat(self, *, session_id: str | None = None, knowledge: bool = True,
+                  memory: bool | None = None) -> ChatService:
+        """A chat of the caller's own (it `aclose`s it) over these stores: `brain ask`'s, with
+        its session and switches (see `assistant.chat.service.open_chat`)."""
+        self.opened["chat_separate"] += 1
+        return self._new_chat(session_id=session_id, knowledge=knowledge, memory=memory)
 
     def peek_chat(self) -> ChatService | None:
         """The chat if it was opened, without opening it."""
         return self._chat.peek()
 
     def take_chat(self) -> ChatService | None:
-        """The opened chat (None if none), handed to a caller that closes it (async: its
-        stores close on the engine's threads); the next `chat()` opens a new one."""
-        chat, self._chat = self._chat.peek(), self._lazy("chat", self._open_chat)
+        """The opened chat (None if none), handed to a caller that closes it (async: the
+        engine's threads and connections; the stores stay open here); the next `chat()`
+        opens a new one."""
+        chat, self._chat = self._chat.peek(), self._lazy("chat", self._new_chat)
         return chat
 
     def separate_knowledge(self) -> KnowledgeBase:
@@ -179,6 +199,11 @@ class Services:
 
         return link(self.ctx.config)
 
+    def _open_stores_ctx(self) -> SingleFlightContext:
+        from assistant.shared_embedder import SingleFlightContext
+
+        return SingleFlightContext(self.ctx)
+
     def _open_sessions(self) -> SessionStore:
         from assistant.sessions.service import open_sessions
 
@@ -187,17 +212,17 @@ class Services:
     def _open_memory(self) -> MemoryStore:
         from assistant.memory.service import open_memory
 
-        return open_memory(self.ctx)
+        return open_memory(self._stores_ctx.get())
 
     def _open_memory_service(self) -> MemoryService:
         from assistant.memory.service import MemoryService
 
-        return MemoryService.open(self.ctx, store=self.memory())
+        return MemoryService.open(self._stores_ctx.get(), store=self.memory())
 
     def _open_conversations(self) -> ConversationIndex:
         from assistant.conversations.service import open_conversations
 
-        return open_conversations(self.ctx, self.sessions())
+        return open_conversations(self._stores_ctx.get(), self.sessions())
 
     def _open_events(self) -> EventService:
         from assistant.events.service import EventService
@@ -207,17 +232,22 @@ class Services:
     def _open_retriever(self) -> HybridRetriever:
         from assistant.retrieval.open import open_retriever
 
-        return open_retriever(self.ctx, origin=self.origin)
+        return open_retriever(self._stores_ctx.get(), origin=self.origin,
+                              log=self.log_searches)
 
     def _open_knowledge(self, with_embedder: bool) -> KnowledgeBase:
         from assistant.knowledge_service import open_knowledge
 
-        return open_knowledge(self.ctx, with_embedder=with_embedder)
+        return open_knowledge(self._stores_ctx.get(), with_embedder=with_embedder)
 
-    def _open_chat(self) -> ChatService:
-        from assistant.chat.service import open_chat
+    def _new_chat(self, *, session_id: str | None = None, knowledge: bool = True,
+                  memory: bool | None = None) -> ChatService:
+        from assistant.chat.service import ChatStores, open_chat
 
-        return open_chat(self.ctx, origin=self.origin)
+        stores = ChatStores(self.sessions(), self.retriever, self.memory_service,
+                            self.conversations)
+        return open_chat(self.ctx, stores, session_id=session_id, knowledge=knowledge,
+                         memory=memory)
 
 
 def _close_retriever(retriever: HybridRetriever) -> None:

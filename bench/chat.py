@@ -121,13 +121,13 @@ def run(quick: bool) -> Report:
     fake = FakeOllamaServer().start()
     try:
         # A private copy of the config pointing at the fake server; data shared read-only.
-        from assistant.chat.service import SingleFlightEmbedder
+        from assistant.shared_embedder import SingleFlightEmbedder
 
         ctx = AppContext.load(str(home))
         ctx.config.ollama.host = fake.url
         ctx.config.ollama.timeout = 10.0
         memory_ctx = AppContext.load(str(work))
-        # One model for both, shared as open_chat shares it (concurrent queries merged).
+        # One model for both, shared as Services shares it (concurrent queries merged).
         shared = SingleFlightEmbedder(ctx.embedder())
         ctx._embedder = memory_ctx._embedder = shared  # type: ignore[assignment]
         shared.embed_query("warm up")
@@ -195,7 +195,7 @@ async def _measure(
     from assistant.llm.models import OllamaCatalog
     from assistant.memory.service import MemoryService
     from assistant.memory.transfer import import_memories
-    from assistant.retrieval.open import open_retriever
+    from assistant.retrieval.open import close_retriever, open_retriever
     from assistant.sessions.store import SessionStore
 
     memory_service = MemoryService.open(memory_ctx)
@@ -204,7 +204,8 @@ async def _measure(
     assert not errors, errors[:3]
     print(f"  memories: {added.added} imported", flush=True)
 
-    knowledge = RetrieverKnowledge(lambda: open_retriever(ctx, origin="bench", log=False))
+    retriever = open_retriever(ctx, origin="bench", log=False)
+    knowledge = RetrieverKnowledge(lambda: retriever)
     memory = ServiceMemory(lambda: memory_service)
     store = SessionStore.open(":memory:")
     settings = EngineSettings.from_config(ctx.config)
@@ -237,7 +238,7 @@ async def _measure(
             sequential.append((time.perf_counter() - start) * 1000)
     finally:
         await engine.aclose()
-        knowledge.close()
+        close_retriever(retriever)
         memory_service.close()
         store.close()
 

@@ -52,6 +52,7 @@ from assistant.chat.budget import ContextOverflow
 from assistant.chat.calibration import TokenCalibration
 from assistant.chat.conversation_indexer import ConversationIndexer
 from assistant.chat.current_session import CurrentSession
+from assistant.chat.engine_close import close_threads
 from assistant.chat.engine_settings import EngineSettings, checked_changes
 from assistant.chat.events import ChatEvent, Done, Failed
 from assistant.chat.prompt_cache import PromptCache
@@ -404,14 +405,13 @@ class ChatEngine:
         indexing the turns) to finish."""
         await self.background.drain(timeout)
 
-    async def aclose(self, *, patience: float | None = None,
-                     then: Callable[[], object] | None = None) -> None:
-        """Cancel background work, close the connections to Ollama, then close knowledge,
-        memory and `then` (the session store, which the conversation index shares) on the
-        threads that use them, after whatever job is running there. `patience`: how long to
-        wait for those (None: until done). Quitting waits a moment only: a close left behind
-        runs when its thread's job ends, or never if the process ends first — which SQLite
-        survives (WAL, transactions), and the conversation index catches up at the next sync."""
+    async def aclose(self, *, patience: float | None = None) -> None:
+        """Cancel background work, close the connections to Ollama, then close the sources
+        that have a `close` (`Services`' have none: it closes their stores) on the threads
+        that use them, after whatever job is running there. `patience`: how long to wait for
+        those (None: until done). Quitting waits a moment only: a close left behind runs when
+        its thread's job ends, or never if the process ends first — which SQLite survives
+        (WAL, transactions), and the conversation index catches up at the next sync."""
         if self._closed:
             return
         self._closed = True
@@ -420,25 +420,8 @@ class ChatEngine:
         await self.indexer.wait(5 if patience is None else patience)
         for transport in [*self._old_transports, self.transport]:
             await transport.aclose()
-        loop = asyncio.get_running_loop()
-        closes = [
-            (pool, close)
-            for pool, source in ((self.pools.knowledge, self.knowledge),
-                                 (self.pools.memory, self.memory),
-                                 (self.pools.conversations, self.conversations))
-            if (close := getattr(source, "close", None)) is not None
-        ]
-        if then is not None:
-            closes.append((self.pools.conversations, then))
-        closing = [loop.run_in_executor(pool, close) for pool, close in closes]
-        pools = self.pools
-        for pool in (pools.knowledge, pools.memory, pools.conversations, pools.sessions):
-            pool.shutdown(wait=False)  # the closes queued above still run
-        if closing:
-            await asyncio.wait(closing, timeout=patience)
-        for task in closing:
-            if task.done() and not task.cancelled() and task.exception() is not None:
-                log.error("closing the chat's stores failed", exc_info=task.exception())
+        await close_threads(self.pools, {"knowledge": self.knowledge, "memory": self.memory,
+                                         "conversations": self.conversations}, patience)
 
 
 

@@ -1,26 +1,25 @@
-"""Wiring the chat engine to the app: `open_chat(ctx)`.
+"""Wiring the chat engine to the app: `open_chat(ctx, stores)`.
 
 Adapters from the real retrieval (`HybridRetriever`), memory (`MemoryService`) and conversation
-index (`ConversationIndex`) to the engine's small protocols. Each opens lazily, on its worker
-thread, at the first turn that needs it: `brain ask --no-knowledge` never loads the embedding
-model for knowledge, and the TUI paints before anything heavy is imported.
+index (`ConversationIndex`) to the engine's small protocols. The stores are the composition
+root's (`Services.chat` / `Services.open_chat`: each opened once per process, shared with the
+rest of the UI, closed by it); each is opened lazily, on the engine's worker thread, at the
+first turn that needs it: `brain ask --no-knowledge` never loads the embedding model for
+knowledge, and the TUI paints before anything heavy is imported.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from assistant.chat.calibration import TokenCalibration
 from assistant.chat.engine import ChatEngine, ChatFn, EngineSettings
 from assistant.context import AppContext
-from assistant.errors import UserError
 from assistant.llm.provider import Link, make_catalog
-from assistant.sessions.service import open_sessions
 from assistant.sessions.store import SessionStore
 from assistant.sessions.turn import (
     HitScores,
@@ -32,14 +31,11 @@ from assistant.sessions.turn import (
 from indexing.lazy import Lazy
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from assistant.conversations.index import ConversationIndex
     from assistant.memory.model import Memory, RecalledMemory
     from assistant.memory.service import MemoryService
     from assistant.retrieval.hit import SearchHit
     from assistant.retrieval.hybrid import HybridRetriever
-    from indexing.embedder import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -73,10 +69,11 @@ def memory_item(memory: Memory, score: float) -> MemoryItem:
 
 
 class RetrieverKnowledge:
-    """KnowledgeSource over HybridRetriever, opened on first use."""
+    """KnowledgeSource over HybridRetriever, opened on first use by its owner's opener (which
+    closes it: `Services`)."""
 
     def __init__(self, open_retriever: Callable[[], HybridRetriever]) -> None:
-        self._retriever = Lazy(open_retriever, close=_close_retriever)
+        self._retriever = Lazy(open_retriever)
 
     def retriever(self) -> HybridRetriever:
         return self._retriever.get()
@@ -103,21 +100,13 @@ class RetrieverKnowledge:
             warnings=result.warnings,
         )
 
-    def close(self) -> None:
-        self._retriever.close()
-
-
-def _close_retriever(retriever: HybridRetriever) -> None:
-    from assistant.retrieval.open import close_retriever
-
-    close_retriever(retriever)
-
 
 class ServiceMemory:
-    """MemorySource over MemoryService, opened on first use."""
+    """MemorySource over MemoryService, opened on first use by its owner's opener (which
+    closes it: `Services`)."""
 
     def __init__(self, open_service: Callable[[], MemoryService]) -> None:
-        self._service = Lazy(open_service, close=lambda service: service.close())
+        self._service = Lazy(open_service)
 
     def service(self) -> MemoryService:
         return self._service.get()
@@ -157,9 +146,6 @@ class ServiceMemory:
                                          chat_fn=chat)
         if outcome.error:
             raise RuntimeError(outcome.error)
-
-    def close(self) -> None:
-        self._service.close()
 
 
 # How long a question may wait for the conversation index to catch up with turns stored
@@ -207,72 +193,21 @@ class IndexConversations:
             self._caught_up = index.sync(deadline=time.monotonic() + CATCH_UP_SECONDS).complete
 
 
-class SingleFlightEmbedder:
-    """The app's embedder, with concurrent `embed_query` calls for the same text merged.
+@dataclass(frozen=True, slots=True)
+class ChatStores:
+    """What a chat works over, opened and closed by its owner (`Services`, which opens each
+    once per process): the session store, and openers for the rest, called on first use on the
+    engine's threads."""
 
-    Knowledge retrieval and memory recall run at the same time and usually embed the same
-    question: without this, both miss the embedder's query memo and the model runs twice, one
-    after the other (it is not re-entrant) — a second embedding on every turn's critical path.
-    """
-
-    def __init__(self, inner: Embedder) -> None:
-        self._inner = inner
-        self._lock = threading.Lock()
-        self._inflight: dict[str, Future[np.ndarray]] = {}
-        self.merged = 0  # calls served by another caller's embedding
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    @property
-    def dimension(self) -> int:
-        return self._inner.dimension
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return self._inner.embed_documents(texts)
-
-    def __getattr__(self, name: str) -> Any:
-        # Beyond the Embedder protocol: the cache's counters and `cached(text)`, for benches.
-        return getattr(self._inner, name)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        with self._lock:
-            pending = self._inflight.get(text)
-            if pending is None:
-                pending = self._inflight[text] = Future()
-                owner = True
-            else:
-                owner = False
-                self.merged += 1
-        if not owner:
-            return pending.result()
-        try:
-            vector = self._inner.embed_query(text)
-        except BaseException as exc:
-            pending.set_exception(exc)
-            raise
-        finally:
-            with self._lock:
-                self._inflight.pop(text, None)
-        pending.set_result(vector)
-        return vector
-
-
-class _ChatContext(AppContext):
-    """The AppContext as the chat's retriever and memory see it: the same paths, config and
-    embedding model, the latter behind a SingleFlightEmbedder (loaded on first use)."""
-
-    def __init__(self, ctx: AppContext) -> None:
-        super().__init__(paths=ctx.paths, config=ctx.config)
-        self._shared = Lazy(lambda: SingleFlightEmbedder(ctx.embedder()))
-
-    def embedder(self) -> Embedder:
-        return self._shared.get()
+    sessions: SessionStore
+    retriever: Callable[[], HybridRetriever]
+    memory: Callable[[], MemoryService]
+    conversations: Callable[[], ConversationIndex]
 
 
 class ChatService:
-    """An engine plus the stores it opened; close it when done."""
+    """An engine and the sources it was given; close it when done (its stores stay open:
+    they are its owner's)."""
 
     def __init__(
         self,
@@ -289,56 +224,34 @@ class ChatService:
         self.conversations = conversations
 
     async def aclose(self, *, patience: float | None = None) -> None:
-        """Close the engine and what it uses: knowledge, memory and the session store, each on
-        the thread that uses it, waiting at most `patience` seconds (see ChatEngine.aclose)."""
-        await self.engine.aclose(patience=patience, then=self.store.close)
+        """Close the engine: its background work, its connections to the model server and
+        its threads, waiting at most `patience` seconds (see ChatEngine.aclose)."""
+        await self.engine.aclose(patience=patience)
 
 
 def open_chat(
     ctx: AppContext,
+    stores: ChatStores,
     *,
     session_id: str | None = None,
     knowledge: bool = True,
     memory: bool | None = None,
-    origin: str = "chat",
 ) -> ChatService:
-    """The chat engine for `ctx`: config, the session store, retrieval and memory.
+    """The chat engine for `ctx` over `stores`: config, the sessions, retrieval and memory.
 
     `session_id` resumes a session (id or unique prefix); otherwise the first message starts a
     new one. `memory=None` follows memory.enabled.
     """
-    store = open_sessions(ctx)
-    shared = _ChatContext(ctx)
-    try:
-        resolved = store.resolve(session_id).id if session_id else None
-    except UserError:
-        store.close()
-        raise
-    knowledge_source: RetrieverKnowledge | None = None
-    if knowledge:
-        def make_retriever() -> HybridRetriever:
-            from assistant.retrieval.open import open_retriever
-
-            return open_retriever(shared, origin=origin)
-
-        knowledge_source = RetrieverKnowledge(make_retriever)
+    store = stores.sessions
+    resolved = store.resolve(session_id).id if session_id else None
+    knowledge_source = RetrieverKnowledge(stores.retriever) if knowledge else None
     memory_source: ServiceMemory | None = None
     if memory if memory is not None else ctx.config.memory.enabled:
-        def make_memory() -> MemoryService:
-            from assistant.memory.service import MemoryService
-
-            return MemoryService.open(shared)
-
-        memory_source = ServiceMemory(make_memory)
+        memory_source = ServiceMemory(stores.memory)
     conversation_source: IndexConversations | None = None
     if memory_source is not None and ctx.config.chat.recall_top_k > 0:
         # The user's earlier words, like memories: recalled only when memory is on.
-        def make_index() -> ConversationIndex:
-            from assistant.conversations.service import open_conversations
-
-            return open_conversations(shared, store)
-
-        conversation_source = IndexConversations(make_index)
+        conversation_source = IndexConversations(stores.conversations)
     settings = EngineSettings.from_config(ctx.config)
     engine = ChatEngine(
         settings,

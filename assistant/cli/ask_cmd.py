@@ -89,37 +89,30 @@ def _question(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from assistant.services import Services
+
     question = _question(args)
     ctx = context(args)
-    session_id = args.session
-    if args.retry and not (session_id or args.continue_):
+    if args.retry and not (args.session or args.continue_):
         raise UserError("--retry needs the session", hint="brain ask --session ID --retry")
-    if args.continue_:
-        from assistant.sessions.service import open_sessions
-
-        store = open_sessions(ctx)
-        try:
-            latest = store.latest()
-        finally:
-            store.close()
-        if latest is None:
-            raise UserError("there is no session to continue yet", hint="ask without --continue")
-        session_id = latest.id
-
-    if args.persona is not None and args.persona not in ctx.config.personas:
-        raise UserError(
-            f"no persona {args.persona!r} (known: {', '.join(sorted(ctx.config.personas))})",
-            hint="add it under [personas] with `brain config edit`",
-        )
-
-    from assistant.chat.service import open_chat
-
-    service = open_chat(
-        ctx, session_id=session_id, knowledge=not args.no_knowledge,
-        memory=False if args.no_memory else None, origin="ask",
-    )
-    persona = ctx.config.personas[args.persona] if args.persona is not None else None
-    return asyncio.run(_ask(service, question, args, persona))
+    # The chat's stores, each opened once, closed when the command ends (after the chat).
+    with Services(ctx, origin="ask") as core:
+        session_id = args.session
+        if args.continue_:
+            latest = core.sessions().latest()
+            if latest is None:
+                raise UserError("there is no session to continue yet",
+                                hint="ask without --continue")
+            session_id = latest.id
+        if args.persona is not None and args.persona not in ctx.config.personas:
+            raise UserError(
+                f"no persona {args.persona!r} (known: {', '.join(sorted(ctx.config.personas))})",
+                hint="add it under [personas] with `brain config edit`",
+            )
+        persona = ctx.config.personas[args.persona] if args.persona is not None else None
+        service = core.open_chat(session_id=session_id, knowledge=not args.no_knowledge,
+                                 memory=False if args.no_memory else None)
+        return asyncio.run(_ask(service, question, args, persona))
 
 
 async def _ask(

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         run_cases,
         unindexed_expected,
     )
-    from assistant.retrieval.open import close_retriever, open_retriever
+    from assistant.services import Services
 
     cases, skipped = read_cases(args.file)
     if not cases:
@@ -51,24 +51,22 @@ def run(args: argparse.Namespace) -> int:
             print_json(report_to_json(evaluate([]), skipped, 0.0))
         return 0
     ctx = context(args)
-    retriever = open_retriever(ctx, origin="eval", log=False)
-    indexed = retriever.kb.sources_under("*")
-    for want in unindexed_expected(cases, indexed):
-        print(f"warning: expected {want!r} matches no indexed file: its cases cannot be "
-              "found (index its folder, or fix the path)", file=sys.stderr)
-    # Several chunks of one file collapse into one answer, so fetch enough chunks to fill
-    # top_k distinct files.
-    chunks = max(ctx.config.retrieval.candidates, args.top_k * 5)
-    started = time.perf_counter()
-    try:
+    with Services(ctx, origin="eval", log_searches=False) as core:
+        retriever = core.retriever()
+        indexed = retriever.kb.sources_under("*")
+        for want in unindexed_expected(cases, indexed):
+            print(f"warning: expected {want!r} matches no indexed file: its cases cannot be "
+                  "found (index its folder, or fix the path)", file=sys.stderr)
+        # Several chunks of one file collapse into one answer, so fetch enough chunks to
+        # fill top_k distinct files.
+        chunks = max(ctx.config.retrieval.candidates, args.top_k * 5)
+        started = time.perf_counter()
         report = run_cases(
             cases,
             lambda q: distinct_sources(
                 h.source for h in retriever.search(q, top_k=chunks, log=False).hits
             )[: args.top_k],
         )
-    finally:
-        close_retriever(retriever)
     seconds = time.perf_counter() - started
     if args.json:
         print_json(report_to_json(report, skipped, seconds))

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assistant.cli.common import context, plural, positive_int, print_json, services, top_k
+from assistant.cli.common import plural, positive_int, print_json, services, top_k
 from assistant.errors import UserError
 from assistant.plain_text import plain
 
@@ -420,18 +420,18 @@ def _finish(args: argparse.Namespace) -> int:
     --no-memory); a failure is a note on stderr, as after `ask --wait`."""
     import asyncio
 
-    from assistant.chat.service import open_chat
     from assistant.cli.session_end import end_session
 
     memory = not args.no_memory
-    service = open_chat(context(args), session_id=args.session, knowledge=False,
-                        memory=False if args.no_memory else None, origin="ask")
+    with services(args) as core:
+        service = core.open_chat(session_id=args.session, knowledge=False,
+                                 memory=False if args.no_memory else None)
 
-    async def finish() -> None:
-        try:
-            await end_session(service.engine, memory=memory)
-        finally:
-            await service.aclose()
+        async def finish() -> None:
+            try:
+                await end_session(service.engine, memory=memory)
+            finally:
+                await service.aclose()
 
-    asyncio.run(finish())
+        asyncio.run(finish())
     return 0

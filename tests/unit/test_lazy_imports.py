@@ -71,7 +71,7 @@ NOT_HOISTED_YET: dict[str, int] = {
     "assistant.chat.extraction": 1,
     "assistant.chat.live_settings": 1,
     "assistant.chat.prompt": 1,
-    "assistant.chat.service": 3,
+    "assistant.chat.service": 1,
     "assistant.chat.summarizer": 2,
     "assistant.chat.summary": 1,
     "assistant.config": 1,

@@ -1,4 +1,4 @@
-"""Chat wiring details: one query embedding shared by concurrent retrieval and recall."""
+"""One query embedding shared by concurrent retrieval and recall (assistant/shared_embedder.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from assistant.chat.service import SingleFlightEmbedder, _ChatContext
+from assistant.shared_embedder import SingleFlightContext, SingleFlightEmbedder
 from tests.fakes import HashEmbedder
 from tests.waiting import wait_until
 
@@ -61,12 +61,12 @@ def test_a_failure_reaches_every_waiter() -> None:
                 future.result(5)
 
 
-def test_chat_context_shares_one_wrapped_embedder(home) -> None:
+def test_the_stores_context_shares_one_wrapped_embedder(home) -> None:
     from assistant.context import AppContext
 
     ctx = AppContext.load(str(home))
     ctx._embedder = HashEmbedder()
-    chat_ctx = _ChatContext(ctx)
+    chat_ctx = SingleFlightContext(ctx)
     assert chat_ctx.embedder() is chat_ctx.embedder()
     assert isinstance(chat_ctx.embedder(), SingleFlightEmbedder)
     assert chat_ctx.paths == ctx.paths and chat_ctx.config is ctx.config
