@@ -3,8 +3,9 @@ the engine runs them on its sessions thread, the UIs on a worker, never on the e
 
 from __future__ import annotations
 
+from assistant.llm.errors import ChatError
 from assistant.sessions.store import SessionNotFound, SessionStore
-from assistant.sessions.turn import Session, Turn
+from assistant.sessions.turn import CONTINUE_MESSAGE, Session, Turn
 
 
 class CurrentSession:
@@ -58,3 +59,18 @@ class CurrentSession:
             t for t in self.store.turns(session.id, after_seq=session.summary_through)
             if t.status != "failed"
         ]
+
+    def take_retry(self) -> str:
+        """The message a retry sends: the last one again if its turn failed or was interrupted
+        (that turn is deleted: the new one replaces it), or a request to go on when the last
+        answer was cut off at the cap (`truncated`: the cut answer stays). ChatError when
+        there is neither."""
+        turns = self.turns()
+        if turns and turns[-1].status == "complete" and turns[-1].truncated:
+            return CONTINUE_MESSAGE
+        if not turns or turns[-1].status == "complete":
+            raise ChatError("protocol", "there is no failed, interrupted or cut-off turn to "
+                            "retry", retryable=False)
+        last = turns[-1]
+        self.store.delete_turn(last.id)
+        return last.question

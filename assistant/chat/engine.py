@@ -73,7 +73,7 @@ from assistant.llm.errors import ChatError
 from assistant.llm.models import ModelCatalog
 from assistant.llm.provider import ChatTransport, Link, make_transport
 from assistant.sessions.store import SessionStore
-from assistant.sessions.turn import CONTINUE_MESSAGE, Session, Turn
+from assistant.sessions.turn import Session, Turn
 
 # The engine's public names, wherever they live now (service.py, the UIs, tests import them).
 __all__ = ["ChatEngine", "ChatFn", "ConversationSource", "EngineSettings", "KnowledgeSource",
@@ -116,6 +116,7 @@ class ChatEngine:
         self.transport = self._new_transport()
         self._old_transports: list[ChatTransport] = []
         self._active: TurnStream | None = None
+        self._retrying = False  # a retry is reading the session (on the sessions thread)
         self.cache = PromptCache(self._context, self._conversation)
         self.background = BackgroundScheduler(
             store, memory, pools=self.pools, indexer=self.indexer, cache=self.cache,
@@ -265,7 +266,7 @@ class ChatEngine:
         return self._active
 
     def _check_idle(self) -> None:
-        if self._active is not None and not self._active.done:
+        if self._retrying or (self._active is not None and not self._active.done):
             raise ChatError(
                 "busy", "the previous answer is still being written",
                 "wait for it to finish, or cancel it first", retryable=False,
@@ -275,20 +276,19 @@ class ChatEngine:
         """Run a turn to the end and return its final event."""
         return await self.send(message, **kwargs).result()
 
-    def retry(self, **kwargs: bool) -> TurnStream:
+    async def retry(self, **kwargs: bool) -> TurnStream:
         """Send the last message again if its turn failed or was interrupted; the new turn
         replaces it. An answer cut off at the cap (`truncated`) is continued instead: a new
-        turn asks the model to go on from where it stopped (the cut answer stays)."""
+        turn asks the model to go on from where it stopped (the cut answer stays). The
+        session's turns are read and the old one deleted on the sessions thread; meanwhile
+        the engine is busy (a `send` is refused, as during a turn)."""
         self._check_idle()
-        turns = self.turns()
-        if turns and turns[-1].status == "complete" and turns[-1].truncated:
-            return self.send(CONTINUE_MESSAGE, **kwargs)
-        if not turns or turns[-1].status == "complete":
-            raise ChatError("protocol", "there is no failed, interrupted or cut-off turn to "
-                            "retry", retryable=False)
-        last = turns[-1]
-        self.store.delete_turn(last.id)
-        return self.send(last.question, **kwargs)
+        self._retrying = True
+        try:
+            message = await self._on_store(self.current.take_retry)
+        finally:
+            self._retrying = False
+        return self.send(message, **kwargs)
 
 
     async def _run(

@@ -134,7 +134,7 @@ async def _ask(
                 print_json(_error_json(exc))
                 return 1
         options = {"use_knowledge": not args.no_knowledge, "use_memory": not args.no_memory}
-        stream = engine.retry(**options) if args.retry else engine.send(question, **options)
+        stream = await engine.retry(**options) if args.retry else engine.send(question, **options)
         final, retrieved = await _consume(stream, args)
         assert final is not None
         if args.json and args.wait:  # one JSON object, printed once extraction is over

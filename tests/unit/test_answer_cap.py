@@ -61,7 +61,7 @@ async def test_an_answer_cut_at_the_cap_is_truncated_and_continue_goes_on(
     generated = chat_rig.fake.generations[-1]
     assert generated.output_tokens <= 20 and done.turn.answer != long  # the server cut it
     chat_rig.fake.script_chat("and the rest.", thinking="")
-    again = await engine.retry().result()
+    again = await (await engine.retry()).result()
     assert isinstance(again, Done) and again.turn.question == CONTINUE_MESSAGE
     assert not again.turn.truncated
     sent = chat_rig.fake.last_chat()["messages"]

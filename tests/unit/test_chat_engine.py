@@ -169,7 +169,7 @@ async def test_ollama_not_running(chat_rig: ChatRig) -> None:
 
     chat_rig.fake.start()  # Ollama comes back: retry replaces the failed turn
     chat_rig.fake.script_chat("Hi!")
-    retried = await engine.retry().result()
+    retried = await (await engine.retry()).result()
     assert isinstance(retried, Done)
     turns = chat_rig.store.turns(retried.turn.session_id)
     assert [(t.question, t.status) for t in turns] == [("hello?", "complete")]
@@ -596,7 +596,7 @@ async def test_a_second_message_while_answering_is_refused(chat_rig: ChatRig) ->
     with pytest.raises(ChatError, match="still being written"):
         engine.send("second")
     with pytest.raises(ChatError, match="still being written"):
-        engine.retry()
+        await engine.retry()
     assert isinstance(await stream.result(), Done)
     assert isinstance(await engine.ask("second"), Done)
 

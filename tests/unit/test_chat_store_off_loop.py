@@ -124,3 +124,27 @@ async def test_extraction_saves_its_progress_off_the_loop(
     heart.stop()
     session = engine.session
     assert session is not None and session.extracted_through == 1
+
+
+async def test_retry_replaces_the_failed_turn_off_the_loop(
+        chat_rig: ChatRig, monkeypatch: pytest.MonkeyPatch) -> None:
+    from assistant.llm.errors import ChatError
+
+    engine = chat_rig.make()
+    chat_rig.fake.stop()
+    assert not isinstance(await engine.ask("hello?"), Done)  # stored as failed
+    await engine.drain(timeout=PATIENCE)
+    chat_rig.fake.start()
+    gate = Gate(chat_rig.store.delete_turn)
+    monkeypatch.setattr(chat_rig.store, "delete_turn", gate)
+    heart = Heartbeat()
+    chat_rig.fake.script_chat("Hi!")
+    with write_lock(chat_rig.store.path):
+        retrying = asyncio.get_running_loop().create_task(engine.retry())
+        await beats_while_blocked(heart, gate)
+        with pytest.raises(ChatError, match="still being written"):
+            engine.send("meanwhile")  # the retry holds the engine as a turn does
+    final = await (await retrying).result()
+    heart.stop()
+    assert isinstance(final, Done) and final.turn.status == "complete"
+    assert [(t.question, t.status) for t in engine.turns()] == [("hello?", "complete")]
