@@ -6,6 +6,13 @@ One background job at a time (background.py), cancelled by the next question (Ol
 one request at a time, and the user's comes first); whatever it leaves, the next turn's job
 picks up. Every request is the chat model's own — its model and num_ctx, so Ollama does not
 reload — and every session-store call runs on the sessions thread, off the event loop.
+
+Session summaries (summarizer.py): written when a session goes idle (`summarize_idle_seconds`
+after the last answer without a new question) or is closed (a new session, another session
+resumed: summarised at the next idle moment; `brain ask` summarises at its end, bounded;
+quitting the app leaves it to the next run, so quitting stays instant), with the session's
+model and num_ctx. Each stored turn and summary is indexed for recall off the answer's path
+(conversation_indexer.py).
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """The chat engine: one conversation (a session) with the model, its knowledge and memory.
 
-`ChatEngine` is the facade the UIs use (session and model, `send`, `retry`, the background
-work asked for, `aclose`). A turn is a pipeline of stages, each in its own module, passing typed
-values: gather (turn_gather.py: retrieve ∥ recall ∥ recall conversations) → prompt
-(turn_prompt.py) → generate with the tool loop (turn_generate.py) → store (turn_store.py);
-`TurnStream` (turn_stream.py) carries its events. Background work is scheduled by
-background_scheduler.py, the server's prompt cache kept by prompt_cache.py.
+`ChatEngine` is the facade the UIs use: session and model, `send`, `retry`, the background work
+asked for, `aclose`. A turn is a pipeline of stages (turn_pipeline.py), each in its own module,
+passing typed values: gather (turn_gather.py: retrieve ∥ recall ∥ recall conversations) →
+prompt (turn_prompt.py) → generate with the tool loop (turn_generate.py) → store
+(turn_store.py); `TurnStream` (turn_stream.py) carries its events. Background work (extraction,
+the rolling summary, session summaries) is scheduled by background_scheduler.py, the server's
+prompt cache kept by prompt_cache.py, the engine's threads closed by engine_close.py.
 
 Every turn is stored, whatever happens: complete, interrupted (partial answer), or failed (the
 user's message and the error), so a message typed is never lost and `retry()` can send it again.
@@ -17,30 +18,20 @@ What a real Ollama on a laptop needs (see README "Ollama on a laptop"):
   Ollama reload the model;
 - a cacheable prompt (prompt.py): Ollama reuses the longest common prefix of the previous
   request, so a turn re-reads only what is new;
-- background jobs (memory extraction, the rolling summary, session summaries) only while the
-  user is idle, and cancelled the moment a question is sent (Ollama serves one request at a
-  time);
+- background jobs only while the user is idle, and cancelled the moment a question is sent
+  (Ollama serves one request at a time);
 - a long, silent first-token wait (`first_token_timeout`, with `Waiting` progress) and a short
   limit between chunks (`timeout`).
 
-Knowledge search, memory recall and the recall of earlier conversations are blocking (SQLite,
-the embedding model); each runs on its own single worker thread, concurrently, and always on the
-same thread (SQLite connections are bound to the thread that opened them). The session store's
-calls run on a thread of their own too, never on the event loop (turn_context.EnginePools).
-
-Session summaries (summarizer.py): written when a session goes idle (`summarize_idle_seconds`
-after the last answer without a new question) or is closed (a new session, another session
-resumed: summarised at the next idle moment; `brain ask` summarises at its end, bounded;
-quitting the app leaves it to the next run, so quitting stays instant), with the session's
-model and num_ctx. Each stored turn and summary is indexed for recall off the answer's path
-(conversation_indexer.py).
+Knowledge search, memory recall, the recall of earlier conversations and the session store's
+calls are blocking (SQLite, the embedding model): each runs on a worker thread of its own
+(turn_context.EnginePools), never on the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -48,27 +39,19 @@ from typing import Any, TypeVar
 
 from assistant.chat import model_load
 from assistant.chat.background_scheduler import BackgroundScheduler
-from assistant.chat.budget import ContextOverflow
 from assistant.chat.calibration import TokenCalibration
 from assistant.chat.conversation_indexer import ConversationIndexer
 from assistant.chat.current_session import CurrentSession
 from assistant.chat.engine_close import close_threads
 from assistant.chat.engine_settings import EngineSettings, checked_changes
-from assistant.chat.events import ChatEvent, Done, Failed
+from assistant.chat.events import Done, Failed
 from assistant.chat.prompt_cache import PromptCache
-from assistant.chat.retrieval_history import retrieval_history
 from assistant.chat.sources import ChatFn, ConversationSource, KnowledgeSource, MemorySource
 from assistant.chat.turn_context import EnginePools, TurnContext
-from assistant.chat.turn_gather import gather
-from assistant.chat.turn_generate import Generation, generate
-from assistant.chat.turn_note import acknowledge, is_note
-from assistant.chat.turn_prompt import prepare, retrieved
-from assistant.chat.turn_state import TurnState, estimate_read_tokens
-from assistant.chat.turn_store import TurnRecorder, report
+from assistant.chat.turn_pipeline import TurnPipeline
+from assistant.chat.turn_state import TurnState
+from assistant.chat.turn_store import TurnRecorder
 from assistant.chat.turn_stream import TurnStream
-from assistant.daemon_pool import DaemonThreadPool
-from assistant.errors import UserError
-from assistant.llm import errors
 from assistant.llm.errors import ChatError
 from assistant.llm.models import ModelCatalog
 from assistant.llm.provider import ChatTransport, Link, make_transport
@@ -82,7 +65,6 @@ __all__ = ["ChatEngine", "ChatFn", "ConversationSource", "EngineSettings", "Know
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-RETRIEVAL_HISTORY_TURNS = 3  # earlier user messages given to the retriever for follow-ups
 
 
 class ChatEngine:
@@ -127,6 +109,7 @@ class ChatEngine:
         self.summarizer = self.background.summarizer
         self.recorder = TurnRecorder(store, self.pools.sessions, self.indexer,
                                      lambda: self.current.ensure(self.settings.model))
+        self.pipeline = TurnPipeline(self.current, self.cache, self.recorder, self.background)
         self._closed = False
 
     def _new_transport(self) -> ChatTransport:
@@ -143,14 +126,6 @@ class ChatEngine:
     async def _on_store(self, call: Callable[[], T]) -> T:
         """A session-store call on the sessions thread, never on the event loop."""
         return await asyncio.get_running_loop().run_in_executor(self.pools.sessions, call)
-
-    @property
-    def _memory_pool(self) -> DaemonThreadPool:
-        return self.pools.memory
-
-    @property
-    def _idle_timer(self) -> asyncio.TimerHandle | None:
-        return self.background.idle_timer
 
     # --- session and model ------------------------------------------------------------------
 
@@ -192,15 +167,7 @@ class ChatEngine:
         asks Ollama that the model is installed and can chat (ChatError if not, and nothing
         changes — a mistyped name never sticks to the session); without, a missing model fails
         the next turn instead (which stores the message)."""
-        name = name.strip()
-        if not name:
-            raise ChatError("model_not_found", "the model name is empty", retryable=False)
-        facts = self.catalog.facts(name) if check else None  # raises ChatError
-        if facts is not None and facts.capabilities and "completion" not in facts.capabilities:
-            raise ChatError(
-                "model_not_found", f"{name!r} is not a chat model (it cannot generate text)",
-                "choose a chat model from `ollama list`", retryable=False,
-            )
+        name = model_load.chat_model(self.catalog, name, check=check)
         self.settings = replace(self.settings, model=name)
         if self.current.id is not None:
             self.store.set_model(self.current.id, name)
@@ -259,7 +226,8 @@ class ChatEngine:
         self.background.cancel_idle_timer()
         state = TurnState(text, time.perf_counter(), self.settings.model)
         self._active = TurnStream(
-            lambda emit: self._run(state, emit, use_knowledge, use_memory),
+            lambda emit: self.pipeline.run(self._context(), state, emit, use_knowledge,
+                                           use_memory),
             lambda emit: self.recorder.interrupted(state, emit),
             saved_in=self.store.path,
         )
@@ -290,70 +258,7 @@ class ChatEngine:
             self._retrying = False
         return self.send(message, **kwargs)
 
-
-    async def _run(
-        self, state: TurnState, emit: Callable[[ChatEvent], None],
-        use_knowledge: bool, use_memory: bool,
-    ) -> None:
-        recorder = self.recorder
-        try:
-            await self._turn(state, emit, use_knowledge, use_memory)
-        except asyncio.CancelledError:
-            await recorder.interrupted(state, emit)
-        except ChatError as exc:
-            await recorder.failed(state, emit, exc)
-        except (UserError, sqlite3.Error) as exc:
-            failed = errors.not_saved(exc, self.store.path)
-            if state.recorded:  # storing the turn itself failed: it cannot be stored as failed
-                report(state, emit, Failed(failed, state.answer, None))
-            else:
-                await recorder.failed(state, emit, failed)
-        except ContextOverflow as exc:
-            await recorder.failed(state, emit, errors.context_overflow(str(exc)))
-        except Exception as exc:
-            error = errors.map_error(
-                exc, host=self.settings.host, model=state.model,
-                timeout_s=self.settings.timeout, streaming=state.streaming,
-                server=errors.server_words(self.settings.provider),
-            )
-            await recorder.failed(state, emit, error)
-
-    async def _turn(
-        self, state: TurnState, emit: Callable[[ChatEvent], None],
-        use_knowledge: bool, use_memory: bool,
-    ) -> None:
-        """gather → prompt → generate → store; then the background work is scheduled."""
-        ctx = self._context()
-        session, history = await self._on_store(self._ensure_conversation)
-        found = await gather(ctx, state, session.id,
-                             retrieval_history(history, RETRIEVAL_HISTORY_TURNS),
-                             use_knowledge=use_knowledge, use_memory=use_memory)
-        if found.recalled is not None:
-            self.cache.profile = found.profile  # (for warming the cache)
-        if is_note(found):
-            acknowledge(state, emit, found)
-            turn = await self.recorder.complete(state, emit)
-            self.background.after_turn(turn.session_id, 0)
-            return
-        prepared = prepare(ctx, state, found, session, history)
-        prompt = prepared.prompt
-        # Counted only once the request is out (tokenizing the new material takes a few ms).
-        last_sent = self.cache.last_sent
-        new_tokens = _once(lambda: self.cache.uncached_tokens(
-            ctx, prompt.messages, prepared.window, last_sent))
-        emit(retrieved(found, state, prompt))
-        await generate(Generation(ctx, state, emit, prepared, found, session.id), new_tokens)
-        state.timings["prompt_new_tokens"] = new_tokens()
-        estimate_read_tokens(state.timings)
-        self.cache.answered(ctx.settings.model, prepared.window, prompt.messages, state.answer)
-        turn = await self.recorder.complete(state, emit)
-        self.background.after_turn(turn.session_id, prompt.dropped_turns)
-
     # --- the session store (blocking: on the sessions thread) --------------------------------
-
-    def _ensure_conversation(self) -> tuple[Session, list[Turn]]:
-        session = self.current.ensure(self.settings.model)
-        return session, self.current.history(session)
 
     async def _conversation(self) -> tuple[Session | None, list[Turn]]:
         """The current session and its recent turns (the prompt cache's opening)."""
@@ -365,39 +270,28 @@ class ChatEngine:
 
     # --- background work asked for (background_scheduler.py) ---------------------------------
 
-    async def _background_complete(self, messages: list[dict[str, str]],
-                                   schema: dict[str, Any], num_predict: int) -> str:
-        """A background request as the chat model's session wants it (extraction, summaries)."""
-        return await self.background.complete(messages, schema, num_predict)
-
     async def summarize(self, timeout: float | None = None) -> bool:
-        """Summarise the current session now, if it needs it (`brain ask`, at its end).
-        See background_scheduler.py."""
+        """Summarise the current session now, if it needs it (`brain ask`, at its end)."""
         return await self.background.summarize(timeout)
 
     async def catch_up(self, timeout: float | None = None) -> None:
-        """Fold the current session's old turns into its rolling summary now.
-        See background_scheduler.py."""
+        """Fold the current session's old turns into its rolling summary now."""
         await self.background.catch_up(timeout)
 
     async def finish(self, timeout: float | None = None) -> bool:
-        """At the end of a one-shot `brain ask`: extract the session's unread turns.
-        See background_scheduler.py."""
+        """At the end of a one-shot `brain ask`: extract the session's unread turns."""
         return await self.background.finish(timeout)
 
     async def keep_cached(self, timeout: float | None = None) -> bool:
-        """At the end of `brain ask`: have the server read the conversation's opening.
-        See background_scheduler.py."""
+        """At the end of `brain ask`: have the server read the conversation's opening."""
         return await self.background.keep_cached(timeout)
 
     def pending_extraction(self) -> int:
-        """How many turns `extract_pending` would read. Blocking (SQLite).
-        See background_scheduler.py."""
+        """How many turns `extract_pending` would read. Blocking (SQLite)."""
         return self.background.pending_extraction(self.memory is not None)
 
     async def extract_pending(self, timeout: float | None = None) -> int:
-        """Memory extraction now over the turns not extracted yet (the TUI, when idle).
-        See background_scheduler.py."""
+        """Memory extraction now over the turns not extracted yet (the TUI, when idle)."""
         return await self.background.extract_pending(self.memory is not None, timeout)
 
     async def drain(self, timeout: float | None = None) -> None:
@@ -422,16 +316,3 @@ class ChatEngine:
             await transport.aclose()
         await close_threads(self.pools, {"knowledge": self.knowledge, "memory": self.memory,
                                          "conversations": self.conversations}, patience)
-
-
-
-def _once(compute: Callable[[], int]) -> Callable[[], int]:
-    """`compute`, run at the first call only."""
-    done: list[int] = []
-
-    def value() -> int:
-        if not done:
-            done.append(compute())
-        return done[0]
-
-    return value

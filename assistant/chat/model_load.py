@@ -13,6 +13,7 @@ from typing import Any
 from assistant.chat.turn_context import TurnContext, facts_or_fail, facts_quiet
 from assistant.llm import errors
 from assistant.llm.errors import ChatError
+from assistant.llm.models import ModelCatalog
 
 log = logging.getLogger(__name__)
 
@@ -63,3 +64,19 @@ async def load_model(ctx: TurnContext) -> float:
                                timeout_s=settings.first_token_timeout,
                                server=errors.server_words(settings.provider)) from exc
     return round(time.perf_counter() - started, 3)
+
+
+def chat_model(catalog: ModelCatalog, name: str, *, check: bool) -> str:
+    """`name` as a model to chat with (stripped). Blocking: with `check`, asks the server that
+    it is installed and can chat (ChatError if not); without, a missing model fails the next
+    turn instead (which stores the message)."""
+    name = name.strip()
+    if not name:
+        raise ChatError("model_not_found", "the model name is empty", retryable=False)
+    facts = catalog.facts(name) if check else None  # raises ChatError
+    if facts is not None and facts.capabilities and "completion" not in facts.capabilities:
+        raise ChatError(
+            "model_not_found", f"{name!r} is not a chat model (it cannot generate text)",
+            "choose a chat model from `ollama list`", retryable=False,
+        )
+    return name

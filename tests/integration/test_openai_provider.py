@@ -291,7 +291,7 @@ async def test_background_requests_carry_the_schema(
     schema = {"type": "object", "properties": {"summary": {"type": "string"}},
               "required": ["summary"]}
     fake.script_chat(json={"summary": "tar questions"})
-    reply = await engine._background_complete(  # the summaries' and extraction's path
+    reply = await engine.background.complete(  # the summaries' and extraction's path
         [{"role": "user", "content": "summarise"}], schema, 50)
     assert json.loads(reply) == {"summary": "tar questions"}
     body = fake.chat_bodies()[-1]
@@ -307,7 +307,7 @@ async def test_a_server_that_refuses_json_schema_gets_json_object(
               "required": ["memories"]}
     for _ in range(2):
         fake.script_chat(json={"memories": []})
-        reply = await engine._background_complete([{"role": "user", "content": "x"}],
+        reply = await engine.background.complete([{"role": "user", "content": "x"}],
                                                   schema, 20)
         assert json.loads(reply) == {"memories": []}
     formats = [b["response_format"]["type"] for b in fake.chat_bodies()]

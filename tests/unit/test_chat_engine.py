@@ -556,7 +556,7 @@ async def test_closing_never_waits_for_a_store_busy_on_its_thread(chat_rig: Chat
     chat_rig.memory.close = lambda: closed_on.append(  # type: ignore[attr-defined]
         threading.current_thread().name)
     engine = chat_rig.make()
-    busy = asyncio.get_running_loop().run_in_executor(engine._memory_pool, release.wait, 30)
+    busy = asyncio.get_running_loop().run_in_executor(engine.pools.memory, release.wait, 30)
     started = time.monotonic()
     await engine.aclose(patience=0.1)
     assert time.monotonic() - started < 2

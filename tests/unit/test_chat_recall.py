@@ -262,7 +262,7 @@ async def test_a_one_turn_session_is_not_summarised(recall: Recall) -> None:
     engine = recall.make(summarize_idle_seconds=0.1)
     recall.rig.fake.script_chat("Hello!")
     assert isinstance(await engine.ask("hi"), Done)
-    await wait_until_async(lambda: engine._idle_timer is None)  # the idle work ran
+    await wait_until_async(lambda: engine.background.idle_timer is None)  # the idle work ran
     await engine.drain(timeout=5)
     assert not any(_is_recap(b) for b in recall.rig.fake.chat_requests)
 
