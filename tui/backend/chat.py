@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from assistant.chat.service import ChatService
 
 IDLE_EXTRACT_TIMEOUT = 120.0  # seconds: an idle extraction gives up; the turns stay pending
-CLOSE_PATIENCE = 0.1  # seconds quitting waits for the stores on the chat threads to close
+CLOSE_PATIENCE = 0.1  # seconds quitting waits for the chat threads' last jobs
 
 
 class CoreTurn:
@@ -205,7 +205,9 @@ class ChatAdapter:
         """Quitting: cancel the engine's background work and close it. Memory extraction is
         not run here (it would hold the user's shell for a model call): the turns stay
         pending and `extract_pending` takes them at the next idle moment, in this run or the
-        next. A store still busy on its thread closes after its job, or with the process."""
+        next. The stores are the Services' (closed by `CoreBackend.close` after this): a job
+        still running on a chat thread then fails at its next store call and leaves the rest
+        to the next run, as the process ending in the middle of it does."""
         service = self.services.take_chat()
         if service is not None:
             await service.aclose(patience=CLOSE_PATIENCE)
