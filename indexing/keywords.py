@@ -19,26 +19,16 @@ import sqlite3
 from collections.abc import Collection, Iterable, Sequence
 
 from indexing.errors import HintedError
+from indexing.keyword_plan import plan_search
 from indexing.tokenize import TOKENIZER_VERSION, query_tokens, tokenize
 
 _TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
-# Query terms found in at least this share of items only refine the ranking of items that
-# match a rarer term; see `search`.
-_COMMON_SHARE = 0.05
-# ...but only in indexes this large: below it ranking every match is fast anyway (p95 < 10 ms),
-# and exact BM25 matters more for small sets such as memories.
-_PRUNE_MIN_ITEMS = 10_000
 # Rows per executemany / ids per `IN (...)` lookup: well under SQLite's variable limit.
 _BATCH = 500
 
 
 class KeywordIndexError(HintedError):
     """The keyword index cannot be used (bad table name, corrupted database)."""
-
-
-def _fts_phrase(token: str) -> str:
-    # A double-quoted FTS5 string is always a plain term; embedded quotes are doubled.
-    return '"' + token.replace('"', '""') + '"'
 
 
 class KeywordIndex:
@@ -55,6 +45,8 @@ class KeywordIndex:
         self._meta = f"{table}_meta"
         self._vocab = f"{table}_vocab"
         self._autocommit = autocommit
+        # `count()` as last read, with the database state it was read in (see `_total`).
+        self._counted: tuple[tuple[int, int], int] | None = None
         self._create()
 
     # -- schema -----------------------------------------------------------------------------
@@ -213,6 +205,21 @@ class KeywordIndex:
         return found
 
     def count(self) -> int:
+        """How many items are indexed; cached until the database changes, because every
+        search plans with it and `count(*)` walks the whole id table (~1 ms per 30k items)."""
+        # data_version moves when another connection commits; total_changes counts this
+        # connection's own writes, trigger-made ones included (`follow_deletes`). Neither
+        # moving means no row of this database changed since the count was taken. Inside an
+        # open transaction nothing is cached: a rollback would undo rows but move neither.
+        if self._conn.in_transaction:
+            return self._count_rows()
+        state = (int(self._conn.execute("PRAGMA data_version").fetchone()[0]),
+                 self._conn.total_changes)
+        if self._counted is None or self._counted[0] != state:
+            self._counted = (state, self._count_rows())
+        return self._counted[1]
+
+    def _count_rows(self) -> int:
         return int(self._conn.execute(f"SELECT count(*) FROM {self._map}").fetchone()[0])
 
     def stored_tokens(self, ids: Sequence[str]) -> dict[str, list[str]]:
@@ -286,35 +293,33 @@ class KeywordIndex:
         if not tokens:
             return []
         total = self.count()
-        # FTS5's BM25 clamps the IDF of a term found in half the items or more to ~0, so such
-        # terms change no score: leave them out (unless nothing else is left) to save work.
-        useful = [t for t in tokens if df[t] * 2 < total] or tokens
-        # Scoring cost grows with every item matching any term. When the query has rare terms,
-        # only items containing one of them are ranked (still by BM25 over *all* terms): an
-        # item that matches only words found in 5%+ of the index is not a keyword hit worth
-        # showing. On the tldr golden queries this left every top 10 unchanged and cut p95
-        # from ~30 ms to ~7 ms on 30k chunks.
-        rare = [t for t in useful if df[t] < _COMMON_SHARE * total]
-        match = " OR ".join(_fts_phrase(t) for t in useful)
+        plan = plan_search(tokens, df, total)
+        if plan is None:
+            return []
         where = [f"{self._fts} MATCH ?"]
-        params: list[object] = [match]
-        if total >= _PRUNE_MIN_ITEMS and rare and len(rare) < len(useful):
+        params: list[object] = [plan.match]
+        if plan.candidates is not None:
             # The unary + keeps SQLite from driving FTS5 by rowid (one lookup per candidate,
             # far slower); the candidate set is built once and probed per matching row.
+            # Walking the posting lists is cheap (~2 ms for 17k rows at 32k items); BM25 and
+            # the sort cost ~1-2 us a row, so only candidates are scored and sorted.
             where.append(
                 f"+{self._fts}.rowid IN (SELECT rowid FROM {self._fts} WHERE {self._fts} MATCH ?)"
             )
-            params.append(" OR ".join(_fts_phrase(t) for t in rare))
+            params.append(plan.candidates)
         if ids is not None:
             # The allow-list travels as one JSON parameter: no temp table and no limit on the
             # number of SQL variables, fast for thousands of ids.
-            where.append("m.id IN (SELECT value FROM json_each(?))")
+            where.append(f"+{self._fts}.rowid IN (SELECT m.rowid FROM {self._map} AS m "
+                         "WHERE m.id IN (SELECT value FROM json_each(?)))")
             params.append(json.dumps([str(i) for i in ids]))
         params.append(k)
+        # The id map is joined for the `k` rows kept only, not for every scored row, and BM25
+        # is computed once per row (`-bm25(...)` beside `ORDER BY bm25(...)` computed it twice).
         sql = (
-            f"SELECT m.id, -bm25({self._fts}) FROM {self._fts} "
-            f"JOIN {self._map} AS m ON m.rowid = {self._fts}.rowid "
-            f"WHERE {' AND '.join(where)} ORDER BY bm25({self._fts}) LIMIT ?"
+            f"SELECT m.id, -s.score FROM (SELECT {self._fts}.rowid AS r, bm25({self._fts}) "
+            f"AS score FROM {self._fts} WHERE {' AND '.join(where)} ORDER BY score LIMIT ?) "
+            f"AS s JOIN {self._map} AS m ON m.rowid = s.r ORDER BY s.score"
         )
         rows = self._conn.execute(sql, params).fetchall()
         return [(item_id, float(score)) for item_id, score in rows]

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from indexing import keyword_plan
 from indexing.keywords import KeywordIndex, KeywordIndexError
 
 DOCS = {
@@ -258,9 +259,7 @@ def test_small_index_ranks_every_match(conn: sqlite3.Connection) -> None:
 def test_large_index_ranks_only_items_with_a_rare_term(
     conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from indexing import keywords
-
-    monkeypatch.setattr(keywords, "_PRUNE_MIN_ITEMS", 50)
+    monkeypatch.setattr(keyword_plan, "PRUNE_MIN_ITEMS", 50)
     kw = _rare_and_common(conn)
     exact = kw.search("zeta", 5)
     assert [i for i, _ in kw.search("zeta alpha", 50)] == ["z"]
@@ -268,6 +267,79 @@ def test_large_index_ranks_only_items_with_a_rare_term(
     assert kw.search("zeta alpha", 1)[0][1] > exact[0][1]
     # A query of only common terms still finds the items that have them.
     assert len(kw.search("alpha", 50)) == 11
+
+
+def _common_only(conn: sqlite3.Connection) -> KeywordIndex:
+    # "note" and "meeting" are in 60% of the items each (together in all), "config" in 20%,
+    # "release" in 10%: no term is rarer than 5%.
+    kw = KeywordIndex(conn)
+    kw.add((f"d{i}", " ".join([f"filler{i}"]
+                              + ["note"] * (i % 5 < 3) + ["meeting"] * (i % 5 > 1)
+                              + ["config"] * (i % 5 == 0) + ["release"] * (i % 10 == 0)))
+           for i in range(100))
+    return kw
+
+
+def test_large_index_gives_no_hits_when_every_term_is_in_half_the_items(
+    conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kw = _common_only(conn)
+    assert len(kw.search("note meeting", 200)) == 100  # small index: every match ranked
+    monkeypatch.setattr(keyword_plan, "PRUNE_MIN_ITEMS", 50)
+    assert kw.search("note meeting", 200) == []
+    # A useful term beside them still ranks, scored by every term it has.
+    assert len(kw.search("note release", 200)) == 10
+
+
+def test_large_index_without_rare_terms_ranks_items_holding_every_useful_term(
+    conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kw = _common_only(conn)
+    assert len(kw.search("config release", 200)) == 20  # small index: any of the two
+    monkeypatch.setattr(keyword_plan, "PRUNE_MIN_ITEMS", 50)
+    both = kw.search("config release", 200)
+    assert sorted(i for i, _ in both) == sorted(f"d{i}" for i in range(0, 100, 10))
+    # Same BM25 as the OR query gives those items: scored by both terms.
+    monkeypatch.setattr(keyword_plan, "PRUNE_MIN_ITEMS", 10_000)
+    either = dict(kw.search("config release", 200))
+    assert all(abs(score - either[i]) < 1e-9 for i, score in both)
+
+
+def _count_statements(conn: sqlite3.Connection) -> list[str]:
+    seen: list[str] = []
+    conn.set_trace_callback(seen.append)
+    return seen
+
+
+def test_count_is_cached_until_the_database_changes(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / "kw.db")
+    kw = KeywordIndex(conn, autocommit=True)
+    kw.add([("a", "alpha"), ("b", "beta")])
+    assert kw.count() == 2
+    seen = _count_statements(conn)
+    for _ in range(3):
+        kw.search("alpha", 5)
+        assert kw.count() == 2
+    assert not [s for s in seen if "count(*)" in s]
+    conn.set_trace_callback(None)
+    kw.add([("c", "gamma")])  # this connection's own write
+    assert kw.count() == 3
+    conn.execute("BEGIN")
+    conn.execute("INSERT INTO chunk_fts_ids(id) VALUES ('d')")  # as `add` does, uncommitted
+    assert kw.count() == 4
+    conn.rollback()  # moves neither data_version nor total_changes back
+    assert kw.count() == 3
+    other = sqlite3.connect(tmp_path / "kw.db")
+    KeywordIndex(other, autocommit=True).delete(["a"])  # another connection's commit
+    assert kw.count() == 2
+    other.close()
+    conn.execute("CREATE TABLE owner (id TEXT)")
+    conn.execute("INSERT INTO owner VALUES ('b')")
+    kw.follow_deletes("owner")
+    assert kw.count() == 2
+    conn.execute("DELETE FROM owner")  # removed by the trigger, not by the index
+    assert kw.count() == 1
+    conn.close()
 
 
 def test_clear(index: KeywordIndex) -> None:
