@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
-    from assistant.memory.model import Memory
     from assistant.timerange import TimeRange
 
 TurnStatus = Literal["complete", "interrupted", "failed"]
@@ -65,6 +64,17 @@ class KnowledgeItem:
         return self.relpath
 
 
+class RecalledRecord(Protocol):
+    """The stored memory behind a live recall, as far as this floor needs it: `memory/` sits
+    above `sessions/`, so its `Memory` (which satisfies this) is not named here. Readers that
+    want the whole memory (the TUI's memory row) narrow with `isinstance(…, Memory)`."""
+
+    @property
+    def id(self) -> str: ...
+
+    def to_json(self, *, score: float | None = None) -> dict[str, object]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class MemoryItem:
     """One recalled long-term memory about the user."""
@@ -75,7 +85,7 @@ class MemoryItem:
     score: float
     # The stored memory it came from (key, pinned, dates for the UI and `brain ask --json`);
     # None once stored in a session, which keeps the text as it was used.
-    memory: Memory | None = field(default=None, compare=False, hash=False, repr=False)
+    memory: RecalledRecord | None = field(default=None, compare=False, hash=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

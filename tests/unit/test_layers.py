@@ -37,11 +37,8 @@ ALLOWED_LAYER: dict[tuple[str, str], str] = {
 }
 
 # Arrows to a floor above, each with why it stays (import-linter's `ignore_imports`).
-ALLOWED_UP: dict[tuple[str, str], str] = {
-    # MemoryItem keeps its live Memory for the UIs (annotation only, under TYPE_CHECKING):
-    # memory/model.py is a leaf of dataclasses, no code runs through this arrow.
-    ("assistant.sessions.turn", "assistant.memory.model"): "type of MemoryItem.memory",
-}
+# (Empty: MemoryItem.memory is typed by a protocol of sessions/turn.py, not by memory's model.)
+ALLOWED_UP: dict[tuple[str, str], str] = {}
 
 # Floors below the chat: no circle among them (issue 24 item 1).
 BELOW_CHAT = ("sessions", "memory", "conversations", "erasure", "events", "retrieval")
@@ -95,6 +92,12 @@ def test_no_circle_below_the_chat(graph: list[Arrow]) -> None:
     core = set(BELOW_CHAT)
     inside = [edge for edge in edges if edge[0] in core and edge[1] in core]
     assert circles(inside) == []
+
+
+def test_no_package_circle_in_the_core(graph: list[Arrow]) -> None:
+    """Across every package of the core, floors or shared ground (message_kind, timerange, …):
+    the last circle, memory ⇄ message_kind ⇄ sessions, ran through modules outside the floors."""
+    assert circles(package_edges(graph)) == []
 
 
 def test_the_floors_name_real_packages() -> None:

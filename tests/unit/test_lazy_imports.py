@@ -259,5 +259,5 @@ def test_the_check_sees_what_it_should() -> None:
     light, and a TYPE_CHECKING import loads nothing."""
     assert "numpy" in _loads("indexing.vectors")[1]
     assert not _loads("indexing.filesystem")[1] & HEAVY.keys()
-    assert "assistant.memory.model" not in _loads("assistant.sessions.turn")[0]
+    assert "assistant.timerange" not in _loads("assistant.sessions.turn")[0]
     assert any(m == "assistant.erasure.actions" for m, _, _ in _lazy_imports())

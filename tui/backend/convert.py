@@ -14,12 +14,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from assistant.context import AppContext
+from assistant.memory.model import Memory
 from tui.views import ConversationView, EventView, MemoryView, SourceView, TurnView
 
 if TYPE_CHECKING:
     from assistant.conversations.search import ConversationHit
     from assistant.events.model import Event
-    from assistant.memory.model import Memory
     from assistant.sessions.turn import MemoryItem, Recalled, Source, Turn
 
 
@@ -73,7 +73,7 @@ def memory_view(memory: Memory) -> MemoryView:
 
 
 def memory_item_view(item: MemoryItem) -> MemoryView:
-    if item.memory is not None:
+    if isinstance(item.memory, Memory):  # live: the stored memory, with its current state
         return memory_view(item.memory)
     return MemoryView(item.memory_id, item.kind, item.text)
 
