@@ -123,8 +123,8 @@ def _score(carried: list[Carried], floor: Any) -> dict[str, float]:
     from assistant.memory.model import Memory, MemoryStatus, MemoryType, RecalledMemory
 
     probe = Memory(id="m", type=MemoryType.EPISODE, key=None, text="", confidence=1.0,
-                   importance=0.5, status=MemoryStatus.ACTIVE, pinned=False, created_at="",
-                   updated_at="", last_used_at=None, use_count=0, source=None)
+                   importance=0.5, status=MemoryStatus.ACTIVE, pinned=False, created_at=0.0,
+                   updated_at=0.0, last_used_at=None, use_count=0, source=None)
 
     def kept(items: tuple[tuple[float | None, float, bool], ...]) -> list[bool]:
         return [relevant for cosine, keyword, relevant in items

@@ -5,10 +5,10 @@ Every store keeps one storage form per kind of time value. Moments are epoch sec
 in sessions.db (sessions, turns, session_imports, session_summaries, conversation_units,
 turn_conversations), events.db (events.ts), retrieval_log.db (entries.time, rated_at), the
 knowledge manifest (folders.added_at, files.indexed_at; files.mtime and chunks.mtime are the
-file system's, also epoch seconds) and memory.db's import runs (imports, since its schema step
-6: the run is assistant/import_run.py, shared with session_imports). memory.db alone stores
-ISO-8601 UTC text with whole seconds ("2024-05-01T12:00:00Z": memories, history, profile), its
-clock (assistant/memory/clock.py) reading this one.
+file system's, also epoch seconds) and memory.db (memories, history, profile since its schema
+step 8; imports since step 6: the run is assistant/import_run.py, shared with session_imports),
+whose clock (assistant/memory/clock.py) reads this one. ISO-8601 text is only what people and
+export files read.
 """
 
 from __future__ import annotations

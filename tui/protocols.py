@@ -77,10 +77,10 @@ class MemoryApi(Protocol):
 
     def history(self, memory_id: str) -> builtins.list[MemoryEvent]: ...
     def forget_all(self) -> int: ...
-    def changes(self, version: int, stamp: str) -> MemoryChanges | None:
+    def changes(self, version: int, stamp: float | None) -> MemoryChanges | None:
         """None while the store is at `version` (cheap: meant for a timer); otherwise the new
         version, the count, and what extraction added after `stamp` (nothing when `stamp` is
-        empty: the first look only learns where things stand)."""
+        None: the first look only learns where things stand)."""
 
 
 class ChatTurn(Protocol):

@@ -79,7 +79,7 @@ class MemoryChanges:
 
     version: int  # moves on every change; the poll compares it, nothing else
     count: int  # active memories now, for the status line
-    stamp: str  # the newest change seen (updated_at), where the next look starts
+    stamp: float  # the newest change seen (updated_at, Unix seconds): where the next look starts
     learned: tuple[MemoryView, ...] = ()  # what the assistant added or changed since the stamp
 
 

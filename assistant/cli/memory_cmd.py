@@ -183,15 +183,13 @@ def _active() -> Any:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from assistant.memory.clock import check_plausible, parse_iso, to_iso
+    from assistant.memory.clock import parse_iso, typed_seconds
     from assistant.memory.model import NewMemory
 
     created = None
     if args.at:
         try:
-            moment = parse_iso(args.at)
-            check_plausible(moment.timestamp(), "the time")
-            created = to_iso(moment)
+            created = typed_seconds(parse_iso(args.at), "the time")
         except ValueError as exc:
             raise UserError(f"--at: {exc}") from None
     with _opened(args) as service:
@@ -270,6 +268,8 @@ def _pin(args: argparse.Namespace) -> int:
 
 
 def _history(args: argparse.Namespace) -> int:
+    from assistant.memory.clock import iso_of
+
     with _opened(args) as service:
         events = service.store.history(args.id)
         for event in events:
@@ -278,8 +278,8 @@ def _history(args: argparse.Namespace) -> int:
                 change = f"{event.old_text!r} -> {event.new_text!r}"
             undone = "  (undone)" if event.undone else ""
             via = f"  (by {event.via})" if event.via else ""
-            print(f"{event.at}  {event.actor.value:<9} {event.event.value:<12} {change}{undone}"
-                  f"{via}")
+            print(f"{iso_of(event.at)}  {event.actor.value:<9} {event.event.value:<12} "
+                  f"{change}{undone}{via}")
     return 0
 
 

@@ -1,7 +1,12 @@
-"""Time for the memory layer: injectable, so tests control it, and always ISO-8601 UTC."""
+"""Time for the memory layer: injectable, so tests control it.
+
+Stored and passed around as Unix seconds (REAL), the form of every other store (schema step 8);
+ISO-8601 UTC text only where a person or a file reads it (`to_iso`, `iso_of`).
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
@@ -13,6 +18,18 @@ Clock = Callable[[], datetime]
 def system_clock() -> datetime:
     """Now, read from the stores' one wall clock (indexing/clock.py)."""
     return datetime.fromtimestamp(wall_clock(), UTC)
+
+
+def seconds_of(moment: datetime) -> float:
+    """Unix seconds of a clock reading; a naive one is taken as UTC (the memory clock's rule)."""
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def typed_seconds(moment: datetime, what: str = '"created_at"') -> float:
+    """A time a person typed or an import line gave, as stored: plausible (`check_plausible`)
+    and cut to whole seconds, as the ISO text stored before schema step 8 was — so lines that
+    differ only below a second still count as one moment (one conversation, one import)."""
+    return float(math.floor(check_plausible(seconds_of(moment), what)))
 
 
 def to_iso(moment: datetime) -> str:
@@ -39,8 +56,13 @@ def parse_iso(text: str) -> datetime:
     return moment.astimezone(UTC)
 
 
-def days_between(earlier_iso: str, now: datetime) -> float:
-    return max(0.0, (now - parse_iso(earlier_iso)).total_seconds() / 86400.0)
+def iso_of(seconds: float) -> str:
+    """The stored time as shown and exported: `2024-05-01T12:00:00Z` (whole seconds, UTC)."""
+    return to_iso(datetime.fromtimestamp(seconds, UTC))
+
+
+def days_between(earlier: float, now: float) -> float:
+    return max(0.0, (now - earlier) / 86400.0)
 
 
 # Imported or typed times outside this span are typos or broken exports (a `created_at` in year

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from assistant.errors import UserError
-from assistant.memory.clock import Clock, to_iso
+from assistant.memory.clock import Clock, seconds_of
 from assistant.memory.schema import SCHEMA
 from assistant.store_health import MEMORY_RECOVERY
 from indexing.sqlite_db import open_database
@@ -131,8 +131,9 @@ class MemoryDatabase:
             data_version = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
         return self._local_changes + data_version
 
-    def now(self) -> str:
-        return to_iso(self.clock())
+    def now(self) -> float:
+        """Unix seconds, the form every time column of memory.sqlite3 holds."""
+        return seconds_of(self.clock())
 
     def new_id(self, conn: sqlite3.Connection) -> str:
         while True:

@@ -7,19 +7,19 @@ score (decayed importance and freshness). Pinned memories are never archived.
 
 from __future__ import annotations
 
-from assistant.memory.clock import days_between, parse_iso
+from assistant.memory.clock import days_between
 from assistant.memory.model import Memory
 from assistant.memory.recall import RecallSettings, effective_importance
 from assistant.memory.scoring import freshness
 from assistant.memory.store import MemoryStore
 
 
-def retention_score(memory: Memory, now_iso: str, settings: RecallSettings) -> float:
+def retention_score(memory: Memory, now: float, settings: RecallSettings) -> float:
     weights = settings.weights
-    last = max(memory.last_used_at or "", memory.updated_at)
+    last = max(memory.last_used_at or 0.0, memory.updated_at)
     return weights.importance * effective_importance(
-        memory, now_iso, settings.decay
-    ) + weights.freshness * freshness(days_between(last, parse_iso(now_iso)))
+        memory, now, settings.decay
+    ) + weights.freshness * freshness(days_between(last, now))
 
 
 def enforce_capacity(store: MemoryStore, capacity: int, settings: RecallSettings) -> list[str]:
@@ -28,10 +28,10 @@ def enforce_capacity(store: MemoryStore, capacity: int, settings: RecallSettings
     excess = len(active) - capacity
     if excess <= 0:
         return []
-    now_iso = store.now()
+    now = store.now()
     candidates = sorted(
         (m for m in active if not m.pinned),
-        key=lambda m: (retention_score(m, now_iso, settings), m.updated_at),
+        key=lambda m: (retention_score(m, now, settings), m.updated_at),
     )
     victims = [m.id for m in candidates[:excess]]
     store.archive(victims)

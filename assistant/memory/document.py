@@ -9,8 +9,8 @@ search; it is never shown, exported or given to the chat model.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
-from assistant.memory.clock import parse_iso
 from assistant.memory.model import MemoryType
 
 # Neighbouring turns folded into an episode's search text, on each side.
@@ -25,12 +25,12 @@ _CONTEXT_CHARS = 600
 EMBED_CHARS = 220
 
 
-def date_words(iso: str | None) -> str:
-    if not iso:
+def date_words(seconds: float | None) -> str:
+    if seconds is None:
         return ""
     try:
-        moment = parse_iso(iso)
-    except ValueError:
+        moment = datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError):  # beyond what datetime can hold
         return ""
     return f"{moment.day} {moment:%B} {moment.year}, {moment:%A}, {moment:%B %Y}"
 
@@ -48,7 +48,7 @@ def episode_context(texts: Sequence[str], index: int) -> str:
 
 
 def search_text(
-    text: str, *, type: MemoryType, key: str | None, context: str, created_at: str | None
+    text: str, *, type: MemoryType, key: str | None, context: str, created_at: float | None
 ) -> str:
     """One string for both the keyword index and the embedding."""
     parts = [text]
@@ -68,7 +68,7 @@ def search_text(
 
 
 def embedding_text(
-    text: str, *, type: MemoryType, key: str | None, context: str, created_at: str | None
+    text: str, *, type: MemoryType, key: str | None, context: str, created_at: float | None
 ) -> str:
     """What the embedding model reads: `search_text` cut after EMBED_CHARS characters (at a
     word boundary), never inside the memory's own text, key or date."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC
 
 import numpy as np
 
@@ -40,11 +39,6 @@ RUNS = RunTable("imports", unit="memories", command="brain memory import",
                 final_step="vectors_done")
 
 
-def _now(db: MemoryDatabase) -> float:
-    moment = db.clock()  # naive means UTC here, as in `clock.to_iso`
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
-
-
 def begin_import(
     db: MemoryDatabase, content_hash: str, *, name: str, total: int, again: bool
 ) -> ImportRun:
@@ -52,7 +46,7 @@ def begin_import(
     (see `import_run.begin`: `AlreadyImported` for content imported in full unless `again`)."""
     with db.write() as conn:
         return import_run.begin(conn, RUNS, content_hash, name=name, total=total, again=again,
-                                now=_now(db))
+                                now=db.now())
 
 
 def finish_import(db: MemoryDatabase, run: ImportRun) -> None:
@@ -110,7 +104,7 @@ def add_many(
             index_keywords(db, stored)
             if run is not None:
                 import_run.advance(conn, RUNS, run, expected=start, lines=len(batch),
-                                   added=len(stored), now=_now(db))
+                                   added=len(stored), now=db.now())
         # A kill here leaves the rows `pending`: `VectorSync.sync()` writes their vectors later.
         if stored:
             vectors.upsert_vectors([m for m, _ in stored], embedded[keep])

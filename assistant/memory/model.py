@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from assistant.memory.clock import iso_of
+
 
 class MemoryType(StrEnum):
     FACT = "fact"
@@ -60,9 +62,9 @@ class Memory:
     importance: float
     status: MemoryStatus
     pinned: bool
-    created_at: str
-    updated_at: str
-    last_used_at: str | None
+    created_at: float  # Unix seconds, as stored
+    updated_at: float
+    last_used_at: float | None
     use_count: int
     source: str | None = None  # provenance: turn id, file line, "cli"…
     session_id: str | None = None
@@ -82,8 +84,8 @@ class Memory:
         if score is not None:
             out["score"] = round(float(score), 6)
         out |= {
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
+            "created_at": iso_of(self.created_at),
+            "updated_at": iso_of(self.updated_at),
             "status": self.status.value,
             "source": self.source,
             "pinned": self.pinned,
@@ -102,7 +104,7 @@ class NewMemory:
     key: str | None = None
     confidence: float = 1.0
     importance: float = 0.5
-    created_at: str | None = None  # ISO; default: now
+    created_at: float | None = None  # Unix seconds; default: now
     source: str | None = None
     session_id: str | None = None
     source_text: str | None = None
@@ -122,7 +124,7 @@ class HistoryEvent:
     old_text: str | None
     new_text: str | None
     actor: Actor
-    at: str
+    at: float  # Unix seconds
     undone: bool = False
     via: str | None = None  # for an agent's change: which client made it
 
@@ -142,6 +144,6 @@ class RecalledMemory:
 @dataclass(frozen=True, slots=True)
 class Profile:
     text: str
-    updated_at: str | None
+    updated_at: float | None  # Unix seconds
     edited_by_user: bool
     pending_text: str | None  # a model rewrite waiting for the user to accept (they had edited)

@@ -21,7 +21,8 @@ def read_profile(db: MemoryDatabase) -> Profile:
         ).fetchone()
     if row is None:
         return Profile(text="", updated_at=None, edited_by_user=False, pending_text=None)
-    return Profile(row["text"], row["updated_at"], bool(row["edited_by_user"]),
+    updated = None if row["updated_at"] is None else float(row["updated_at"])
+    return Profile(row["text"], updated, bool(row["edited_by_user"]),
                    row["pending_text"])
 
 

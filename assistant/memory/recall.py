@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 from assistant.logfile import TO_USER
-from assistant.memory.clock import days_between, parse_iso
+from assistant.memory.clock import days_between
 from assistant.memory.model import Memory, MemoryStatus, MemoryType, Profile, RecalledMemory
 from assistant.memory.scoring import (
     DecaySettings,
@@ -65,15 +65,15 @@ class RecallSettings:
     floor: RelevanceFloor | None = field(default_factory=RelevanceFloor)  # None: top_k always
 
 
-def _days_unused(memory: Memory, now_iso: str) -> float:
-    last = max(memory.last_used_at or "", memory.updated_at)
-    return days_between(last, parse_iso(now_iso))
+def _days_unused(memory: Memory, now: float) -> float:
+    last = max(memory.last_used_at or 0.0, memory.updated_at)
+    return days_between(last, now)
 
 
-def effective_importance(memory: Memory, now_iso: str, decay: DecaySettings) -> float:
+def effective_importance(memory: Memory, now: float, decay: DecaySettings) -> float:
     if memory.pinned:
         return memory.importance
-    return decayed_importance(memory.importance, _days_unused(memory, now_iso), decay)
+    return decayed_importance(memory.importance, _days_unused(memory, now), decay)
 
 
 def search(
@@ -109,8 +109,7 @@ def search(
         dense.update(store.cosines(query_vector, [i for i in memories if i not in dense]))
     top_bm25 = max(keyword.values()) if keyword else 0.0
     share = settings.keyword_share if keyword else 0.0
-    now_iso = store.now()
-    now = parse_iso(now_iso)
+    now = store.now()
     ranked: list[RecalledMemory] = []
     for memory_id, memory in memories.items():
         cos = max(0.0, dense.get(memory_id, floor_cos))
@@ -118,7 +117,7 @@ def search(
         similarity = (1 - share) * cos + share * kw
         score = recall_score(
             similarity,
-            effective_importance(memory, now_iso, settings.decay),
+            effective_importance(memory, now, settings.decay),
             days_between(memory.updated_at, now),
             settings.weights,
         )
@@ -151,14 +150,14 @@ def recall(
             chosen.append(item)
             seen.add(item.memory.id)
 
-    now_iso = store.now()
+    now = store.now()
     profile = store.profile()
     if profile.text:
-        take(RecalledMemory(profile_memory(profile, now_iso), 1.0, 0.0, "user-profile"))
+        take(RecalledMemory(profile_memory(profile, now), 1.0, 0.0, "user-profile"))
     always = list(store.list(pinned=True))
     always += sorted(
         store.sure_keyed(settings.profile_confidence),
-        key=lambda m: -effective_importance(m, now_iso, settings.decay),
+        key=lambda m: -effective_importance(m, now, settings.decay),
     )
     for memory in always:
         take(RecalledMemory(memory, 1.0, 0.0, "pinned" if memory.pinned else "profile"))
@@ -169,9 +168,9 @@ def recall(
     return chosen
 
 
-def profile_memory(profile: Profile, now_iso: str) -> Memory:
+def profile_memory(profile: Profile, now: float) -> Memory:
     """The user profile in the shape of a memory, so the prompt and UI can show it alike."""
-    when = profile.updated_at or now_iso
+    when = profile.updated_at or now
     return Memory(
         id=PROFILE_ID, type=MemoryType.FACT, key="profile", text=profile.text, confidence=1.0,
         importance=1.0, status=MemoryStatus.ACTIVE, pinned=True, created_at=when,

@@ -36,9 +36,9 @@ def row_to_memory(row: sqlite3.Row) -> Memory:
         importance=float(row["importance"]),
         status=MemoryStatus(row["status"]),
         pinned=bool(row["pinned"]),
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        last_used_at=row["last_used_at"],
+        created_at=float(row["created_at"]),
+        updated_at=float(row["updated_at"]),
+        last_used_at=None if row["last_used_at"] is None else float(row["last_used_at"]),
         use_count=int(row["use_count"]),
         source=row["source"],
         session_id=row["session_id"],
@@ -184,7 +184,7 @@ def history(db: MemoryDatabase, id_or_prefix: str) -> list[HistoryEvent]:
         HistoryEvent(
             seq=r["seq"], memory_id=r["memory_id"], event=Event(r["event"]),
             old_text=r["old_text"], new_text=r["new_text"], actor=Actor(r["actor"]),
-            at=r["at"], undone=bool(r["undone"]), via=r["via"],
+            at=float(r["at"]), undone=bool(r["undone"]), via=r["via"],
         )
         for r in rows
     ]

@@ -5,7 +5,10 @@
   its vector must be (re)written (`pending`) or removed (`stale`).
 - `history`: every change with the state before it, so undo can restore any earlier state.
 - `profile`: the one profile row; `counters`; `imports`: one row per import run
-  (Unix seconds, the shared run of `assistant/import_run.py`).
+  (the shared run of `assistant/import_run.py`).
+
+Every time is Unix seconds (REAL) since step 8, as in every other store; ISO text is only what
+the CLI, the TUI and export files show (`assistant/memory/clock.py`).
 """
 
 from __future__ import annotations
@@ -124,6 +127,96 @@ _MIGRATIONS: tuple[str, ...] = (
     # EXISTS: a database whose user_version was set back, as tests do, keeps its index)
     """
     CREATE INDEX IF NOT EXISTS memories_pinned ON memories(status) WHERE pinned = 1;
+    """,
+    # 8: every time of the memory database in Unix seconds (REAL), the one form of every other
+    # store (indexing/clock.py): memories, history and the profile. SQLite cannot change a
+    # column's type (and a TEXT column turns a REAL back into text), so the three tables are
+    # rebuilt in this step's one transaction, keeping rowids, the history's seq counter and
+    # every index. Old values are `2024-05-01T12:00:00Z` text, whole seconds, which `%s` reads
+    # exactly; a value already numeric (a database whose user_version was set back) is kept.
+    """
+    CREATE TABLE memories_v8 (
+        id TEXT PRIMARY KEY,
+        type TEXT NOT NULL,
+        key TEXT,
+        text TEXT NOT NULL,
+        context TEXT NOT NULL DEFAULT '',
+        confidence REAL NOT NULL,
+        importance REAL NOT NULL,
+        status TEXT NOT NULL,
+        pinned INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        last_used_at REAL,
+        use_count INTEGER NOT NULL DEFAULT 0,
+        source TEXT,
+        session_id TEXT,
+        source_text TEXT,
+        superseded_by TEXT,
+        version INTEGER NOT NULL DEFAULT 1,
+        edited_by_user INTEGER NOT NULL DEFAULT 0,
+        vec_state TEXT NOT NULL DEFAULT 'pending'
+    );
+    INSERT INTO memories_v8 (rowid, id, type, key, text, context, confidence, importance,
+                             status, pinned, created_at, updated_at, last_used_at, use_count,
+                             source, session_id, source_text, superseded_by, version,
+                             edited_by_user, vec_state)
+        SELECT rowid, id, type, key, text, context, confidence, importance, status, pinned,
+               CASE typeof(created_at) WHEN 'text'
+                    THEN CAST(strftime('%s', created_at) AS REAL) ELSE created_at END,
+               CASE typeof(updated_at) WHEN 'text'
+                    THEN CAST(strftime('%s', updated_at) AS REAL) ELSE updated_at END,
+               CASE typeof(last_used_at) WHEN 'text'
+                    THEN CAST(strftime('%s', last_used_at) AS REAL) ELSE last_used_at END,
+               use_count, source, session_id, source_text, superseded_by, version,
+               edited_by_user, vec_state
+        FROM memories;
+    DROP TABLE memories;
+    ALTER TABLE memories_v8 RENAME TO memories;
+    CREATE INDEX memories_status ON memories(status);
+    CREATE INDEX memories_key ON memories(key) WHERE key IS NOT NULL;
+    CREATE INDEX memories_vec ON memories(vec_state) WHERE vec_state != 'ok';
+    CREATE INDEX memories_pinned ON memories(status) WHERE pinned = 1;
+    CREATE TABLE history_v8 (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        memory_id TEXT NOT NULL,
+        event TEXT NOT NULL,
+        old_text TEXT,
+        new_text TEXT,
+        actor TEXT NOT NULL,
+        at REAL NOT NULL,
+        old_state TEXT,
+        undone INTEGER NOT NULL DEFAULT 0,
+        via TEXT
+    );
+    INSERT INTO history_v8 (seq, memory_id, event, old_text, new_text, actor, at, old_state,
+                            undone, via)
+        SELECT seq, memory_id, event, old_text, new_text, actor,
+               CASE typeof(at) WHEN 'text' THEN CAST(strftime('%s', at) AS REAL) ELSE at END,
+               old_state, undone, via
+        FROM history;
+    DELETE FROM sqlite_sequence WHERE name = 'history_v8';
+    INSERT INTO sqlite_sequence (name, seq) SELECT 'history_v8', seq FROM sqlite_sequence
+        WHERE name = 'history';
+    DROP TABLE history;
+    ALTER TABLE history_v8 RENAME TO history;
+    CREATE INDEX history_memory ON history(memory_id, seq);
+    CREATE TABLE profile_v8 (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        text TEXT NOT NULL,
+        updated_at REAL,
+        edited_by_user INTEGER NOT NULL DEFAULT 0,
+        pending_text TEXT,
+        sources TEXT
+    );
+    INSERT INTO profile_v8 (id, text, updated_at, edited_by_user, pending_text, sources)
+        SELECT id, text,
+               CASE typeof(updated_at) WHEN 'text'
+                    THEN CAST(strftime('%s', updated_at) AS REAL) ELSE updated_at END,
+               edited_by_user, pending_text, sources
+        FROM profile;
+    DROP TABLE profile;
+    ALTER TABLE profile_v8 RENAME TO profile;
     """,
 )
 SCHEMA = Schema("memory store", _MIGRATIONS)

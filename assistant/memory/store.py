@@ -115,7 +115,8 @@ class MemoryStore:
         """Grows whenever the memories change, also by another process (poll it to refresh)."""
         return self._db.change_count()
 
-    def now(self) -> str:
+    def now(self) -> float:
+        """Unix seconds by the store's clock."""
         return self._db.now()
 
     def close(self) -> None:

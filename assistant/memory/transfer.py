@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
-from assistant.memory.clock import check_plausible, parse_iso, to_iso
+from assistant.memory.clock import iso_of, parse_iso, typed_seconds
 from assistant.memory.document import episode_context
 from assistant.memory.import_runs import AlreadyImported, ImportReport, ImportRun
 from assistant.memory.model import Memory, MemoryStatus, MemoryType, NewMemory, parse_type
@@ -75,9 +75,7 @@ def parse_line(raw: str) -> tuple[NewMemory, str | None]:
     mtype = parse_type(data["type"]) if data.get("type") else MemoryType.FACT
     created = None
     if data.get("created_at"):
-        moment = parse_iso(data["created_at"])
-        check_plausible(moment.timestamp())
-        created = to_iso(moment)
+        created = typed_seconds(parse_iso(data["created_at"]))
     pinned = data.get("pinned", False)
     if not isinstance(pinned, bool):
         raise ValueError('"pinned" must be true or false')
@@ -140,7 +138,10 @@ def content_hash(parsed: ParsedImport) -> str:
     the JSON was spelled (key order, spacing, line endings, blank or bad lines)."""
     digest = hashlib.sha256()
     for item, session in zip(parsed.items, parsed.sessions, strict=True):
-        fields = [item.text, item.type.value, item.key, item.created_at, item.source,
+        # The time as ISO text, as hashed before schema step 8: a file imported then is still
+        # recognised (resumed or refused as a repeat) now.
+        when = iso_of(item.created_at) if item.created_at is not None else None
+        fields = [item.text, item.type.value, item.key, when, item.source,
                   item.importance, item.confidence, item.pinned, session]
         digest.update(json.dumps(fields, ensure_ascii=False).encode("utf-8") + b"\n")
     return digest.hexdigest()
@@ -196,14 +197,14 @@ def export_row(memory: Memory) -> dict[str, Any]:
         "text": memory.text,
         "type": memory.type.value,
         "key": memory.key,
-        "created_at": memory.created_at,
+        "created_at": iso_of(memory.created_at),
         "source": memory.source,
         "importance": memory.importance,
         "confidence": memory.confidence,
         "pinned": memory.pinned,
         "id": memory.id,
         "status": memory.status.value,
-        "updated_at": memory.updated_at,
+        "updated_at": iso_of(memory.updated_at),
     }
 
 

@@ -109,6 +109,7 @@ def apply_change(
 def insert(db: MemoryDatabase, conn: sqlite3.Connection, new: NewMemory, actor: Actor) -> Memory:
     """One new row (already checked by `check_new`) and its history entry."""
     now = db.now()
+    created = now if new.created_at is None else new.created_at
     memory_id = db.new_id(conn)
     conn.execute(
         "INSERT INTO memories (id, type, key, text, context, confidence, importance, status, "
@@ -117,7 +118,7 @@ def insert(db: MemoryDatabase, conn: sqlite3.Connection, new: NewMemory, actor: 
         (
             memory_id, new.type.value, new.key, new.text, new.context, new.confidence,
             new.importance, MemoryStatus.ACTIVE.value, int(new.pinned),
-            new.created_at or now, min(new.created_at or now, now), new.source,
+            created, min(created, now), new.source,
             new.session_id, new.source_text,
             int(actor is Actor.USER),
         ),

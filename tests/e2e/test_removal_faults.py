@@ -130,9 +130,12 @@ def _set_profile(home: Path, text: str) -> None:
     try:
         with conn:
             conn.execute("INSERT OR REPLACE INTO profile (id, text, updated_at, edited_by_user) "
-                         "VALUES (1, ?, '2026-12-01T00:00:00+00:00', 0)", (text,))
+                         "VALUES (1, ?, ?, 0)", (text, _DEC_1))
     finally:
         conn.close()
+
+
+_DEC_1 = 1796083200.0  # 2026-12-01T00:00:00Z: memory.sqlite3 stores Unix seconds
 
 
 def _removals(filled: dict[str, Any]) -> dict[str, tuple[list[str], list[str]]]:

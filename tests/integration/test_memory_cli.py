@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -64,6 +65,9 @@ def test_add_list_edit_rm_undo_pin_history(cli, capsys) -> None:
     history = capsys.readouterr().out
     assert "edit-by-user" in history and "'I work at Acme' -> 'I work at Globex'" in history
     assert "(undone)" in history
+    # Each line starts with its time as ISO-8601 UTC text, as stored before schema step 8.
+    assert all(re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ  user ", line)
+               for line in history.splitlines()), history
     assert cli("list", "--type", "preference") == 0
     out = capsys.readouterr().out
     assert "Prefers concise answers" in out and "pinned" in out and "Globex" not in out

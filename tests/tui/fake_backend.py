@@ -245,14 +245,14 @@ class FakeMemory:
         self.version += 1
         return n
 
-    def changes(self, version: int, stamp: str) -> MemoryChanges | None:
+    def changes(self, version: int, stamp: float | None) -> MemoryChanges | None:
         if version == self.version:
             return None
-        since = int(stamp) if stamp else None
+        since = stamp
         learned = () if since is None else tuple(
             self.items[i] for i, v in self.changed_at.items()
             if v > since and i in self.items and self.actor.get(i) == "assistant")
-        return MemoryChanges(self.version, self.count(), str(self.version), learned)
+        return MemoryChanges(self.version, self.count(), float(self.version), learned)
 
 
 @dataclass

@@ -314,7 +314,7 @@ def test_memory_adapter_filters_and_forget_all(core) -> None:
     assert [e.event for e in api.history(tea.id)] == ["add", "pin"]
     # Changes by the user are not "learned": only the assistant's show up live; any change
     # moves the version, nothing else does.
-    first = api.changes(-1, "")
+    first = api.changes(-1, None)
     assert first is not None and first.count == 2 and first.learned == ()
     assert api.changes(first.version, first.stamp) is None
     api.edit(tea.id, "Prefers oolong tea")

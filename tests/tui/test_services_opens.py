@@ -43,7 +43,7 @@ def test_a_walk_through_every_adapter_opens_each_store_once(home: Path, tmp_path
         assert [f.files for f in backend.knowledge.folders()] == [1]
         backend.memory.add("I prefer short answers", "preference")
         assert len(backend.memory.list(all_active=True, type_=None, query="")) == 1
-        backend.memory.changes(0, "")
+        backend.memory.changes(0, None)
         session = backend.sessions.create()
         assert [s.id for s in backend.sessions.list()] == [session.id]
         backend.sessions.search("tar")

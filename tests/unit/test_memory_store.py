@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -40,13 +41,21 @@ def test_add_assigns_short_unique_ids_and_prefixes_resolve(memory_store: MemoryS
         memory_store.get(shared)
 
 
-def test_timestamps_are_iso_utc_from_the_clock(memory_store: MemoryStore, fake_clock) -> None:
+def test_timestamps_are_unix_seconds_from_the_clock(memory_store: MemoryStore,
+                                                    fake_clock) -> None:
     memory = memory_store.add(NewMemory("The user lives in Lisbon"))
-    assert memory.created_at == "2025-01-01T12:00:00Z" == memory.updated_at
-    fake_clock.advance(days=3)
+    noon = datetime(2025, 1, 1, 12, 0, tzinfo=UTC).timestamp()
+    assert memory.created_at == noon == memory.updated_at
+    fake_clock.advance(days=3, seconds=0.25)  # stored as the clock says, below a second too
     edited = memory_store.edit(memory.id, "The user lives in Porto")
-    assert edited.updated_at == "2025-01-04T12:00:00Z"
+    assert edited.updated_at == noon + 3 * 86400 + 0.25
     assert edited.created_at == memory.created_at
+    assert memory_store.history(memory.id)[-1].at == edited.updated_at
+    # Shown and exported as before: ISO-8601 UTC, whole seconds.
+    assert edited.to_json()["updated_at"] == "2025-01-04T12:00:00Z"
+    types = memory_store.conn.execute(
+        "SELECT typeof(created_at), typeof(updated_at) FROM memories").fetchall()
+    assert [tuple(t) for t in types] == [("real", "real")]
 
 
 def test_edit_history_and_repeated_undo(memory_store: MemoryStore) -> None:
@@ -349,7 +358,7 @@ def test_schema_1_databases_gain_the_import_table(tmp_path: Path) -> None:
     store.close()
     store = MemoryStore(db, embedder=lambda: HashEmbedder(dimension=128), vectors=MemoryVectors)
     try:
-        assert int(store.conn.execute("PRAGMA user_version").fetchone()[0]) == SCHEMA_VERSION == 7
+        assert int(store.conn.execute("PRAGMA user_version").fetchone()[0]) == SCHEMA_VERSION == 8
         assert store.get(kept.id).text == "The user lives in Lisbon"
         assert store.import_runs() == []
     finally:
@@ -366,7 +375,7 @@ def test_schema_6_databases_gain_the_pinned_index(tmp_path: Path) -> None:
     store.close()
     store = MemoryStore(db, embedder=lambda: HashEmbedder(dimension=128), vectors=MemoryVectors)
     try:
-        assert int(store.conn.execute("PRAGMA user_version").fetchone()[0]) == 7
+        assert int(store.conn.execute("PRAGMA user_version").fetchone()[0]) == 8
         plan = " ".join(str(r[-1]) for r in store.conn.execute(
             "EXPLAIN QUERY PLAN SELECT id FROM memories WHERE status='active' AND pinned=1"))
         assert "memories_pinned" in plan, plan

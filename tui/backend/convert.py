@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from assistant.context import AppContext
+from assistant.memory.clock import iso_of
 from assistant.memory.model import Memory
 from tui.views import ConversationView, EventView, MemoryView, SourceView, TurnView
 
@@ -69,7 +70,8 @@ def _is_recent(path: str, ctx: AppContext) -> bool:
 
 def memory_view(memory: Memory) -> MemoryView:
     return MemoryView(memory.id, memory.type.value, memory.text, memory.key, memory.pinned,
-                      memory.status.value, iso(memory.updated_at), memory.version)
+                      # UTC, as the TUI has always shown memory times (sessions': local)
+                      memory.status.value, iso(iso_of(memory.updated_at)), memory.version)
 
 
 def memory_item_view(item: MemoryItem) -> MemoryView:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from assistant.errors import UserError
+from assistant.memory.clock import iso_of
 from assistant.services import Services
 from tui.backend.convert import iso, memory_view
 from tui.views import MemoryChanges, MemoryEvent, MemoryView
@@ -65,7 +66,8 @@ class MemoryAdapter:
     def history(self, memory_id: str) -> builtins.list[MemoryEvent]:
         return [
             MemoryEvent(str(e.event), e.old_text, e.new_text,
-                        f"{e.actor} ({e.via})" if e.via else str(e.actor), iso(e.at))
+                        f"{e.actor} ({e.via})" if e.via else str(e.actor),
+                        iso(iso_of(e.at)))  # UTC, as the TUI has always shown memory times
             for e in self.store().history(memory_id)
         ]
 
@@ -74,7 +76,7 @@ class MemoryAdapter:
 
         return forget_all_memories(self.ctx, self.store())
 
-    def changes(self, version: int, stamp: str) -> MemoryChanges | None:
+    def changes(self, version: int, stamp: float | None) -> MemoryChanges | None:
         from assistant.memory.model import Actor, MemoryStatus
 
         store = self.store()
@@ -84,12 +86,13 @@ class MemoryAdapter:
         if now == version:
             return None
         memories = store.list(statuses=None)
-        newest = max((m.updated_at for m in memories), default=stamp or "0")
+        newest = max((m.updated_at for m in memories), default=0.0)
         learned: builtins.list[MemoryView] = []
-        for m in memories if stamp else ():
-            if m.updated_at > stamp:
-                events = store.history(m.id)
-                if events and events[-1].actor in (Actor.ASSISTANT, Actor.AGENT):
-                    learned.append(memory_view(m))
+        if stamp is not None:  # None: the first look only learns where things stand
+            for m in memories:
+                if m.updated_at > stamp:
+                    events = store.history(m.id)
+                    if events and events[-1].actor in (Actor.ASSISTANT, Actor.AGENT):
+                        learned.append(memory_view(m))
         count = sum(m.status is MemoryStatus.ACTIVE for m in memories)
-        return MemoryChanges(now, count, max(newest, stamp), tuple(learned))
+        return MemoryChanges(now, count, max(newest, stamp or 0.0), tuple(learned))

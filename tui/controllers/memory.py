@@ -213,7 +213,7 @@ class MemoryController:
         seen = self.seen
         # The store may still be opening: quiet, the next tick tries again (a bug is logged once).
         changes = await attempt(self.screen.app, "Reading memory changes", lambda: self.api.changes(
-            seen.version if seen else -1, seen.stamp if seen else ""),
+            seen.version if seen else -1, seen.stamp if seen else None),
             shown=quietly, repeats=self._poll_failures)
         if changes is None:
             return
