@@ -141,10 +141,22 @@ def _check_migrated(path: Path) -> None:
         store.close()
 
 
+def _schema(path: Path) -> list[tuple[str, ...]]:
+    conn = sqlite3.connect(path)
+    try:
+        return sorted(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master "
+                                   "WHERE name NOT LIKE 'sqlite_%'").fetchall())
+    finally:
+        conn.close()
+
+
 def test_an_old_home_reads_the_same_after_the_migration(tmp_path: Path) -> None:
     path = tmp_path / "memory.sqlite3"
     _old_home(path)
     _check_migrated(path)
+    fresh = tmp_path / "fresh.sqlite3"
+    _store(fresh).close()
+    assert _schema(path) == _schema(fresh)  # tables, indexes, keyword tables: nothing lost
 
 
 def test_the_step_is_idempotent_on_numeric_times(tmp_path: Path) -> None:
