@@ -233,3 +233,22 @@ def test_a_migration_killed_at_any_point_leaves_old_or_new_never_half(tmp_path: 
         outcomes.append(found == new)
         _check_migrated(path)  # the next open finishes (or had nothing left to do)
     assert not all(outcomes), "no kill landed before the commit"
+
+
+def test_an_import_hashes_as_before_the_step(tmp_path: Path) -> None:
+    """The hash that recognises a repeated import still reads the time as the ISO text the
+    release before step 8 hashed: a file imported then is refused (or resumed) now."""
+    import hashlib
+
+    from assistant.memory.transfer import content_hash, parse_lines
+
+    lines = [json.dumps({"text": "Went to Porto", "type": "episode",
+                         "created_at": "2024-05-01T12:00:00.700+02:00", "session": "s1"}),
+             json.dumps({"text": "Likes tea"})]
+    parsed = parse_lines(lines)
+    assert parsed.items[0].created_at == _seconds("2024-05-01T10:00:00Z")  # whole seconds
+    digest = hashlib.sha256()  # what that release computed for these lines
+    for fields in (["Went to Porto", "episode", None, "2024-05-01T10:00:00Z", None, 0.5, 1.0,
+                    False, "s1"], ["Likes tea", "fact", None, None, None, 0.5, 1.0, False, None]):
+        digest.update(json.dumps(fields, ensure_ascii=False).encode("utf-8") + b"\n")
+    assert content_hash(parsed) == digest.hexdigest()
