@@ -636,12 +636,15 @@ class FakeOllamaServer:
 
     @property
     def chat_requests(self) -> list[dict[str, Any]]:
-        """Bodies of the /api/chat requests received so far."""
-        return [r.body for r in self.requests_to("/api/chat")]
+        """Bodies of the /api/chat requests received so far, those that arrived whole: a
+        client cut off between its headers and its body (a cancelled extraction, a quit) leaves
+        a request with no body in `requests` — Ollama would answer it 400, and a test that
+        filters bodies with `"format" in b` failed on that None under load."""
+        return [r.body for r in self.requests_to("/api/chat") if isinstance(r.body, dict)]
 
     def chat_options(self) -> list[dict[str, Any]]:
         """`options` of every /api/chat request, in order ({} when absent)."""
-        return [dict(b.get("options") or {}) for b in self.chat_requests if isinstance(b, dict)]
+        return [dict(b.get("options") or {}) for b in self.chat_requests]
 
     def last_chat(self) -> dict[str, Any]:
         bodies = self.chat_requests

@@ -363,3 +363,22 @@ def test_scripted_token_counts_and_done_reason(fake_ollama: FakeOllamaServer) ->
     fake_ollama.script_chat("cut", done_reason="length", prompt_eval_count=4000, eval_count=7)
     reply = ollama.Client(host=fake_ollama.url).chat(model="qwen3:4b", messages=_USER_X)
     assert (reply.done_reason, reply.prompt_eval_count, reply.eval_count) == ("length", 4000, 7)
+
+
+def test_a_request_cut_off_before_its_body_is_no_chat_request(
+        fake_ollama: FakeOllamaServer) -> None:
+    import socket
+    from urllib.parse import urlsplit
+
+    from tests.waiting import wait_until
+
+    address = urlsplit(fake_ollama.url)
+    with socket.create_connection((address.hostname, address.port)) as client:
+        client.sendall(b"POST /api/chat HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                       b"Content-Length: 120\r\n\r\n")
+    wait_until(lambda: fake_ollama.requests_to("/api/chat"), what="the cut-off request")
+    hello = {"model": "qwen3:4b", "stream": False,
+             "messages": [{"role": "user", "content": "hi"}]}
+    httpx.post(f"{fake_ollama.url}/api/chat", json=hello)
+    assert [r.body for r in fake_ollama.requests_to("/api/chat")][0] is None  # noqa: RUF015
+    assert [b["messages"][0]["content"] for b in fake_ollama.chat_requests] == ["hi"]
