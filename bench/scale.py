@@ -5,11 +5,11 @@ from the same run.
 Per size: cold index (the real model at 1k/4k; above, `bench.scale_standin`: the real CLI with
 only the model's arithmetic replaced, labelled "stand-in") against the raw encode of the same
 chunk texts; re-sync with nothing changed and with 1% of the notes changed; peak RSS of each;
-knowledge and memory search p50/p95 over 100 queries with one busy process beside it (the
-"other core busy" of the target) against a bare Chroma query and a bare FTS5 query on the same
-data; the search process's RSS when idle after them; disk per component against the corpus.
-`brain --help` is the cold-start baseline. Not measured here (yet): conversation search and
-the TUI's RSS.
+knowledge, conversation and memory search p50/p95 over 100 queries with one busy process beside
+it (the "other core busy" of the target) against a bare Chroma query and a bare FTS5 query on
+the same data; the search process's RSS when idle after them; disk per component against the
+corpus. At the largest size, the TUI's RSS (bench/scale_tui.py) once the index is loaded and
+after a live sync that adds 1% new notes. `brain --help` is the cold-start baseline.
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ MAX_ENV = "SCALE_MAX"  # `python -m bench --scale-max scale` sets it
 REAL_MODEL_UP_TO = 4000
 REAL_ENV = "SCALE_REAL_UP_TO"  # e.g. 0: the stand-in at every size (a loaded machine, no time)
 MEMORIES_UP_TO = 10_000  # memories imported per size: a third of the chunks, at most this
+TURNS_UP_TO = 10_000  # conversation turns imported per size: the same share and bound
+TURNS_PER_SESSION = 10
+TUI_TARGET_MB = 450
 QUERIES = 100
 
 
@@ -53,11 +56,12 @@ def run(quick: bool) -> Report:
         p95s: list[tuple[int, float, float]] = []
         for size in sizes:
             real = size <= int(os.environ.get(REAL_ENV, REAL_MODEL_UP_TO)) and not quick
-            chunks, knowledge_p95, memory_p95 = _one_size(
-                report, workdir / f"n{size}", size, real=real, help_seconds=help_seconds)
-            p95s.append((chunks, knowledge_p95, memory_p95))
+            chunks, knowledge_p95, memory_p95, conversation_p95 = _one_size(
+                report, workdir / f"n{size}", size, real=real, help_seconds=help_seconds,
+                tui=size == sizes[-1])
+            p95s.append((chunks, knowledge_p95, memory_p95, conversation_p95))
             report.write()  # each size as it finishes: the largest take tens of minutes
-        for name, column in (("knowledge", 1), ("memory", 2)):
+        for name, column in (("knowledge", 1), ("memory", 2), ("conversation", 3)):
             exponent = _growth_exponent([(p[0], p[column]) for p in p95s])
             if exponent is not None:
                 report.add(f"{name}_search_p95_growth_exponent", exponent,
@@ -69,8 +73,8 @@ def run(quick: bool) -> Report:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _one_size(report: Report, root: Path, size: int, *, real: bool,
-              help_seconds: float) -> tuple[int, float, float]:
+def _one_size(report: Report, root: Path, size: int, *, real: bool, help_seconds: float,
+              tui: bool) -> tuple[int, float, float, float]:
     notes, home = root / "notes", root / "home"
     paths = write_corpus(notes, size)
     _write_config(home)
@@ -99,6 +103,10 @@ def _one_size(report: Report, root: Path, size: int, *, real: bool,
     memory_file = root / "memories.jsonl"
     _write_memories(memory_file, memories)
     _brain(home, ["memory", "import", str(memory_file)], standin=standin)
+    turns = min(len(texts) // 3, TURNS_UP_TO)
+    turns_file = root / "conversations.jsonl"
+    _write_conversations(turns_file, turns)
+    _brain(home, ["sessions", "import", str(turns_file)], standin=standin)
     probe = _probe(home, root / "queries.json", paths, standin=standin)
     k_target = "<= 40 ms" if size >= 32000 else None
     report.add(f"{label}_knowledge_search_p50_ms", probe["knowledge"][0], unit="ms",
@@ -115,6 +123,10 @@ def _one_size(report: Report, root: Path, size: int, *, real: bool,
                notes=f"{memories} memories, other core busy")
     report.add(f"{label}_memory_recall_p95_ms", probe["recall"][1], unit="ms",
                notes=f"{memories} memories, other core busy; p50 {probe['recall'][0]:.1f} ms")
+    report.add(f"{label}_conversation_search_p50_ms", probe["conversation"][0], unit="ms",
+               notes=f"{turns} turns in {_sessions(turns)} sessions")
+    report.add(f"{label}_conversation_search_p95_ms", probe["conversation"][1], unit="ms",
+               notes=f"{turns} turns, other core busy")
     report.add(f"{label}_search_idle_rss_mb", probe["idle_rss_mb"], unit="MB",
                notes=f"peak {probe['peak_rss_mb']:.0f} MB")
     disk = _disk(home)
@@ -124,8 +136,37 @@ def _one_size(report: Report, root: Path, size: int, *, real: bool,
                baseline_name="corpus", target="<= 8x corpus" if size >= 32000 else None,
                passed=total <= 8 * corpus if size >= 32000 else None,
                notes=", ".join(f"{k} {v / 1e6:.1f}" for k, v in disk.items()))
+    if tui:
+        _tui_rss(report, label, root, home, len(texts), standin=standin)
     shutil.rmtree(root, ignore_errors=True)
-    return len(texts), probe["knowledge"][1], probe["memory"][1]
+    return len(texts), probe["knowledge"][1], probe["memory"][1], probe["conversation"][1]
+
+
+def _tui_rss(report: Report, label: str, root: Path, home: Path, chunks: int, *,
+             standin: bool) -> None:
+    """The TUI's RSS with this index loaded, then after a live sync adding 1% new notes."""
+    extra = root / "new-notes"
+    write_corpus(extra, max(20, chunks // 100), seed=99)
+    env = os.environ | {"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.scale_tui", str(home), "standin" if standin else "real",
+         str(extra)], cwd=ROOT, env=env, capture_output=True, text=True, check=False,
+        timeout=3600)
+    lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
+    if out.returncode != 0 or not lines:
+        raise RuntimeError(f"TUI probe failed: {out.stderr.strip()[-800:]}")
+    tui = json.loads(lines[-1])
+    if "error" in tui:
+        raise RuntimeError(f"TUI probe: the index did not load: {tui['error']}")
+    how = "real model" if not standin else "stand-in encoder (no model weights)"
+    report.add(f"{label}_tui_open_rss_mb", tui["open_rss_mb"], unit="MB",
+               notes=f"index loaded, idle; {chunks} chunks, {how}")
+    target = f"<= {TUI_TARGET_MB} MB" if chunks >= 32000 * 0.95 else None
+    after = tui["after_sync_rss_mb"]
+    report.add(f"{label}_tui_after_sync_rss_mb", after, unit="MB", target=target,
+               passed=after <= TUI_TARGET_MB if target else None,
+               notes=f"live sync: {tui['sync']}, {tui['sync_seconds']:.0f} s, peak "
+                     f"{tui['peak_rss_mb']:.0f} MB; {how}")
 
 
 def _brain(home: Path, argv: list[str], *, standin: bool) -> tuple[float, float, str]:
@@ -188,6 +229,29 @@ def _write_memories(path: Path, count: int) -> None:
             out.write(json.dumps({"text": f"The user {text} (m{i})"}) + "\n")
 
 
+def _sessions(turns: int) -> int:
+    return -(-turns // TURNS_PER_SESSION)
+
+
+def _write_conversations(path: Path, turns: int) -> None:
+    """`brain sessions import` JSONL: sessions of ten question/answer turns over the past year,
+    in the memories' Zipf words (a turn matches few of any query's words)."""
+    rng = random.Random(turns + 1)
+    words = _vocabulary(rng)
+    weights = [1 / (rank + 1) for rank in range(len(words))]
+    start = time.time() - 365 * 86400
+    step = 365 * 86400 / max(1, turns)
+    with path.open("w", encoding="utf-8") as out:
+        for i in range(turns):
+            session = f"s{i // TURNS_PER_SESSION:05d}"
+            when = start + i * step
+            for role, low, high in (("user", 5, 14), ("assistant", 20, 60)):
+                text = " ".join(rng.choices(words, weights, k=rng.randint(low, high)))
+                out.write(json.dumps({"session": session, "role": role, "text": f"{text} (t{i})",
+                                      "created_at": when + (30 if role == "assistant" else 0)})
+                          + "\n")
+
+
 def _queries(paths: list[Path]) -> dict[str, list[str]]:
     from bench.scale_corpus import queries
 
@@ -195,7 +259,10 @@ def _queries(paths: list[Path]) -> dict[str, list[str]]:
     weights = [1 / (rank + 1) for rank in range(len(words))]
     rng = random.Random(25)
     memory = [" ".join(rng.choices(words, weights, k=3)) for _ in range(QUERIES)]
-    return {"knowledge": queries(paths, QUERIES), "memory": memory}
+    conversation = [" ".join(rng.choices(words, weights, k=rng.randint(2, 5)))
+                    for _ in range(QUERIES)]
+    return {"knowledge": queries(paths, QUERIES), "memory": memory,
+            "conversation": conversation}
 
 
 def _probe(home: Path, queries_file: Path, paths: list[Path], *, standin: bool

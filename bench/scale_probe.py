@@ -1,10 +1,11 @@
 """`python -m bench.scale_probe HOME QUERIES.json real|standin`: search latencies in one process.
 
 Run by bench/scale.py in a fresh child (so its RSS is a search process's own): knowledge search
-as `brain search` runs it, memory search as `brain memory search` runs it, memory recall as a
-chat turn runs it, and, on the same data in the same process, a bare Chroma query (the query
-vector given, top 10) and a bare FTS5 query (the query's tokens OR'ed, top 10 by rank). Prints
-one JSON line of (p50, p95) in ms.
+as `brain search` runs it, conversation search as `brain sessions search --queries` runs it
+(the index synced first, as that command does), memory search as `brain memory search` runs
+it, memory recall as a chat turn runs it, and, on the same data in the same process, a bare
+Chroma query (the query vector given, top 10) and a bare FTS5 query (the query's tokens OR'ed,
+top 10 by rank). Prints one JSON line of (p50, p95) in ms.
 """
 
 from __future__ import annotations
@@ -80,6 +81,14 @@ def main(argv: list[str]) -> int:
                           "LIMIT 10", (match,)).fetchall() if match else []
 
     out["fts"] = _percentiles(fts, queries["knowledge"])
+    from assistant.conversations.search import search_conversations
+    from assistant.services import Services
+
+    with Services(ctx) as core:
+        index = core.conversations()
+        index.sync()
+        out["conversation"] = _percentiles(
+            lambda q: search_conversations(index, q, now=now), queries["conversation"])
     service = MemoryService.open(ctx, eager_vectors=False)
     try:
         out["memory"] = _percentiles(lambda q: service.search(q, None), queries["memory"])
