@@ -113,6 +113,16 @@ def load(path: Path) -> DenseSnapshot | None:
     return DenseSnapshot(token, collection, ids, matrix)
 
 
+def stored_token(path: Path) -> str | None:
+    """The token of the snapshot in `path` without reading its vectors (npz members load
+    lazily), or None if it cannot be read."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return str(data["token"][()])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 def write(path: Path, collection: str, ids: list[str], matrix: np.ndarray) -> str:
     """Write a snapshot atomically (temp file + rename); returns its new token."""
     token = uuid.uuid4().hex

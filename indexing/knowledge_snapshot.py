@@ -106,11 +106,11 @@ class SnapshotKeeper:
         store = recorded_store() if path is not None else None
         if path is None or store is None or not path.parent.is_dir():
             return
-        from indexing.dense_snapshot import load, write
+        from indexing.dense_snapshot import DenseSnapshot, write
 
         try:
             ids = sorted(self.manifest.chunk_ids())
-            previous = load(path) if path.exists() else None
+            previous = self._previous(path)
             if previous is not None and previous.collection != store.name:
                 previous = None
             dimension = int(self.manifest.get_meta(META_DIMENSION) or 0)
@@ -120,8 +120,25 @@ class SnapshotKeeper:
             token = write(path, store.name, ids, matrix)
             with self.manifest.transaction():
                 self.manifest.set_meta(SNAPSHOT_META, token)
+            # The next search reads this one instead of the file, and the stale copy goes now.
+            self._snapshot = DenseSnapshot(token, store.name, ids, matrix)
         except Exception as exc:  # speed only: searches fall back to Chroma
             log.warning("could not write the dense snapshot %s: %s", path, exc)
+
+    def _previous(self, path: Path) -> DenseSnapshot | None:
+        """The snapshot now on disk, for its rows: the one this keeper holds when the file
+        still is that one (only the file's token is read), else the file's own. In a
+        long-running process (the TUI) loading it again held two n x d copies during a refresh
+        and a third after it, until the next search."""
+        if not path.exists():
+            return None
+        from indexing.dense_snapshot import load, stored_token
+
+        cached = self._snapshot
+        if cached is not None and stored_token(path) == cached.token:
+            return cached
+        self._snapshot = None  # stale: not kept beside the one read now
+        return load(path)
 
 
 # Vectors asked of Chroma at a time: the working set of a refresh stays this many vectors
