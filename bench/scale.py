@@ -40,6 +40,7 @@ MEMORIES_UP_TO = 10_000  # memories imported per size: a third of the chunks, at
 TURNS_UP_TO = 10_000  # conversation turns imported per size: the same share and bound
 TURNS_PER_SESSION = 10
 TUI_TARGET_MB = 450
+TUI_IDLE_SECONDS = 10  # the TUI probe's embedding.idle_unload_seconds (300 by default)
 QUERIES = 100
 
 
@@ -147,7 +148,8 @@ def _tui_rss(report: Report, label: str, root: Path, home: Path, chunks: int, *,
     """The TUI's RSS with this index loaded, then after a live sync adding 1% new notes."""
     extra = root / "new-notes"
     write_corpus(extra, max(20, chunks // 100), seed=99)
-    env = os.environ | {"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    env = os.environ | {"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1",
+                        "BENCH_IDLE_UNLOAD_SECONDS": str(TUI_IDLE_SECONDS)}
     out = subprocess.run(
         [sys.executable, "-m", "bench.scale_tui", str(home), "standin" if standin else "real",
          str(extra)], cwd=ROOT, env=env, capture_output=True, text=True, check=False,
@@ -167,6 +169,9 @@ def _tui_rss(report: Report, label: str, root: Path, home: Path, chunks: int, *,
                passed=after <= TUI_TARGET_MB if target else None,
                notes=f"live sync: {tui['sync']}, {tui['sync_seconds']:.0f} s, peak "
                      f"{tui['peak_rss_mb']:.0f} MB; {how}")
+    if "after_release_rss_mb" in tui:  # only a model that can be unloaded (not the stand-in)
+        report.add(f"{label}_tui_after_idle_release_rss_mb", tui["after_release_rss_mb"],
+                   unit="MB", notes=f"the model freed after {TUI_IDLE_SECONDS} s idle")
 
 
 def _brain(home: Path, argv: list[str], *, standin: bool) -> tuple[float, float, str]:

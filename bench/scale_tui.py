@@ -5,7 +5,9 @@ over the real `CoreBackend`) runs headless: once the index is loaded (the status
 "loaded" moment, the chat stores warmed) its RSS is read ("open"); then FOLDER, if given, is
 added and every registered folder synced as the TUI's own sync runs it (the `s` key), and
 the RSS is read again right after the sync ends ("after sync") and once the sync's memory
-could have been handed back (`idle_release.trim_heap`, which the idle release runs too).
+could have been handed back (`idle_release.trim_heap`, which the idle release runs too), and,
+with a model that can be unloaded, once the idle release freed it ("after release";
+`BENCH_IDLE_UNLOAD_SECONDS` replaces `embedding.idle_unload_seconds` so the wait is short).
 Prints one JSON line. With "standin" only the embedding model's arithmetic is replaced
 (bench/scale_standin.py), so the model's own weights are not in these numbers.
 """
@@ -82,9 +84,20 @@ def main(argv: list[str]) -> int:
         trim_heap()
         out["after_trim_rss_mb"] = _status_mb("VmRSS")
         out["peak_rss_mb"] = _status_mb("VmHWM")
+        idle = getattr(ctx.embedder(), "idle", None)
+        if idle is not None and idle.enabled:
+            # Wait for the release itself (its counter), never for a guessed time.
+            released = idle.releases
+            deadline = time.monotonic() + 3 * ctx.config.embedding.idle_unload_seconds + 60
+            while idle.releases == released and time.monotonic() < deadline:
+                await asyncio.sleep(0.2)
+            if idle.releases > released:
+                out["after_release_rss_mb"] = _status_mb("VmRSS")
         _report(out)
 
     ctx = AppContext.load(home)
+    if os.environ.get("BENCH_IDLE_UNLOAD_SECONDS"):
+        ctx.config.embedding.idle_unload_seconds = float(os.environ["BENCH_IDLE_UNLOAD_SECONDS"])
     BrainApp(ctx, CoreBackend(ctx), watch=False).run(headless=True, size=(120, 40))
     return 1  # _report exits: reaching here means the app ended before the measurement
 
