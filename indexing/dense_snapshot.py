@@ -11,6 +11,12 @@ the chunks. A search that finds no token, another token in the file, or no file 
 before; the next sync writes a new copy. The file lives inside the vector store's directory, so
 moving a damaged store aside (the documented recovery) takes the copy with it. Chroma stays the
 store of record: syncs, repairs, memories and server mode use it as before.
+
+Each row also keeps its text's content hash, so the file doubles as the model's vectors by
+content (`by_content`): a sync takes a moved or re-chunked text's vector from here, and the
+embedding cache need not hold a third copy of every knowledge vector (issue 25). Whatever its
+token, a file of the current collection is right by content: a text's vector under one model
+never changes.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import functools
 import os
 import tempfile
 import uuid
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,6 +37,7 @@ if TYPE_CHECKING:
     from threadpoolctl import ThreadpoolController
 
 META_KEY = "dense_snapshot"
+_STORED = np.float32  # the vectors' type in the file
 
 
 def snapshot_file(vector_dir: Path, collection: str) -> Path:
@@ -43,12 +50,35 @@ class DenseSnapshot:
     collection: str
     ids: list[str]
     matrix: np.ndarray  # n × d float32, unit rows
+    # Row i's content hash as 32 raw bytes (n × 32 uint8); None in a file from before them.
+    hashes: np.ndarray | None = None
     _rows: dict[str, int] | None = field(default=None, repr=False)
+    _by_hash: dict[bytes, int] | None = field(default=None, repr=False)
 
     def row_of(self) -> dict[str, int]:
         if self._rows is None:
             self._rows = {chunk_id: row for row, chunk_id in enumerate(self.ids)}
         return self._rows
+
+    def by_content(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """The vectors held for these content hashes (sha256 hex), those it has."""
+        if self.hashes is None:
+            return {}
+        if self._by_hash is None:
+            self._by_hash = {bytes(h): row for row, h in enumerate(self.hashes)}
+        found: dict[str, np.ndarray] = {}
+        for key in keys:
+            try:
+                row = self._by_hash.get(bytes.fromhex(key))
+            except ValueError:
+                continue
+            if row is not None:
+                found[key] = self.matrix[row]
+        return found
+
+    def content_keys(self) -> set[str]:
+        """The content hashes (hex) of its rows; empty in a file from before them."""
+        return set() if self.hashes is None else {bytes(h).hex() for h in self.hashes}
 
     def search(self, query: np.ndarray, k: int, *, allowed: Collection[str] | None = None
                ) -> list[tuple[str, float]]:
@@ -104,28 +134,30 @@ def load(path: Path) -> DenseSnapshot | None:
         with np.load(path, allow_pickle=False) as data:
             token = str(data["token"][()])
             collection = str(data["collection"][()])
-            ids = [str(i) for i in data["ids"]]
+            raw_ids = data["ids"]
+            ids = ([bytes(i).decode("ascii") for i in raw_ids] if raw_ids.dtype.kind == "S"
+                   else [str(i) for i in raw_ids])
             matrix = np.ascontiguousarray(data["vectors"], dtype=np.float32)
-    except (OSError, ValueError, KeyError):
+            hashes = np.asarray(data["hashes"], dtype=np.uint8) if "hashes" in data else None
+    except (OSError, ValueError, KeyError, UnicodeDecodeError):
         return None
     if matrix.ndim != 2 or matrix.shape[0] != len(ids):
         return None
-    return DenseSnapshot(token, collection, ids, matrix)
+    if hashes is not None and hashes.shape != (len(ids), 32):
+        hashes = None
+    return DenseSnapshot(token, collection, ids, matrix, hashes)
 
 
-def stored_token(path: Path) -> str | None:
-    """The token of the snapshot in `path` without reading its vectors (npz members load
-    lazily), or None if it cannot be read."""
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return str(data["token"][()])
-    except (OSError, ValueError, KeyError):
-        return None
-
-
-def write(path: Path, collection: str, ids: list[str], matrix: np.ndarray) -> str:
-    """Write a snapshot atomically (temp file + rename); returns its new token."""
+def write(path: Path, collection: str, ids: list[str], matrix: np.ndarray,
+          hashes: Sequence[str]) -> DenseSnapshot:
+    """Write a snapshot atomically (temp file + rename); returns it as `load` would read it,
+    with its new token. `hashes`: each row's content hash (sha256 hex)."""
     token = uuid.uuid4().hex
+    ascii_ids = all(i.isascii() for i in ids)
+    raw_hashes = (np.frombuffer(b"".join(bytes.fromhex(h) for h in hashes),
+                                dtype=np.uint8).reshape(len(ids), 32)
+                  if ids else np.zeros((0, 32), dtype=np.uint8))
+    stored = np.asarray(matrix, dtype=_STORED)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as out:
@@ -133,8 +165,11 @@ def write(path: Path, collection: str, ids: list[str], matrix: np.ndarray) -> st
                 out,
                 token=np.array(token),
                 collection=np.array(collection),
-                ids=np.array(ids, dtype=str) if ids else np.zeros((0,), dtype="<U1"),
-                vectors=np.asarray(matrix, dtype=np.float32),
+                # Chunk ids are hex: one byte a character instead of numpy's four.
+                ids=(np.array([i.encode("ascii") for i in ids], dtype=bytes) if ids and ascii_ids
+                     else np.array(ids, dtype=str) if ids else np.zeros((0,), dtype="S1")),
+                vectors=stored,
+                hashes=raw_hashes,
             )
             out.flush()
             os.fsync(out.fileno())
@@ -143,4 +178,5 @@ def write(path: Path, collection: str, ids: list[str], matrix: np.ndarray) -> st
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    return token
+    return DenseSnapshot(token, collection, list(ids),
+                         np.ascontiguousarray(stored, dtype=np.float32), raw_hashes)

@@ -21,14 +21,20 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from indexing.embedders.base import EmbeddingModelError, InnerModel, normalise_rows
-from indexing.embedding_cache import MemoryCache, open_cache, safe_dir_name, unwritable
+from indexing.embedding_cache import (
+    MemoryCache,
+    drop_keys,
+    open_cache,
+    safe_dir_name,
+    unwritable,
+)
 from indexing.idle_release import IdleRelease
 from indexing.threads import start_daemon
 
@@ -179,6 +185,18 @@ class CachedEmbedder:
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed(texts, persist=True)
+
+    def forget_cached(self, keys: Collection[str]) -> int:
+        """Delete these text keys from the cache: their vectors are kept by content elsewhere
+        (the dense snapshot), so the cache need not hold a second copy. Returns the entries
+        deleted; a cache that cannot be written keeps them."""
+        try:
+            return drop_keys(self._cache, keys)
+        except (sqlite3.OperationalError, OSError) as exc:
+            if not unwritable(exc):
+                raise
+            log.info("embedding cache not trimmed: %s", exc)
+            return 0
 
     def embed_private(self, texts: Sequence[str]) -> np.ndarray:
         """Like `embed_documents`, but nothing the model embeds is written to the disk cache:

@@ -16,7 +16,7 @@ import logging
 import re
 import sqlite3
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +94,12 @@ class MemoryCache:
     def __contains__(self, key: object) -> bool:
         return key in self._items
 
+    def iterkeys(self) -> Iterator[str]:
+        return iter(list(self._items))
+
+    def delete(self, key: str) -> bool:
+        return self._items.pop(key, None) is not None
+
     def transact(self) -> contextlib.AbstractContextManager[None]:
         return contextlib.nullcontext()
 
@@ -123,6 +129,23 @@ def open_cache(directory: Path) -> Any:
                 f"The embedding cache at {directory} is damaged and cannot be replaced: {exc}",
                 hint="delete that directory; it only holds cached embeddings",
             ) from exc
+
+
+# Deletes per cache transaction in `drop_keys`: other processes wait for the cache's lock
+# only this long (~0.1 s) at a time.
+_DROP_BATCH = 2000
+
+
+def drop_keys(cache: Any, keys: Collection[str]) -> int:
+    """Delete the entries of these keys that `cache` (diskcache or `MemoryCache`) holds: those
+    whose vectors another store now keeps by content. The file shrinks as it goes (diskcache
+    runs SQLite with auto_vacuum=FULL). Returns the entries deleted."""
+    present = [key for key in cache.iterkeys() if isinstance(key, str) and key in keys]
+    removed = 0
+    for start in range(0, len(present), _DROP_BATCH):
+        with cache.transact():
+            removed += sum(bool(cache.delete(key)) for key in present[start:start + _DROP_BATCH])
+    return removed
 
 
 def erase_cached(cache_root: str | Path, keys: Collection[str]) -> int:

@@ -43,7 +43,7 @@ from indexing.knowledge_types import (
     resolve_folder,
 )
 from indexing.lock import IndexLock
-from indexing.manifest import SNAPSHOT_META, Manifest
+from indexing.manifest import CACHE_TRIM_META, SNAPSHOT_META, Manifest
 from indexing.types import Chunk, ChunkPlace
 
 # Chunking and sync (with their readers and gitignore matching) load only when a sync runs: a
@@ -388,6 +388,7 @@ class KnowledgeBase:
                 lambda: self._open_store(current, embedder.model_id, embedder.dimension),
                 embedder, settings, progress, rechunk=rechunk,
                 before_vector_write=lambda: vectors_match.forget(self.manifest),
+                known=self._snapshots.by_content(current),
             )
             syncer.repair(vectors=False)
             syncer.sync_folders(selected)
@@ -408,7 +409,7 @@ class KnowledgeBase:
                 store = self._open_store(current, embedder.model_id, embedder.dimension)
         syncer = Syncer(
             self.manifest, store, embedder, settings, progress,
-            rechunk=rechunk, reusable=reusable,
+            rechunk=rechunk, reusable=reusable, known=self._snapshots.by_content(current),
         )
         if not rebuild:
             syncer.repair()
@@ -467,9 +468,17 @@ class KnowledgeBase:
         return self._snapshots.fresh() is not None
 
     def _refresh_snapshot(self) -> None:
-        if self.manifest.get_meta(SNAPSHOT_META) or self.reembed_needed:
-            return  # still valid (nothing changed), or dense search reads no collection yet
-        self._snapshots.refresh(self._recorded_store)
+        if self.reembed_needed:
+            return  # dense search reads no collection yet
+        # Rewritten when a change cleared its token, or once when a trim is due and the file
+        # is from before content hashes (schema step 3).
+        if not self.manifest.get_meta(SNAPSHOT_META) or (
+            self.manifest.get_meta(CACHE_TRIM_META) and not self._snapshots.has_content()
+        ):
+            self._snapshots.refresh(self._recorded_store)
+        forget = getattr(self.embedder, "forget_cached", None)
+        if callable(forget):
+            self._snapshots.trim_cache(forget)
 
     def dense_search(
         self, query_embedding: Sequence[float] | np.ndarray, k: int, *,

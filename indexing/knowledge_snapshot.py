@@ -4,19 +4,25 @@ file on disk may answer a search right now, and writing it afresh after a change
 A cold search answered from the snapshot never imports Chroma. The snapshot is a copy, so it
 answers only while it matches the manifest's token and Chroma's own database looks sound: a
 store damaged or deleted since the last sync must be reported by Chroma, never hidden.
+
+The snapshot also holds the current model's vectors by content (`by_content`), so the embedding
+cache gives up its copy of them (`trim_cache`): after each refresh the manifest records that a
+trim is due (meta `embedding_cache_trim`, in the transaction that records the token), and the
+trim clears it once the cache no longer holds what the snapshot holds. A kill between the two
+leaves the record, and the next sync trims.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from indexing.knowledge_types import META_COLLECTION, META_DIMENSION
-from indexing.manifest import SNAPSHOT_META, Manifest
+from indexing.manifest import CACHE_TRIM_META, SNAPSHOT_META, Manifest
 
 if TYPE_CHECKING:
     from indexing.dense_snapshot import DenseSnapshot
@@ -51,8 +57,8 @@ class SnapshotKeeper:
         # (a few ms) runs again only when the file changed, not on every dense search.
         self._store_passed: tuple[int, int, int] | None = None
 
-    def _path(self) -> Path | None:
-        collection = self.manifest.get_meta(META_COLLECTION)
+    def _path(self, collection: str | None = None) -> Path | None:
+        collection = collection or self.manifest.get_meta(META_COLLECTION)
         if collection is None or not isinstance(self.vector_location, Path | str) or str(
             self.vector_location
         ).startswith(("http://", "https://")):
@@ -63,16 +69,24 @@ class SnapshotKeeper:
 
     def fresh(self) -> DenseSnapshot | None:
         """The snapshot if it matches the index right now, else None (ask Chroma)."""
-        token = self.manifest.get_meta(SNAPSHOT_META)
-        if not token:
-            return None
         path = self._path()
         if path is None or not path.is_file() or not self._store_looks_sound(path.parent):
             # Gone, or a damaged store: that must be reported by Chroma, not hidden by a copy.
             return None
+        return self._recorded()
+
+    def _recorded(self) -> DenseSnapshot | None:
+        """The snapshot whose token the manifest records, without `fresh`'s look at Chroma's
+        files (for the cache trim, which asks what the file holds, not whether to search)."""
+        token = self.manifest.get_meta(SNAPSHOT_META)
+        if not token:
+            return None
         cached = self._snapshot
         if cached is not None and cached.token == token:
             return cached
+        path = self._path()
+        if path is None or not path.is_file():
+            return None
         from indexing.dense_snapshot import load
 
         snapshot = load(path)
@@ -82,6 +96,56 @@ class SnapshotKeeper:
             return None
         self._snapshot = snapshot
         return snapshot
+
+    def _of_collection(self, collection: str) -> DenseSnapshot | None:
+        """The last snapshot written for `collection`, whatever its token: right by content (a
+        text's vector under one model never changes), if not for searching."""
+        cached = self._snapshot
+        if cached is not None and cached.collection == collection:
+            return cached
+        path = self._path(collection)
+        if path is None or not path.is_file():
+            return None
+        from indexing.dense_snapshot import load
+
+        snapshot = load(path)
+        if snapshot is None or snapshot.collection != collection:
+            return None
+        self._snapshot = snapshot  # `fresh` still checks the token before a search uses it
+        return snapshot
+
+    def by_content(self, collection: str) -> Callable[[Sequence[str]], dict[str, np.ndarray]]:
+        """A sync's lookup of vectors by content hash in `collection`'s snapshot (a moved file,
+        a re-chunked text, a rebuild, a model switched back): the file is read on the first
+        call, so a sync that embeds nothing never reads it."""
+        loaded: list[DenseSnapshot | None] = []
+
+        def lookup(keys: Sequence[str]) -> dict[str, np.ndarray]:
+            if not loaded:
+                loaded.append(self._of_collection(collection))
+            snapshot = loaded[0]
+            return {} if snapshot is None else snapshot.by_content(keys)
+
+        return lookup
+
+    def has_content(self) -> bool:
+        """The current snapshot holds content hashes (files from before them do not)."""
+        snapshot = self._recorded()
+        return snapshot is not None and snapshot.hashes is not None
+
+    def trim_cache(self, forget: Callable[[Collection[str]], int]) -> int | None:
+        """If a trim is due and the current snapshot holds content hashes: `forget` (the
+        embedding cache's delete) the texts it holds, then clear the record. Returns the
+        entries deleted, None when no trim ran."""
+        if self.manifest.get_meta(CACHE_TRIM_META) is None:
+            return None
+        snapshot = self._recorded()
+        if snapshot is None or snapshot.hashes is None:
+            return None  # nothing else holds those vectors yet: the cache keeps them
+        removed = forget(snapshot.content_keys())
+        with self.manifest.transaction():
+            self.manifest.set_meta(CACHE_TRIM_META, None)
+        return removed
 
     def _store_looks_sound(self, directory: Path) -> bool:
         """`_looks_like_chroma`, re-checked only when the database file changed since it last
@@ -106,39 +170,25 @@ class SnapshotKeeper:
         store = recorded_store() if path is not None else None
         if path is None or store is None or not path.parent.is_dir():
             return
-        from indexing.dense_snapshot import DenseSnapshot, write
+        from indexing.dense_snapshot import write
 
         try:
-            ids = sorted(self.manifest.chunk_ids())
-            previous = self._previous(path)
-            if previous is not None and previous.collection != store.name:
-                previous = None
+            hashes = self.manifest.chunk_hashes()
+            ids = sorted(hashes)
+            previous = self._of_collection(store.name)
             dimension = int(self.manifest.get_meta(META_DIMENSION) or 0)
             matrix = _unit_rows(ids, previous, store, dimension)
             if matrix is None:
                 return  # Chroma lacks vectors (a repair is due): no snapshot until it has them
-            token = write(path, store.name, ids, matrix)
+            written = write(path, store.name, ids, matrix, [hashes[i] for i in ids])
+            self._snapshot = written  # as a load would read it: no second read of the file
             with self.manifest.transaction():
-                self.manifest.set_meta(SNAPSHOT_META, token)
-            # The next search reads this one instead of the file, and the stale copy goes now.
-            self._snapshot = DenseSnapshot(token, store.name, ids, matrix)
+                self.manifest.set_meta(SNAPSHOT_META, written.token)
+                # The cache's copies of these vectors can go now (`trim_cache`).
+                self.manifest.set_meta(CACHE_TRIM_META, "due")
         except Exception as exc:  # speed only: searches fall back to Chroma
             log.warning("could not write the dense snapshot %s: %s", path, exc)
 
-    def _previous(self, path: Path) -> DenseSnapshot | None:
-        """The snapshot now on disk, for its rows: the one this keeper holds when the file
-        still is that one (only the file's token is read), else the file's own. In a
-        long-running process (the TUI) loading it again held two n x d copies during a refresh
-        and a third after it, until the next search."""
-        if not path.exists():
-            return None
-        from indexing.dense_snapshot import load, stored_token
-
-        cached = self._snapshot
-        if cached is not None and stored_token(path) == cached.token:
-            return cached
-        self._snapshot = None  # stale: not kept beside the one read now
-        return load(path)
 
 
 # Vectors asked of Chroma at a time: the working set of a refresh stays this many vectors

@@ -72,6 +72,12 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE chunks ADD COLUMN end_page INTEGER;
     """,
+    # 3: the dense snapshot now holds the vectors by content and the embedding cache gives up
+    # its copy of them (knowledge_snapshot.py): the next sync rewrites a snapshot from before
+    # content hashes and trims the cache, then clears this record.
+    """
+    INSERT OR REPLACE INTO meta(key, value) VALUES ('embedding_cache_trim', 'due');
+    """,
 )
 
 
@@ -91,6 +97,8 @@ SCHEMA = Schema("knowledge database", MIGRATIONS, adopt=_adopt_legacy)
 SCHEMA_VERSION = SCHEMA.version
 
 SNAPSHOT_META = "dense_snapshot"  # = dense_snapshot.META_KEY (no numpy import here)
+# A trim of the embedding cache is due (knowledge_snapshot.py; schema step 3 sets it too).
+CACHE_TRIM_META = "embedding_cache_trim"
 
 _CHUNK_COLUMNS = (
     "id, text, source, root, heading, idx, start_char, end_char, start_line, end_line, page, "
@@ -415,6 +423,12 @@ class Manifest:
     def chunk_ids(self) -> set[str]:
         with self.lock:
             return {str(r[0]) for r in self.conn.execute("SELECT id FROM chunks")}
+
+    def chunk_hashes(self) -> dict[str, str]:
+        """Every chunk id with its content hash (the dense snapshot keeps both)."""
+        with self.lock:
+            return {str(i): str(h) for i, h in self.conn.execute(
+                "SELECT id, content_hash FROM chunks")}
 
     def chunk_ids_for_sources(self, sources: Iterable[str]) -> list[str]:
         wanted = list(dict.fromkeys(sources))

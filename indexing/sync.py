@@ -8,8 +8,9 @@ repair step, both those of every derived index (`indexing/derived_index.py`):
 So at any instant SQLite (manifest + chunks + FTS, always mutually consistent) is the truth and
 Chroma may only hold extra vectors or, after an interrupted repair, miss some. A reconcile runs at
 the start of every sync: vectors whose id is not in the manifest are deleted and manifest chunks
-missing from Chroma are re-upserted (their embeddings come from the embedding cache, so this costs
-no model call). The same step re-embeds everything into a fresh collection after a model change.
+missing from Chroma are re-upserted (their embeddings come from the dense snapshot by content or
+the embedding cache, so this costs no model call). The same step re-embeds everything into a
+fresh collection after a model change.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from indexing.chunking import ChunkSettings, chunk_file, content_hash
 from indexing.content_time import content_time, copied_together
@@ -60,7 +63,7 @@ class SyncReport:
     chunks_added: int
     chunks_removed: int
     embedded: int  # texts the model actually embedded (embedding-cache misses)
-    cache_hits: int  # texts whose embedding came from the cache
+    cache_hits: int  # texts whose embedding came from the cache or, by content, the snapshot
     repaired: int  # vectors fixed by the start-of-sync reconcile (orphans + missing)
     reembedded: bool  # the whole index moved to a new embedding model
     rebuilt: bool
@@ -99,22 +102,42 @@ class SyncReport:
         return text
 
 
-class _Counters:
-    """Embedding work as the embedder counts it (CachedEmbedder has hits/misses)."""
+# Content hash -> vector for those of the given hashes some store already holds (the dense
+# snapshot, `SnapshotKeeper.by_content`): taken before the embedder is asked.
+KnownVectors = Callable[[Sequence[str]], Mapping[str, np.ndarray]]
 
-    def __init__(self, embedder: Embedder) -> None:
+
+class _Counters:
+    """Embedding work as the embedder counts it (CachedEmbedder has hits/misses), plus the
+    vectors found by content in `known`."""
+
+    def __init__(self, embedder: Embedder, known: KnownVectors | None = None) -> None:
         self.embedder = embedder
+        self.known = known
         self.start_hits = int(getattr(embedder, "hits", 0))
         self.start_misses = int(getattr(embedder, "misses", 0))
         self.texts = 0
+        self.known_hits = 0
 
     def embed(self, texts: Sequence[str]) -> Any:
-        self.texts += len(texts)
-        return self.embedder.embed_documents(list(texts))
+        texts = list(texts)
+        if self.known is None or not texts:
+            self.texts += len(texts)
+            return self.embedder.embed_documents(texts)
+        keys = [content_hash(t) for t in texts]
+        found = self.known(keys)
+        rest = [t for t, key in zip(texts, keys, strict=True) if key not in found]
+        self.known_hits += len(texts) - len(rest)
+        self.texts += len(rest)
+        if not found:
+            return self.embedder.embed_documents(texts)
+        fresh = iter(self.embedder.embed_documents(rest) if rest else ())
+        return np.stack([np.asarray(found[key], dtype=np.float32) if key in found
+                         else next(fresh) for key in keys])
 
     @property
     def hits(self) -> int:
-        return int(getattr(self.embedder, "hits", 0)) - self.start_hits
+        return int(getattr(self.embedder, "hits", 0)) - self.start_hits + self.known_hits
 
     @property
     def embedded(self) -> int:
@@ -180,6 +203,7 @@ class Syncer:
         rechunk: bool = False,
         reusable: set[str] | None = None,
         before_vector_write: Callable[[], None] | None = None,
+        known: KnownVectors | None = None,
     ) -> None:
         self.manifest = manifest
         # Chunk settings changed: every file is re-chunked even if its bytes did not change
@@ -200,7 +224,8 @@ class Syncer:
         self.embedder = embedder
         self.settings = settings
         self.progress = progress
-        self.counters = _Counters(embedder)
+        # Vectors some store holds by content are taken from it, not the model or the cache.
+        self.counters = _Counters(embedder, known)
         # The vector store derived from the manifest: written first, repaired by reconcile.
         self.derived = DerivedIndex(self._writing_vectors, self.counters.embed,
                                     batch=settings.batch_chunks, progress=progress)
