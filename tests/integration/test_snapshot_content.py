@@ -183,3 +183,29 @@ def test_a_kill_during_the_migration_is_finished_by_the_next_sync(kb, knowledge,
     assert kb2.searches_without_store
     assert [i for i, _ in kb2.dense_search(query, 5)] == before
     index_state(kb2).assert_consistent()
+
+
+def test_a_store_moved_aside_is_rebuilt_from_its_snapshot_without_the_model(kb, knowledge
+                                                                             ) -> None:
+    """README's recovery: `chroma/` moved aside, its `dense-*.npz` copied into a new one, then
+    `--rebuild`: the knowledge vectors come from that file (the cache no longer holds them)."""
+    import shutil
+
+    before = index_state(kb)
+    snapshot = _snapshot_path(kb)
+    kb.close()
+    from indexing.chroma_clients import refresh_location
+
+    refresh_location(knowledge.vectors)  # as a new process would: no client of the old files
+    aside = knowledge.vectors.with_name("chroma.aside")
+    knowledge.vectors.rename(aside)
+    knowledge.vectors.mkdir()
+    shutil.copy2(aside / snapshot.name, knowledge.vectors / snapshot.name)
+    kb2 = knowledge.open()
+    calls = inner_calls(knowledge.embedder)
+    report = kb2.sync(knowledge.settings(), rebuild=True)
+    assert report.embedded == 0 and inner_calls(knowledge.embedder) == calls
+    assert report.reused == 0 and report.cache_hits == len(before.chunk_ids)
+    after = index_state(kb2)
+    after.assert_consistent()
+    assert after.chunk_ids == before.chunk_ids
