@@ -137,7 +137,7 @@ def load(path: Path) -> DenseSnapshot | None:
             raw_ids = data["ids"]
             ids = ([bytes(i).decode("ascii") for i in raw_ids] if raw_ids.dtype.kind == "S"
                    else [str(i) for i in raw_ids])
-            matrix = np.ascontiguousarray(data["vectors"], dtype=np.float32)
+            matrix = _as_searched(data["vectors"])
             hashes = np.asarray(data["hashes"], dtype=np.uint8) if "hashes" in data else None
     except (OSError, ValueError, KeyError, UnicodeDecodeError):
         return None
@@ -149,10 +149,10 @@ def load(path: Path) -> DenseSnapshot | None:
 
 
 def write(path: Path, collection: str, ids: list[str], matrix: np.ndarray,
-          hashes: Sequence[str]) -> DenseSnapshot:
+          hashes: Sequence[str], *, token: str | None = None) -> DenseSnapshot:
     """Write a snapshot atomically (temp file + rename); returns it as `load` would read it,
-    with its new token. `hashes`: each row's content hash (sha256 hex)."""
-    token = uuid.uuid4().hex
+    with its token (a new one unless given). `hashes`: each row's content hash (sha256 hex)."""
+    token = token or uuid.uuid4().hex
     ascii_ids = all(i.isascii() for i in ids)
     raw_hashes = (np.frombuffer(b"".join(bytes.fromhex(h) for h in hashes),
                                 dtype=np.uint8).reshape(len(ids), 32)
@@ -178,5 +178,37 @@ def write(path: Path, collection: str, ids: list[str], matrix: np.ndarray,
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    return DenseSnapshot(token, collection, list(ids),
-                         np.ascontiguousarray(stored, dtype=np.float32), raw_hashes)
+    return DenseSnapshot(token, collection, list(ids), _as_searched(stored), raw_hashes)
+
+
+def _as_searched(stored: np.ndarray) -> np.ndarray:
+    """The file's rows as a search reads them: float32 and unit length again (float16 moves a
+    norm by up to ~5e-4; normalised, scores stay within ~1e-4 of float32's, issue 25)."""
+    matrix = np.ascontiguousarray(stored, dtype=np.float32)
+    if matrix.ndim == 2 and stored.dtype != np.float32 and matrix.size:
+        norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))[:, None]  # 3x linalg.norm
+        norms[norms == 0] = 1.0
+        matrix /= norms
+    return matrix
+
+
+def erase_content(vector_dir: Path, keys: Collection[str]) -> int:
+    """Drop the rows of these content hashes (texts no chunk has any more: a removed folder)
+    from every snapshot file in `vector_dir`, other models' included (they stay for a switch
+    back), so none confirms a removed text by its hash or keeps its vector. Each file keeps its
+    token (a row no chunk has was never searched) and is replaced atomically, so a kill leaves
+    it old or new; the erasure runs again until done. Returns the rows dropped."""
+    wanted = {bytes.fromhex(k) for k in keys if len(k) == 64}
+    dropped = 0
+    for path in sorted(vector_dir.glob("dense-*.npz")) if wanted else ():
+        snapshot = load(path)
+        if snapshot is None or snapshot.hashes is None:
+            continue
+        keep = [row for row, h in enumerate(snapshot.hashes) if bytes(h) not in wanted]
+        if len(keep) == len(snapshot.ids):
+            continue
+        write(path, snapshot.collection, [snapshot.ids[row] for row in keep],
+              snapshot.matrix[keep], [bytes(snapshot.hashes[row]).hex() for row in keep],
+              token=snapshot.token)
+        dropped += len(snapshot.ids) - len(keep)
+    return dropped

@@ -422,6 +422,10 @@ class KnowledgeBase:
                 self.manifest.set_meta(META_MODEL, embedder.model_id)
                 self.manifest.set_meta(META_DIMENSION, str(embedder.dimension))
                 self.manifest.set_meta(META_COLLECTION, current)
+                # The snapshot is of the old collection: the end of this sync writes the new
+                # one's (before, searches asked Chroma until a chunk changed, and the new
+                # model's cache kept every vector).
+                self.manifest.set_meta(SNAPSHOT_META, None)
                 self.manifest.set_model_for_all_files(embedder.model_id)
         self._vectors = store
         syncer.sync_folders(selected)

@@ -1,5 +1,5 @@
 """The trace erasers of the stores every home has: sessions, retrieval log, embedding cache,
-the conversation index."""
+the dense snapshots, the conversation index."""
 
 from __future__ import annotations
 
@@ -51,6 +51,16 @@ def embedding_cache(ctx: AppContext, removal: Removal) -> None:
         erase_cached(ctx.paths.embedding_cache_dir, keys)
 
 
+def dense_snapshots(ctx: AppContext, removal: Removal) -> None:
+    """Rows of removed chunks in the dense snapshot files, other models' included: the
+    current one is rewritten by the removal itself, but a switch back to another model reads
+    its file by content hash."""
+    if removal.cache_keys and ctx.paths.vectors_dir.is_dir():
+        from indexing.dense_snapshot import erase_content
+
+        erase_content(ctx.paths.vectors_dir, removal.cache_keys)
+
+
 def conversation_index(ctx: AppContext, removal: Removal) -> None:
     from assistant.erasure.conversations import conversation_index as erase
 
@@ -63,5 +73,6 @@ ERASERS: dict[str, Callable[[AppContext, Removal], None]] = {
     "sessions database": sessions,
     "retrieval log": retrieval_log,
     "embedding cache": embedding_cache,
+    "dense snapshots": dense_snapshots,
     "conversation index": conversation_index,
 }

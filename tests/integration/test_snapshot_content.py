@@ -209,3 +209,46 @@ def test_a_store_moved_aside_is_rebuilt_from_its_snapshot_without_the_model(kb, 
     after = index_state(kb2)
     after.assert_consistent()
     assert after.chunk_ids == before.chunk_ids
+
+
+def test_a_removed_text_leaves_no_row_in_any_model_s_snapshot(kb, knowledge) -> None:
+    """The first model's file stays for a switch back; a removal erases its rows too."""
+    from indexing.dense_snapshot import erase_content
+    from tests.fixtures.knowledge import make_embedder
+
+    first = _snapshot_path(kb)
+    gone = {c.content_hash for c in kb.get_chunks(kb.manifest.chunk_ids()).values()
+            if c.source.endswith("n0.md")}
+    other = knowledge.open(embedder=make_embedder(knowledge.cache, dimension=32,
+                                                  model_id="test:hash-32"))
+    other.sync(knowledge.settings())
+    second = _snapshot_path(other)
+    assert first != second and first.is_file()
+    token = other.manifest.get_meta("dense_snapshot")
+    assert erase_content(knowledge.vectors, gone) == 2 * len(gone)
+    for path in (first, second):
+        snapshot = load(path)
+        assert snapshot is not None and not snapshot.content_keys() & gone
+        assert snapshot.content_keys()
+    current = load(second)
+    assert current is not None and current.token == token and other.searches_without_store
+    assert erase_content(knowledge.vectors, gone) == 0  # done: nothing rewritten again
+
+
+def test_the_snapshots_are_one_of_the_erasers_of_a_removal() -> None:
+    from assistant.erasure.traces import registered
+
+    assert "dense snapshots" in registered()
+
+
+def test_a_model_switch_writes_the_new_model_s_snapshot_and_trims_its_cache(kb, knowledge
+                                                                            ) -> None:
+    from tests.fixtures.knowledge import make_embedder
+
+    other = knowledge.open(embedder=make_embedder(knowledge.cache, dimension=32,
+                                                  model_id="test:hash-32"))
+    assert other.sync(knowledge.settings()).reembedded
+    assert other.searches_without_store
+    snapshot = load(_snapshot_path(other))
+    assert snapshot is not None and snapshot.content_keys() == _chunk_hashes(other)
+    assert other.manifest.get_meta(CACHE_TRIM_META) is None
