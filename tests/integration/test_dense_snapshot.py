@@ -47,8 +47,11 @@ def test_a_sync_writes_a_snapshot_that_answers_like_chroma(kb, knowledge) -> Non
         ours = kb.dense_search(query, 5)
         theirs = chroma_search(kb, query, 5)
         # Exact search vs HNSW: the same scores rank by rank; equal scores may swap places.
-        np.testing.assert_allclose([s for _, s in ours], [s for _, s in theirs], atol=1e-4)
-        cut = ours[-1][1] + 1e-4
+        # The file stores float16: a unit row's score moves by at most 2**-11 (each component
+        # by that share of itself, and sum |q_i x_i| <= 1); these hash vectors of a few large
+        # components come near that bound, a real model's dense ones stay near 5e-5.
+        np.testing.assert_allclose([s for _, s in ours], [s for _, s in theirs], atol=6e-4)
+        cut = ours[-1][1] + 6e-4
         assert {i for i, s in ours if s > cut} == {i for i, s in theirs if s > cut}
     source = str(knowledge.notes / "n2.md")
     only = kb.dense_search(knowledge.embedder.embed_query("n2"), 50, sources=[source])
