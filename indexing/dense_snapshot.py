@@ -27,6 +27,7 @@ import functools
 import os
 import tempfile
 import uuid
+import zipfile
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -141,9 +142,9 @@ def load(path: Path) -> DenseSnapshot | None:
             raw_ids = data["ids"]
             ids = ([bytes(i).decode("ascii") for i in raw_ids] if raw_ids.dtype.kind == "S"
                    else [str(i) for i in raw_ids])
-            matrix = _as_searched(data["vectors"])
+            matrix = _read_vectors(data)
             hashes = np.asarray(data["hashes"], dtype=np.uint8) if "hashes" in data else None
-    except (OSError, ValueError, KeyError, UnicodeDecodeError):
+    except (OSError, ValueError, KeyError, UnicodeDecodeError, zipfile.BadZipFile):
         return None
     if matrix.ndim != 2 or matrix.shape[0] != len(ids):
         return None
@@ -190,6 +191,30 @@ def write(path: Path, collection: str, ids: list[str], matrix: np.ndarray,
     else:
         searched = _as_searched(stored)
     return DenseSnapshot(token, collection, list(ids), searched, raw_hashes)
+
+
+# Rows converted at a time when reading float16 vectors: the file's array is never whole in
+# memory beside the float32 one (a cold search's peak: +24 MB at 32k chunks otherwise).
+_READ_ROWS = 4096
+
+
+def _read_vectors(data: np.lib.npyio.NpzFile) -> np.ndarray:
+    """The file's vectors as float32, read a block of rows at a time from the archive."""
+    if data.zip is None:
+        return _as_searched(data["vectors"])
+    with data.zip.open("vectors.npy") as member:
+        version = np.lib.format.read_magic(member)
+        shape, fortran, dtype = (np.lib.format.read_array_header_1_0(member) if version == (1, 0)
+                                 else np.lib.format.read_array_header_2_0(member))
+        if dtype == np.float32 or fortran or len(shape) != 2:
+            return _as_searched(data["vectors"])
+        rows, width = shape
+        matrix = np.empty((rows, width), dtype=np.float32)
+        for start in range(0, rows, _READ_ROWS):
+            count = min(_READ_ROWS, rows - start)
+            raw = member.read(count * width * dtype.itemsize)
+            matrix[start:start + count] = np.frombuffer(raw, dtype=dtype).reshape(count, width)
+        return matrix
 
 
 def _as_searched(stored: np.ndarray) -> np.ndarray:
