@@ -190,7 +190,6 @@ class SnapshotKeeper:
             log.warning("could not write the dense snapshot %s: %s", path, exc)
 
 
-
 # Vectors asked of Chroma at a time: the working set of a refresh stays this many vectors
 # (~6 MB at 384 dimensions) above the matrix itself.
 _FETCH_BATCH = 4096

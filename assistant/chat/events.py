@@ -11,7 +11,7 @@ shown apart (dim, collapsed), never stored as the answer, never cited, never sen
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -130,3 +130,6 @@ class Failed:
 
 
 ChatEvent = Retrieved | Waiting | Thinking | Token | AnswerReplaced | ToolCalled | Done | Failed
+
+# How a turn's stages hand their events to whoever shows them (the TUI, the CLI).
+Emit = Callable[[ChatEvent], None]

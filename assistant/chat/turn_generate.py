@@ -17,7 +17,7 @@ from typing import Any
 
 from assistant.chat.budget import answer_cap
 from assistant.chat.calibration import prompt_split
-from assistant.chat.events import ChatEvent, ToolCalled
+from assistant.chat.events import Emit, ToolCalled
 from assistant.chat.prompt import Prompt, PromptMessage
 from assistant.chat.reply import ReplyReader, WaitInfo
 from assistant.chat.tools import MAX_TOOL_ROUNDS, run_tool
@@ -31,7 +31,6 @@ from assistant.sessions.turn import Recollection, Retrieval
 
 log = logging.getLogger(__name__)
 
-Emit = Callable[[ChatEvent], None]
 
 
 @dataclass(frozen=True, slots=True)

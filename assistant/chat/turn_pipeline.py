@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from assistant.chat.background_scheduler import BackgroundScheduler
 from assistant.chat.budget import ContextOverflow
 from assistant.chat.current_session import CurrentSession
-from assistant.chat.events import ChatEvent, Failed
+from assistant.chat.events import Emit, Failed
 from assistant.chat.prompt_cache import PromptCache
 from assistant.chat.retrieval_history import retrieval_history
 from assistant.chat.turn_context import TurnContext
@@ -33,7 +33,6 @@ from assistant.sessions.turn import Session, Turn
 
 RETRIEVAL_HISTORY_TURNS = 3  # earlier user messages given to the retriever for follow-ups
 
-Emit = Callable[[ChatEvent], None]
 
 
 @dataclass(frozen=True, slots=True)

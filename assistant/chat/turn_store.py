@@ -20,7 +20,7 @@ from functools import partial
 
 from assistant.chat.citations import mark_cited, mark_recalled
 from assistant.chat.conversation_indexer import ConversationIndexer
-from assistant.chat.events import ChatEvent, Done, Failed
+from assistant.chat.events import Done, Emit, Failed
 from assistant.chat.recital import without_recital
 from assistant.chat.turn_state import TurnState
 from assistant.llm.errors import ChatError
@@ -29,7 +29,6 @@ from assistant.sessions.turn import Session, Turn
 
 log = logging.getLogger(__name__)
 
-Emit = Callable[[ChatEvent], None]
 
 
 class TurnRecorder:

@@ -16,12 +16,11 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from assistant.chat.events import ChatEvent, Done, Failed
+from assistant.chat.events import ChatEvent, Done, Emit, Failed
 from assistant.llm import errors
 
 log = logging.getLogger(__name__)
 
-Emit = Callable[[ChatEvent], None]
 Run = Callable[[Emit], Coroutine[Any, Any, None]]
 
 
