@@ -36,6 +36,7 @@ from indexing.embedding_cache import (
     unwritable,
 )
 from indexing.idle_release import IdleRelease
+from indexing.llama_import import load_llama_index
 from indexing.threads import start_daemon
 
 if TYPE_CHECKING:
@@ -486,6 +487,7 @@ def preload(embedder: Embedder) -> threading.Thread | None:
 
 def as_llama_embedding(embedder: Embedder) -> BaseEmbedding:
     """A LlamaIndex `BaseEmbedding` delegating to `embedder` (and so to its cache)."""
+    load_llama_index()
     from indexing.embedders.llama import DelegatingEmbedding
 
     return DelegatingEmbedding.wrap(embedder)

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from assistant.chat.events import AnswerReplaced, ChatEvent, Thinking, Token, Waiting, WaitPhase
 from assistant.llm import errors
 from assistant.llm.thinking import ReasoningSplitter
+from indexing.llama_import import load_llama_index
 
 TICK_SECONDS = 1.0  # how often `Waiting` is emitted
 PROBE_EVERY_SECONDS = 3.0  # how often /api/ps is asked whether the model has loaded
@@ -232,6 +233,7 @@ def _tool_calls(last: Any) -> list[tuple[str, dict[str, Any]]]:
     parsed = getattr(last, "tool_calls", None)  # an OpenAI-compatible stream's last chunk
     if isinstance(parsed, list):
         return parsed
+    load_llama_index()
     from llama_index.core.base.llms.types import ToolCallBlock
 
     message = getattr(last, "message", None)

@@ -28,6 +28,7 @@ from assistant.chat.turn_state import TurnState, note_stats
 from assistant.llm import errors
 from assistant.llm.tokens import MESSAGE_OVERHEAD
 from assistant.sessions.turn import Recollection, Retrieval
+from indexing.llama_import import load_llama_index
 
 log = logging.getLogger(__name__)
 
@@ -164,6 +165,7 @@ def _tool_remember(ctx: TurnContext, session_id: str, message: str, text: str,
 # --- llama_index messages --------------------------------------------------------------------
 
 def _chat_message(message: PromptMessage) -> Any:
+    load_llama_index()
     from llama_index.core.llms import ChatMessage
 
     return ChatMessage(role=message.role, content=message.content)
@@ -171,6 +173,7 @@ def _chat_message(message: PromptMessage) -> Any:
 
 def _assistant_tool_message(calls: list[tuple[str, dict[str, Any]]]) -> Any:
     """The assistant's tool-call message sent back: the calls only, never its reasoning."""
+    load_llama_index()
     from llama_index.core.base.llms.types import TextBlock, ToolCallBlock
     from llama_index.core.llms import ChatMessage
 
@@ -180,6 +183,7 @@ def _assistant_tool_message(calls: list[tuple[str, dict[str, Any]]]) -> Any:
 
 
 def _tool_message(name: str, content: str) -> Any:
+    load_llama_index()
     from llama_index.core.llms import ChatMessage
 
     return ChatMessage(role="tool", content=content, additional_kwargs={"tool_name": name})

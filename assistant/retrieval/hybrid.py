@@ -33,6 +33,7 @@ from assistant.retrieval.rerank import Reranker
 from assistant.retrieval.scores import fused_display, keyword_score, term_coverage
 from assistant.retrieval.weights import dense_trusted, dense_weight
 from assistant.timerange import TimeRange
+from indexing.llama_import import load_llama_index
 from indexing.timing import timed
 from indexing.types import Chunk, ChunkPlace
 
@@ -144,6 +145,7 @@ class HybridRetriever:
 
     def as_llama_retriever(self) -> LlamaRetriever:
         """This retriever as a LlamaIndex `BaseRetriever` (imports llama_index)."""
+        load_llama_index()
         from assistant.retrieval.llama import LlamaRetriever
 
         return LlamaRetriever(self)
