@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from indexing.filesystem import can_write, full_or_read_only
+from indexing.memory_hygiene import wipe_freed_memory
+from indexing.quiet_panics import rust_panics_silenced
 from indexing.threads import start_daemon
 from indexing.vector_errors import (
     DAMAGE_WORDS,
@@ -131,12 +134,9 @@ def _connect(key: tuple[str, ...], location: str | Path) -> Any:
             f"The vector store location {path} is a file, not a directory.",
             hint="set store.vector_store to a directory, an http:// URL, or leave it empty",
         )
-    from indexing.memory_hygiene import wipe_freed_memory
-
     check_store_file(path)
     _check_writable(path)
     wipe_freed_memory()  # before Chroma's index buffers exist: see memory_hygiene
-    from indexing.quiet_panics import rust_panics_silenced
 
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -156,8 +156,6 @@ def _connect(key: tuple[str, ...], location: str | Path) -> Any:
 def _check_writable(path: Path) -> None:
     """Embedded Chroma opens its database for writing (and migrates it) even to read: in a
     folder this process cannot write it fails with its own words; said here, before trying."""
-    from indexing.filesystem import can_write, full_or_read_only
-
     if can_write(path):
         return
     where = full_or_read_only(OSError(errno.EROFS, "read-only"), path) \
@@ -239,7 +237,6 @@ def close_all() -> None:
         clients = [*_clients.values(), *_retired]
         _clients.clear()
         _retired.clear()
-    from indexing.quiet_panics import rust_panics_silenced
 
     for client in clients:
         try:

@@ -23,6 +23,8 @@ import bisect
 import hashlib
 from dataclasses import dataclass
 
+from indexing.chunk_code import code_sections
+from indexing.chunk_markdown import markdown_sections, org_sections, rst_sections
 from indexing.chunk_section import Block, Section, merge_tiny, trim
 from indexing.chunk_split import split_span
 from indexing.languages import detect_language
@@ -206,19 +208,11 @@ def _sections(
     text: str, fmt: str, lines: list[str], line_starts: list[int], settings: ChunkSettings
 ) -> list[Section]:
     if fmt in ("markdown", "html"):
-        from indexing.chunk_markdown import markdown_sections
-
         return markdown_sections(text, lines, line_starts)
     if fmt == "rst":
-        from indexing.chunk_markdown import rst_sections
-
         return rst_sections(text, lines, line_starts)
     if fmt == "org":
-        from indexing.chunk_markdown import org_sections
-
         return org_sections(text, lines, line_starts)
     if fmt.startswith("code:"):
-        from indexing.chunk_code import code_sections
-
         return code_sections(text, fmt[5:], lines, line_starts, max_chars=settings.chunk_size)
     return [Section(0, len(text), ())]

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 from indexing.embedders.base import EmbeddingModelError, InnerModel, normalise_rows
+from indexing.embedders.onnx_store import install_root
 from indexing.embedding_cache import (
     MemoryCache,
     drop_keys,
@@ -451,7 +452,6 @@ def sentence_model(
 
     if device == "cpu":
         from indexing.embedders.onnx_model import OnnxSentenceModel, ineligible_reason
-        from indexing.embedders.onnx_store import install_root
 
         if ineligible_reason(folder) is None:
             return OnnxSentenceModel(

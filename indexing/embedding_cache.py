@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from indexing.embedders.base import EmbeddingModelError
+from indexing.scrub import scrub_file
 
 _CACHE_SIZE_LIMIT = 8 * 1024**3  # evicting only costs a re-embed, but let big corpora fit
 log = logging.getLogger(__name__)
@@ -153,8 +154,6 @@ def erase_cached(cache_root: str | Path, keys: Collection[str]) -> int:
     no trace of them in the cache files; returns the entries deleted. For removals the user
     expects to be final (a folder's chunks, forgotten memories)."""
     import diskcache
-
-    from indexing.scrub import scrub_file
 
     root = Path(cache_root)
     if not keys or not root.is_dir():

@@ -23,6 +23,7 @@ import numpy as np
 
 from indexing.knowledge_types import META_COLLECTION, META_DIMENSION
 from indexing.manifest import CACHE_TRIM_META, SNAPSHOT_META, Manifest
+from indexing.vector_errors import VectorStoreError, check_store_file
 
 if TYPE_CHECKING:
     from indexing.dense_snapshot import DenseSnapshot
@@ -35,8 +36,6 @@ def _looks_like_chroma(directory: Path) -> bool:
     """Chroma's own database is there and undamaged as far as a few milliseconds can tell
     (`check_store_file`: header, schema, catalog): a store that was damaged or deleted since the
     last sync must not be hidden by the snapshot."""
-    from indexing.vector_errors import VectorStoreError, check_store_file
-
     if not (directory / "chroma.sqlite3").is_file():
         return False
     try:

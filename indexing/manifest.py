@@ -17,15 +17,14 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from indexing.clock import EpochClock, wall_clock
 from indexing.errors import HintedError
+from indexing.keywords import KeywordIndex
+from indexing.scrub import scrub_connection
 from indexing.sqlite_db import Schema, open_database, schema_version
 from indexing.types import Chunk, ChunkPlace
-
-if TYPE_CHECKING:
-    from indexing.keywords import KeywordIndex
 
 KEYWORD_TABLE = "chunk_fts"
 
@@ -199,8 +198,6 @@ class Manifest:
     @property
     def keywords(self) -> KeywordIndex:
         if self._keywords is None:
-            from indexing.keywords import KeywordIndex
-
             with self.lock:
                 self._keywords = KeywordIndex(self.conn, KEYWORD_TABLE)
         return self._keywords
@@ -240,8 +237,6 @@ class Manifest:
         """Leave no trace of deleted text on disk: merge the keyword index's segments (deleted
         entries linger in old ones until a merge), rewrite the file without its free pages,
         and empty the WAL. For removals the user expects to be final (`brain folders rm`)."""
-        from indexing.scrub import scrub_connection
-
         with self.lock:
             self.keywords.optimize()
             scrub_connection(self.conn, label=f"knowledge database {self.path}")

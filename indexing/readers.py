@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from indexing.html_text import html_to_text
 from indexing.languages import format_for_path
+from indexing.notebook import notebook_to_markdown
 from indexing.open_inside import NotRegularFile, OutsideFolder, open_inside
 from indexing.sources import SkipReason
 
@@ -64,12 +66,8 @@ def read_file(path: Path, *, max_bytes: int, inside: Path | None = None) -> Deco
     text, encoding = decode_bytes(data)
     text = normalise_newlines(text)
     if fmt == "html":
-        from indexing.html_text import html_to_text
-
         text = html_to_text(text)
     elif fmt == "notebook":
-        from indexing.notebook import notebook_to_markdown
-
         converted = notebook_to_markdown(text)
         # Not a readable notebook (hand-edited, truncated): index the raw JSON instead.
         text, fmt = (converted, "markdown") if converted is not None else (text, "data:json")

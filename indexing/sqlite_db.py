@@ -31,6 +31,7 @@ from functools import partial
 from pathlib import Path
 
 from indexing.errors import HintedError
+from indexing.filesystem import can_write
 
 NEWER_HINT = "upgrade second-brain, or move the file away to start fresh"
 
@@ -107,8 +108,6 @@ def read_only_uri(file: Path) -> str | None:
     the module doc); None when it is writable, or when a WAL left without its `-shm` could be
     read by no mode (then the open fails as SQLite says: read-only, never damage)."""
     from urllib.parse import quote
-
-    from indexing.filesystem import can_write
 
     if can_write(file.parent):
         return None

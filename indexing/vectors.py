@@ -27,6 +27,7 @@ from indexing.chroma_clients import (
     refresh_location,
     shared_client,
 )
+from indexing.scrub import scrub_connection
 from indexing.vector_errors import EmbeddingModelMismatch, VectorStoreError
 
 _COLLECTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]")
@@ -410,8 +411,6 @@ def scrub_store(location: str | Path) -> None:
     its free pages.
     """
     import shutil
-
-    from indexing.scrub import scrub_connection
 
     root = Path(location)
     db_path = root / "chroma.sqlite3"

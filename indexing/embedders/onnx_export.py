@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from indexing.embedders.onnx_store import ONNX_FILE, FoundExport
+from indexing.embedders.onnx_store import ONNX_FILE, FoundExport, install_root, publish
 
 MIN_COSINE = 0.99999
 OPSET = 17
@@ -148,7 +148,6 @@ def _verify(model: Any, folder: Path, out_dir: Path, meta: dict[str, Any]) -> fl
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m indexing.embedders.onnx_export [--install | --to DIR] [MODEL_FOLDER]`."""
-    from indexing.embedders.onnx_store import install_root, publish
     from indexing.embedders.sentence import bundled_model_path
 
     parser = argparse.ArgumentParser(

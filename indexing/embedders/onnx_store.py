@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from indexing.lock import IndexBusy, IndexLock
+
 # Bump when the exported graph or its meta change: older exports are then ignored (rebuilt).
 EXPORT_FORMAT = 1
 ONNX_FILE = "model.onnx"
@@ -169,8 +171,6 @@ def publish(folder: Path, root: Path, build: Builder) -> FoundExport:
     meta (e.g. how the export was verified). Raises whatever `build` raises; nothing partial
     is ever visible under `root`.
     """
-    from indexing.lock import IndexBusy, IndexLock
-
     folder = folder.resolve()
     root.mkdir(parents=True, exist_ok=True)
     lock = IndexLock(root / LOCK_FILE, timeout=EXPORT_LOCK_SECONDS)

@@ -173,7 +173,7 @@ def test_the_store_check_reruns_only_when_chroma_s_file_changes(
         checks.append(Path(directory))
         real(directory)
 
-    monkeypatch.setattr(vectors, "check_store_file", counted)
+    monkeypatch.setattr("indexing.knowledge_snapshot.check_store_file", counted)  # where used
     query = knowledge.embedder.embed_query("n3 section")
     first = kb.dense_search(query, 5)
     for _ in range(5):

@@ -101,17 +101,7 @@ NOT_HOISTED_YET: dict[str, int] = {
     "assistant.retrieval.open": 3,
     "assistant.sessions.store": 1,
     "assistant.store_health": 1,
-    "indexing.chroma_clients": 4,
-    "indexing.chunking": 4,
-    "indexing.embedder": 3,
-    "indexing.embedders.onnx_export": 1,
-    "indexing.embedders.onnx_store": 1,
-    "indexing.embedding_cache": 1,
-    "indexing.knowledge_snapshot": 1,
-    "indexing.manifest": 2,
-    "indexing.readers": 2,
-    "indexing.sqlite_db": 1,
-    "indexing.vectors": 1,
+    "indexing.embedder": 2,
 }
 
 FILES: dict[str, Path] = {module_name(p): p for package in PACKAGES for p in python_files(package)}

@@ -168,7 +168,7 @@ def test_a_folder_it_cannot_write_is_read_without_writing(
     conn.execute("INSERT INTO notes (text) VALUES ('checkpointed')")
     conn.close()  # the last connection: the WAL is folded in and removed
     assert not Path(f"{path}-wal").exists()
-    monkeypatch.setattr("indexing.filesystem.can_write", lambda directory: False)
+    monkeypatch.setattr("indexing.sqlite_db.can_write", lambda directory: False)
     reader = _wal_notes(path)
     assert reader.execute("SELECT text FROM notes").fetchall() == [("checkpointed",)]
     with pytest.raises(sqlite3.OperationalError, match="readonly"):
@@ -180,7 +180,7 @@ def test_a_folder_it_cannot_write_is_read_without_writing(
     writer = _wal_notes(path)
     writer.execute("PRAGMA wal_autocheckpoint = 0")
     writer.execute("INSERT INTO notes (text) VALUES ('in the wal')")
-    monkeypatch.setattr("indexing.filesystem.can_write", lambda directory: False)
+    monkeypatch.setattr("indexing.sqlite_db.can_write", lambda directory: False)
     try:
         reader = _wal_notes(path)
         assert [r[0] for r in reader.execute("SELECT text FROM notes ORDER BY id")] == [
