@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assistant.ollama_host import DEFAULT_HOST, env_host
 from indexing.errors import HintedError
 
 
@@ -28,8 +29,6 @@ def _opt(default: Any, help: str, **kwargs: Any) -> Any:
 
 
 def default_ollama_host() -> str:
-    from assistant.ollama_host import DEFAULT_HOST, env_host
-
     # OLLAMA_HOST uses the server's syntax (`0.0.0.0`, `host:port`); env_host makes it a URL.
     return env_host() or DEFAULT_HOST
 

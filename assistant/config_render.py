@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant.config import SECTIONS, Config, default_ollama_host, range_text
+from assistant.ollama_host import DEFAULT_HOST
 from assistant.paths import FILE_MODE, AppPaths
 
 
@@ -89,8 +90,6 @@ def render_config(config: Config | None = None, *, commented: bool = True) -> st
         if commented and (section, key) == ("ollama", "host"):
             # The file outlives this shell: the default written is the real one, not whatever
             # OLLAMA_HOST is now (which keeps applying as long as the line stays commented).
-            from assistant.ollama_host import DEFAULT_HOST
-
             value = DEFAULT_HOST if value == default_ollama_host() else value
         out.append(f"{prefix}{key} = {toml_value(value)}")
     out += ["", "# System prompt presets; choose one with ollama.persona.", "[personas]"]

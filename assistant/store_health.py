@@ -15,6 +15,7 @@ from pathlib import Path
 
 from assistant.errors import UserError
 from assistant.paths import AppPaths
+from indexing.vector_errors import recovery_hint
 
 DAMAGE = re.compile(r"malformed|not a database|disk image|database corrupt|file is empty",
                     re.IGNORECASE)
@@ -41,8 +42,6 @@ class StoreFile:
 
 
 def store_files(paths: AppPaths) -> list[StoreFile]:
-    from indexing.vector_errors import recovery_hint
-
     return [
         StoreFile("knowledge database", paths.knowledge_db, KNOWLEDGE_RECOVERY),
         StoreFile("memory store", paths.memory_db, MEMORY_RECOVERY),

@@ -18,6 +18,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from assistant.chat.background import BackgroundComplete, BackgroundJobs
+from assistant.memory.extraction import batches as index_batches
 from assistant.sessions.store import SessionStore
 from assistant.sessions.turn import Turn
 
@@ -96,7 +97,5 @@ class MemoryExtraction:
 
 def batches(turns: list[Turn], max_tokens: int) -> list[list[Turn]]:
     """Consecutive groups of turns with at most `max_tokens` of user text each."""
-    from assistant.memory.extraction import batches as index_batches
-
     return [[turns[i] for i in group]
             for group in index_batches([t.question for t in turns], max_tokens)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
+from assistant.chat.engine_settings import EngineSettings
 from assistant.config import Config
 
 # EngineSettings fields that only the engine reads, each at the turn that uses it.
@@ -24,8 +25,6 @@ LIVE_FIELDS = frozenset({
 def live_changes(before: Config, after: Config) -> dict[str, Any] | None:
     """The engine settings to change for `before` → `after` (for `ChatEngine.configure`), or
     None when the change is not (only) the engine's and takes a restart."""
-    from assistant.chat.engine import EngineSettings
-
     old, new = EngineSettings.from_config(before), EngineSettings.from_config(after)
     changed = {f.name: getattr(new, f.name) for f in fields(EngineSettings)
                if getattr(old, f.name) != getattr(new, f.name)}

@@ -28,6 +28,7 @@ from typing import Any, Generic, TypeVar
 
 from assistant.chat.budget import Budget, plan, select_by_score, select_recent
 from assistant.chat.citations import strip_citations
+from assistant.conversations.documents import strip_reasoning
 from assistant.llm.tokens import MESSAGE_OVERHEAD, count_tokens
 from assistant.sessions.turn import (
     ConversationItem,
@@ -167,8 +168,6 @@ def _clip(text: str, limit: int = RECALLED_CHARS) -> str:
 
 def conversation_block(n: int, item: ConversationItem) -> str:
     """`[c1] 2024-03-05, "Kayak trip"` and what was said (a session: its summary)."""
-    from assistant.conversations.documents import strip_reasoning
-
     title = f', "{item.title}"' if item.title else ""
     if item.seq is None:
         return f"[c{n}] {item.date}{title} (the whole chat, summarised)\n{_clip(item.answer)}"

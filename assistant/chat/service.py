@@ -20,6 +20,7 @@ from assistant.chat.calibration import TokenCalibration
 from assistant.chat.engine import ChatEngine, ChatFn, EngineSettings
 from assistant.context import AppContext
 from assistant.llm.provider import Link, make_catalog
+from assistant.memory.model import Memory, RecalledMemory, parse_type
 from assistant.sessions.store import SessionStore
 from assistant.sessions.turn import (
     HitScores,
@@ -32,7 +33,6 @@ from indexing.lazy import Lazy
 
 if TYPE_CHECKING:
     from assistant.conversations.index import ConversationIndex
-    from assistant.memory.model import Memory, RecalledMemory
     from assistant.memory.service import MemoryService
     from assistant.retrieval.hit import SearchHit
     from assistant.retrieval.hybrid import HybridRetriever
@@ -129,8 +129,6 @@ class ServiceMemory:
         self, text: str, kind: str, *, session_id: str | None, said: Sequence[str] = ()
     ) -> str:
         """The `remember` tool; refusals (secret, not said by the user) raise a UserError."""
-        from assistant.memory.model import parse_type
-
         outcome = self.service().remember_proposed(
             text, type=parse_type(kind), said=said, session_id=session_id, source="chat-tool"
         )

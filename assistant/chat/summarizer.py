@@ -19,6 +19,15 @@ from functools import partial
 from typing import TypeVar
 
 from assistant.chat.background import BackgroundComplete
+from assistant.conversations.summaries import (
+    NUM_PREDICT,
+    SUMMARY_SCHEMA,
+    InvalidSummary,
+    parse_summary,
+    save_summary,
+    sessions_behind,
+    summary_messages,
+)
 from assistant.sessions.store import SessionNotFound, SessionStore
 
 log = logging.getLogger(__name__)
@@ -44,8 +53,6 @@ class SessionSummarizer:
     async def catch_up(self, *, exclude: str | None) -> None:
         """Summaries of the sessions that need one, the latest first, at most SUMMARY_BATCH
         (`exclude`: the session in use, summarised only once it is idle)."""
-        from assistant.conversations.summaries import sessions_behind
-
         behind = await self._on_store(partial(
             sessions_behind, self.store, min_turns=MIN_SUMMARY_TURNS,
             since=time.time() - SUMMARY_BACKLOG_DAYS * 86400, exclude=exclude,
@@ -62,15 +69,6 @@ class SessionSummarizer:
     async def write(self, session_id: str) -> bool:
         """Write the summary of one session (its turns as they are now); False when there was
         nothing to write or the model's reply was unusable."""
-        from assistant.conversations.summaries import (
-            NUM_PREDICT,
-            SUMMARY_SCHEMA,
-            InvalidSummary,
-            parse_summary,
-            save_summary,
-            summary_messages,
-        )
-
         try:
             session = await self._on_store(partial(self.store.get, session_id))
         except SessionNotFound:

@@ -17,9 +17,11 @@ thinking-only model writes the summary at once instead of reasoning first, input
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from assistant.llm.thinking import strip_reasoning
 from assistant.sessions.turn import Turn
 
 SUMMARY_WORDS = 200
@@ -94,10 +96,6 @@ def clean_summary(text: str) -> str:
     """The summary in a model's reply: the JSON's "summary", else the plain text without
     reasoning (tagged or untagged) and preamble; "" when there is none (e.g. the reply was
     cut off inside its reasoning or its JSON)."""
-    import re
-
-    from assistant.llm.thinking import strip_reasoning
-
     text = strip_reasoning(text)
     if text.startswith("{"):
         try:

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from assistant.sessions.store import title_from
+
 UnitKind = Literal["turn", "summary"]
 
 # MiniLM reads at most 256 word pieces (~1,000 characters of English): the head of a long
@@ -80,8 +82,6 @@ def turn_doc(
     the final fusion: own words only 0.653, + neighbours 0.710, own words doubled 0.727; two
     neighbours a side 0.711. Only the turn's own words are embedded (the search adds its
     neighbours' meaning from their vectors: `dense_context`)."""
-    from assistant.sessions.store import title_from
-
     said = said_text(question, answer)
     # A title that is only this question cut short would count its words twice.
     named = title.strip() if title.strip() != title_from(question) else ""

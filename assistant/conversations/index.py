@@ -36,13 +36,13 @@ from assistant.conversations.documents import (
 )
 from assistant.conversations.topic import COMMON_SHARE
 from indexing.derived_index import DerivedIndex, Rows, VectorDoc, VectorIndex
+from indexing.keywords import KeywordIndex
 from indexing.lazy import Lazy
 from indexing.progress import Phase, ProgressCallback, SyncProgress
 
 if TYPE_CHECKING:
     from assistant.sessions.store import SessionStore
     from indexing.embedder import Embedder
-    from indexing.keywords import KeywordIndex
 
 log = logging.getLogger(__name__)
 
@@ -145,8 +145,6 @@ class ConversationIndex:
         vectors: Callable[[], VectorIndex],
         purge: Callable[[], None] | None = None,
     ) -> None:
-        from indexing.keywords import KeywordIndex
-
         self.store = store
         self._embedder = Lazy(embedder)
         self._vectors = Lazy(vectors)

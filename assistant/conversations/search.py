@@ -28,6 +28,7 @@ from assistant.retrieval.fusion import rrf
 from assistant.retrieval.weights import dense_weight as language_dense_weight
 from assistant.timephrases import split_query
 from assistant.timerange import TimeRange, local_now
+from indexing.vector_errors import VectorStoreReadOnly
 
 if TYPE_CHECKING:
     from assistant.conversations.index import ConversationIndex
@@ -176,8 +177,6 @@ def _rank(
     # The dense ranking reads the question without the words of nearly every turn (`topic`).
     topic = topic_text(text, index.common_terms)
     topic_vector = query_vector if topic == text else embedder.embed_query(topic)
-    from indexing.vector_errors import VectorStoreReadOnly
-
     dense: list[tuple[str, float, float]] = []
     fetched: dict[str, np.ndarray] = {}
     try:

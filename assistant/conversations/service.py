@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from assistant.conversations.index import ConversationIndex
+from assistant.sessions.service import open_sessions
 from indexing import derived_index
 from indexing.derived_index import VectorIndex
 
@@ -35,8 +36,6 @@ def open_conversations(ctx: AppContext, store: SessionStore | None = None) -> Co
     from assistant.private_embedding import PrivateEmbedder
 
     if store is None:
-        from assistant.sessions.service import open_sessions
-
         store = open_sessions(ctx)
     index: ConversationIndex | None = None
 

@@ -35,6 +35,7 @@ from assistant.events.model import (
     EventType,
     NewEvent,
 )
+from assistant.memory.secrets import find_secret
 from assistant.store_health import EVENTS_RECOVERY
 from indexing.clock import EpochClock, wall_clock
 from indexing.keywords import KeywordIndex
@@ -93,8 +94,6 @@ def _row_event(row: Sequence[Any], covers: tuple[str, ...] = ()) -> Event:
 
 def check_new(new: NewEvent, now: float) -> NewEvent:
     """Every writer's bounds; raises EventError with the one-line reason."""
-    from assistant.memory.secrets import find_secret
-
     text = new.text.strip()
     if not text:
         raise EventError("an event needs some text")

@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 
+from assistant.conversations.summaries import parse_summary
 from assistant.events.model import MAX_TEXT_CHARS, Event, EventType, NewEvent
 from assistant.events.store import EventStore
 
@@ -57,8 +58,6 @@ def transcript(events: Sequence[Event], *, max_chars: int = MAX_INPUT_CHARS) -> 
 
 def summarize_run(store: EventStore, session: str, ids: Sequence[str], chat: ChatFn) -> Event:
     """Ask the model for one summary of `ids` (a session's run) and store it, linked."""
-    from assistant.conversations.summaries import parse_summary
-
     found = store.get_many(ids)
     events = sorted((found[i] for i in ids if i in found), key=lambda e: e.ts)
     reply = chat([

@@ -16,6 +16,7 @@ from typing import Literal
 from assistant.errors import HintedError, UserError
 from assistant.logfile import log_hint
 from assistant.ollama_host import host_setting
+from indexing.filesystem import full_or_read_only
 
 log = logging.getLogger(__name__)
 
@@ -123,8 +124,6 @@ def stage_failed(kind: ErrorKind, what: str, exc: BaseException) -> ChatError:
 def not_saved(exc: BaseException, where: str | os.PathLike[str] | None = None) -> ChatError:
     """`where`: the sessions database, to name its filesystem when that is full or read-only
     (a read-only home: everything else of a turn works, only saving it cannot)."""
-    from indexing.filesystem import full_or_read_only
-
     reason = full_or_read_only(exc, where) if where not in (None, ":memory:") else None
     detail = f"{reason} ({_without_hint(exc)})" if reason else _without_hint(exc)
     return ChatError(

@@ -13,10 +13,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from assistant.llm.keys import resolve_api_key
+from assistant.llm.models import ModelCatalog, OllamaCatalog
+from assistant.llm.ollama_transport import Completion, OllamaTransport
+
 if TYPE_CHECKING:
     from assistant.config import Config
-    from assistant.llm.models import ModelCatalog
-    from assistant.llm.ollama_transport import Completion
     from assistant.llm.openai_wire import Endpoint
 
 OLLAMA = "ollama"
@@ -59,7 +61,6 @@ class Link:
 
     def endpoint(self) -> Endpoint:
         """The OpenAI endpoint with its key (raises ApiKeyError for a bad key source)."""
-        from assistant.llm.keys import resolve_api_key
         from assistant.llm.openai_wire import Endpoint, normalize_base_url
 
         return Endpoint(normalize_base_url(self.url),
@@ -80,8 +81,6 @@ def make_transport(link: Link, *, timeout: float, first_token_timeout: float) ->
 
         return OpenAITransport(link.endpoint(), timeout=timeout,
                                first_token_timeout=first_token_timeout)
-    from assistant.llm.ollama_transport import OllamaTransport
-
     return OllamaTransport(link.url, timeout=timeout, first_token_timeout=first_token_timeout)
 
 
@@ -90,8 +89,6 @@ def make_catalog(link: Link, timeout: float) -> ModelCatalog:
         from assistant.llm.openai_catalog import OpenAICatalog
 
         return OpenAICatalog(link.endpoint(), timeout)
-    from assistant.llm.models import OllamaCatalog
-
     return OllamaCatalog(link.url, timeout)
 
 

@@ -19,8 +19,10 @@ from typing import Any, Protocol
 
 from assistant.errors import UserError
 from assistant.memory.clock import Clock, seconds_of
+from assistant.memory.keywords import MemoryKeywords
 from assistant.memory.schema import SCHEMA
 from assistant.store_health import MEMORY_RECOVERY
+from indexing.scrub import scrub_connection
 from indexing.sqlite_db import open_database
 
 log = logging.getLogger(__name__)
@@ -67,8 +69,6 @@ class MemoryDatabase:
         with suppress(OSError):
             self.db_path.chmod(0o600)
         if keywords is None:
-            from assistant.memory.keywords import MemoryKeywords
-
             keywords = MemoryKeywords
         self._keywords_factory = keywords
         self.keywords = keywords(self.conn, KEYWORD_TABLE)
@@ -145,8 +145,6 @@ class MemoryDatabase:
 
     def scrub(self) -> None:
         """Leave no deleted text in the file: FTS segments merged, free pages overwritten."""
-        from indexing.scrub import scrub_connection
-
         self.keywords.optimize()
         scrub_connection(self.conn, label=f"memory database {self.db_path}")
 

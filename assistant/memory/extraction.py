@@ -22,11 +22,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from assistant.llm.thinking import strip_reasoning
+from assistant.llm.tokens import count_tokens
 from assistant.memory.filters import chatter_reason
 from assistant.memory.grounding import grounding_reason
 from assistant.memory.model import MemoryType
 from assistant.memory.restate import in_third_person
 from assistant.memory.secrets import find_secret_in
+from assistant.memory.statement_rule import RULE_CONFIDENCE, self_statements
 
 log = logging.getLogger(__name__)
 
@@ -150,8 +153,6 @@ def json_text(reply: str) -> str:
     """The JSON in a model's reply: reasoning (tagged, or untagged up to `</think>`) and code
     fences removed — a thinking model may reason before the JSON when the schema is not
     applied from the first token."""
-    from assistant.llm.thinking import strip_reasoning
-
     text = strip_reasoning(reply)
     if text.startswith("```"):  # some models wrap JSON in a fence despite `format`
         text = re.sub(r"^```(?:json)?\s*|\s*```$", "", text)
@@ -252,8 +253,6 @@ def batches(turns: Sequence[str], max_tokens: int = BATCH_TOKENS,
     """Indices of `turns` in consecutive groups of at most `max_tokens` (a longer turn is a
     group of its own: the model's own context limit still protects it)."""
     if counter is None:
-        from assistant.llm.tokens import count_tokens
-
         counter = count_tokens
     groups: list[list[int]] = []
     used = 0
@@ -330,8 +329,6 @@ def _with_backstop(result: ExtractionResult, turns: Sequence[str]) -> Extraction
     what a covered turn said is covered too: the model grounds its memory in one of them, and
     the same message sent twice (a re-asked question, an `ask -c` after a killed run) is one
     statement, not a second chance for the rule."""
-    from assistant.memory.statement_rule import RULE_CONFIDENCE, self_statements
-
     def said(turn: str) -> str:
         return " ".join(turn.casefold().split())
 

@@ -24,6 +24,8 @@ import re
 from collections.abc import Sequence
 from functools import cache
 
+from indexing.tokenize import tokenize
+
 # At least this share of a memory's content words must occur in the user's messages.
 MIN_SHARE = 0.5
 
@@ -38,8 +40,6 @@ _FRAMING = (
 
 @cache
 def _framing_tokens() -> frozenset[str]:
-    from indexing.tokenize import tokenize
-
     return frozenset(tokenize(_FRAMING))
 
 
@@ -70,8 +70,6 @@ def unsaid_specifics(text: str, said: Sequence[str]) -> list[str]:
 
 
 def _tokens(text: str) -> set[str]:
-    from indexing.tokenize import tokenize
-
     return set(tokenize(text))
 
 

@@ -23,6 +23,7 @@ from assistant.memory.scoring import (
     recall_score,
 )
 from assistant.memory.store import PROFILE_ID, MemoryStore
+from indexing.vector_errors import VectorStoreDamaged, VectorStoreReadOnly
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +83,6 @@ def search(
     """Active memories ranked by the recall score (no forced items, no side effects)."""
     if top_k <= 0 or not query.strip():
         return []
-    from indexing.vector_errors import VectorStoreDamaged, VectorStoreReadOnly
-
     pool = max(settings.candidates, top_k * 3)
     query_vector = store.embedder().embed_query(query)
     try:

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field, replace
 from assistant.config import Config
 from assistant.context import AppContext
 from assistant.errors import UserError
-from assistant.llm.provider import ollama_chat_fn
+from assistant.llm.models import configured_window
+from assistant.llm.provider import link, ollama_chat_fn, openai_chat_fn
 from assistant.memory import reconcile
 from assistant.memory.clock import Clock, system_clock
 from assistant.memory.decay import enforce_capacity
@@ -100,16 +101,12 @@ def configured_chat_fn(config: Config) -> ChatFn:
     """Extraction/profile requests for the configured chat model, with the num_ctx a chat
     would use (so they do not make Ollama reload it). In a chat, the engine passes its own."""
     o = config.ollama
-    from assistant.llm.provider import link, openai_chat_fn
-
     server = link(config)
     if server.is_openai:
         return openai_chat_fn(server, config.chat_model, timeout=o.first_token_timeout,
                               num_predict=NUM_PREDICT)
 
     def num_ctx() -> int:
-        from assistant.llm.models import configured_window
-
         return configured_window(o.host, o.model, num_ctx=o.num_ctx, cap=o.context_window,
                                  timeout=o.timeout)
 

@@ -23,6 +23,7 @@ import re
 
 from assistant.memory.model import MemoryType
 from assistant.memory.restate import classify, in_third_person
+from assistant.message_kind import classify as message_kind
 
 # Recorded in the memory's history (`brain memory history`): the rule, not the model, wrote it.
 RULE_VIA = "the statement rule, not the model"
@@ -85,8 +86,6 @@ def self_statements(turn: str) -> list[tuple[str, MemoryType]]:
     """The memories the rule makes of `turn`: each clause of a clear self-statement with the
     user as its subject, restated ("The user …", "用户…") and typed; [] for anything else
     (questions, small talk, requests, other people's facts, moods)."""
-    from assistant.message_kind import classify as message_kind
-
     if message_kind(turn) != "statement":
         return []
     found: list[tuple[str, MemoryType]] = []

@@ -35,7 +35,9 @@ from assistant.retrieval.weights import dense_trusted, dense_weight
 from assistant.timerange import TimeRange
 from indexing.llama_import import load_llama_index
 from indexing.timing import timed
+from indexing.tokenize import tokenize
 from indexing.types import Chunk, ChunkPlace
+from indexing.vector_errors import EmbeddingModelMismatch, VectorStoreError
 
 if TYPE_CHECKING:
     from llama_index.core.schema import NodeWithScore
@@ -96,8 +98,6 @@ class _Candidate:
 
 
 def _default_tokenizer(text: str) -> list[str]:
-    from indexing.tokenize import tokenize
-
     return tokenize(text)
 
 
@@ -358,8 +358,6 @@ class HybridRetriever:
         and Chroma release the GIL, so the keyword search is nearly free. A vector store that
         cannot be searched (damaged, server down) leaves keywords alone, said in `unusable`.
         """
-        from indexing.vector_errors import EmbeddingModelMismatch, VectorStoreError
-
         def dense() -> list[tuple[str, float]]:
             with timed(timings, "embed"):
                 vector = self.embedder.embed_query(query)

@@ -19,6 +19,7 @@ from assistant.paths import FILE_MODE, ensure_private_dir
 from assistant.retrieval.hit import RetrievalResult
 from assistant.store_health import LOG_RECOVERY
 from indexing.clock import EpochClock, wall_clock
+from indexing.scrub import scrub_connection
 from indexing.sqlite_db import Schema, open_database
 
 # Steps of `indexing.sqlite_db`. Step 1 keeps IF NOT EXISTS: logs from before the log had a
@@ -206,8 +207,6 @@ class RetrievalLog:
 
     def scrub(self) -> None:
         """Leave no trace of deleted or rewritten entries in the file (indexing.scrub)."""
-        from indexing.scrub import scrub_connection
-
         with self._lock:
             level = self._conn.isolation_level
             self._conn.isolation_level = None

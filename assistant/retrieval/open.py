@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from assistant.context import AppContext
-from assistant.knowledge_service import open_knowledge
+from assistant.knowledge_service import open_knowledge, vector_location
 from assistant.retrieval.log import RetrievalLog
 from assistant.retrieval.rerank import make_reranker
+from indexing import chroma_clients
+from indexing.filesystem import can_write
 
 if TYPE_CHECKING:
     from assistant.retrieval.hybrid import HybridRetriever
@@ -19,11 +21,8 @@ def open_retriever(ctx: AppContext, *, origin: str = "cli", log: bool = True) ->
     Close with `close_retriever`. Raises `ReembedNeeded` (a HintedError) when the index was
     built with another embedding model (re-sync needed).
     """
-    from assistant.knowledge_service import vector_location
     from assistant.retrieval.hybrid import HybridRetriever
-    from indexing import chroma_clients
     from indexing.embedder import preload
-    from indexing.filesystem import can_write
 
     # A cold start's slow loads side by side: the embedding model, and Chroma unless the
     # index's dense snapshot answers without it.

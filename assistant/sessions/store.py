@@ -38,6 +38,7 @@ from assistant.sessions.turn import (
 )
 from assistant.store_health import SESSIONS_RECOVERY
 from indexing.clock import EpochClock, wall_clock
+from indexing.scrub import scrub_connection
 from indexing.sqlite_db import open_database
 
 TITLE_CHARS = 60
@@ -271,8 +272,6 @@ class SessionStore:
 
     def scrub(self) -> None:
         """Leave no trace of deleted or redacted rows in the file (indexing.scrub)."""
-        from indexing.scrub import scrub_connection
-
         with self._lock:
             autocommit = self._conn.isolation_level
             self._conn.isolation_level = None

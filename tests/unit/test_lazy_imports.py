@@ -77,39 +77,12 @@ STAYS_LAZY: dict[tuple[str, str], str] = {}
 # needs care: a test that monkeypatches `module.name` relied on the lazy import reading it at
 # call time; once hoisted, patch the name where it is used (`importer.name`).
 NOT_HOISTED_YET: dict[str, int] = {
-    "assistant.chat.extraction": 1,
-    "assistant.chat.live_settings": 1,
-    "assistant.chat.prompt": 1,
-    "assistant.chat.service": 1,
-    "assistant.chat.summarizer": 2,
-    "assistant.chat.summary": 1,
-    "assistant.config": 1,
     "assistant.config_load": 1,
-    "assistant.config_render": 1,
     "assistant.context": 1,
-    "assistant.conversations.documents": 1,
-    "assistant.conversations.index": 1,
-    "assistant.conversations.search": 1,
-    "assistant.conversations.service": 1,
     "assistant.erasure.actions": 7,
     "assistant.erasure.builtin": 3,
     "assistant.erasure.conversations": 2,
     "assistant.erasure.traces": 1,
-    "assistant.events.store": 1,
-    "assistant.events.summaries": 1,
-    "assistant.llm.errors": 1,
-    "assistant.llm.provider": 3,  # 2, then 3 with the Ollama wire layer (6c52569)
-    "assistant.memory.extraction": 3,
-    "assistant.memory.database": 2,
-    "assistant.memory.grounding": 2,
-    "assistant.memory.recall": 1,
-    "assistant.memory.service": 2,
-    "assistant.memory.statement_rule": 1,
-    "assistant.retrieval.hybrid": 2,
-    "assistant.retrieval.log": 1,
-    "assistant.retrieval.open": 3,
-    "assistant.sessions.store": 1,
-    "assistant.store_health": 1,
 }
 
 FILES: dict[str, Path] = {module_name(p): p for package in PACKAGES for p in python_files(package)}
