@@ -10,13 +10,13 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from textual.widgets import DataTable, Input, TextArea
 
 from assistant.context import AppContext
-from tests.fake_ollama import chat_turn
+from assistant.sessions.turn import Turn
+from tests.fake_ollama import Disconnect, FakeOllamaServer, chat_turn
 from tests.fakes import HashEmbedder
 from tests.stress import fair_share
 from tests.tui.conftest import BrainTestApp
@@ -30,15 +30,16 @@ from tui.widgets.memory_pane import MemoryItem, MemoryPane
 from tui.widgets.status_bar import StatusBar
 
 SIZE = (140, 40)
+Core = tuple[AppContext, CoreBackend]  # the `core` fixture (tests/tui/conftest.py)
 
 
-def make(core: tuple[AppContext, CoreBackend]) -> BrainTestApp:
+def make(core: Core) -> BrainTestApp:
     ctx, backend = core
     return BrainTestApp(ctx, backend, ollama_poll_seconds=0.1, memory_poll_seconds=0.1,
                         watch=False)
 
 
-async def test_add_folder_shows_progress_then_counts(core, tmp_path: Path) -> None:
+async def test_add_folder_shows_progress_then_counts(core: Core, tmp_path: Path) -> None:
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "git.md").write_text("# Git\n\n## Stash\n\nUse git stash pop to apply.\n")
@@ -51,6 +52,7 @@ async def test_add_folder_shows_progress_then_counts(core, tmp_path: Path) -> No
         await pilot.press("f3")
         await wait_until(pilot, lambda: isinstance(app.screen, IndexManager))
         manager = app.screen
+        assert isinstance(manager, IndexManager)  # what was awaited, for the type checker
         await pilot.press("a")
         await wait_until(pilot, lambda: isinstance(app.screen, PathPicker))
         app.screen.query_one(Input).value = str(notes)
@@ -78,7 +80,7 @@ async def test_add_folder_shows_progress_then_counts(core, tmp_path: Path) -> No
                                             for n in app._notifications))
 
 
-async def test_edit_delete_undo_memory_in_the_store(core) -> None:
+async def test_edit_delete_undo_memory_in_the_store(core: Core) -> None:
     from assistant.memory.model import MemoryStatus, MemoryType, NewMemory
 
     _ctx, backend = core
@@ -117,7 +119,7 @@ async def test_edit_delete_undo_memory_in_the_store(core) -> None:
         assert [e.event for e in events][:2] == ["add", "edit-by-user"]
 
 
-async def test_extracted_memory_appears_live(core) -> None:
+async def test_extracted_memory_appears_live(core: Core) -> None:
     from assistant.memory.model import Actor, MemoryType, NewMemory
 
     _ctx, backend = core
@@ -135,7 +137,7 @@ async def test_extracted_memory_appears_live(core) -> None:
                          what="fresh memory highlighted")
 
 
-async def test_ollama_down_banner_then_recovery(core, fake_ollama) -> None:
+async def test_ollama_down_banner_then_recovery(core: Core, fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.stop()
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:
@@ -169,7 +171,7 @@ async def test_ollama_down_banner_then_recovery(core, fake_ollama) -> None:
         assert app.chat_screen.chat.session_id == failed_session
 
 
-async def test_missing_model_banner_says_pull(core, fake_ollama) -> None:
+async def test_missing_model_banner_says_pull(core: Core, fake_ollama: FakeOllamaServer) -> None:
     fake_ollama.remove_model("qwen3:4b")
     app = make(core)
     async with app.run_test(size=SIZE) as pilot:
@@ -218,16 +220,25 @@ def index_notes(backend: CoreBackend, root: Path) -> Path:
     return notes
 
 
-def script_long_answer(fake: Any, words: int, *, delay: float) -> None:
+def stored_rating(ctx: AppContext, log_id: int) -> int | None:
+    """The rating stored for retrieval log entry `log_id` (None: not rated, or no such entry)."""
+    from assistant.retrieval.log import RetrievalLog
+
+    entry = RetrievalLog.open(ctx.paths.retrieval_log_db).get(log_id)
+    return None if entry is None else entry.rating
+
+
+def script_long_answer(fake: FakeOllamaServer, words: int, *, delay: float) -> None:
     """The next answer: `words` words "word0 word1 …", one chunk each `delay` seconds apart."""
     fake.script_chat(" ".join(f"word{i}" for i in range(words)), chunk_delay=delay,
                      match=chat_turn)
 
 
-async def test_ask_streams_answer_with_sources_and_feedback(core, fake_ollama, tmp_path) -> None:
+async def test_ask_streams_answer_with_sources_and_feedback(
+    core: Core, fake_ollama: FakeOllamaServer, tmp_path: Path
+) -> None:
     from textual.widgets import DataTable
 
-    from assistant.retrieval.log import RetrievalLog
     from tui.screens.source_preview import SourcePreview
     from tui.widgets.message import AnswerMessage
     from tui.widgets.sources_pane import SourcesPane
@@ -259,8 +270,7 @@ async def test_ask_streams_answer_with_sources_and_feedback(core, fake_ollama, t
         answer.focus()
         await pilot.press("plus")
         log_id = int(answer.log_id or 0)
-        await wait_until(pilot, lambda: RetrievalLog.open(ctx.paths.retrieval_log_db)
-                         .get(log_id).rating == 1, what="feedback stored")
+        await wait_until(pilot, lambda: stored_rating(ctx, log_id) == 1, what="feedback stored")
         assert app.chat_screen.chat.session_id is not None
         # The session is stored: listing sessions shows it with one turn.
         sessions = backend.sessions.list()
@@ -278,7 +288,9 @@ async def test_ask_streams_answer_with_sources_and_feedback(core, fake_ollama, t
     assert backend.sessions.list() == []
 
 
-async def test_escape_cancels_real_stream(core, fake_ollama, tmp_path) -> None:
+async def test_escape_cancels_real_stream(
+    core: Core, fake_ollama: FakeOllamaServer, tmp_path: Path
+) -> None:
     from tui.widgets.message import AnswerMessage
 
     _ctx, backend = core
@@ -296,7 +308,7 @@ async def test_escape_cancels_real_stream(core, fake_ollama, tmp_path) -> None:
         assert "interrupted" in str(answer.query_one(".answer-status").render())
 
 
-def test_memory_adapter_filters_and_forget_all(core) -> None:
+def test_memory_adapter_filters_and_forget_all(core: Core) -> None:
     from assistant.errors import UserError
 
     _ctx, backend = core
@@ -325,8 +337,9 @@ def test_memory_adapter_filters_and_forget_all(core) -> None:
     assert api.count() == 0 and api.list(all_active=True, type_=None, query="") == []
 
 
-async def test_cut_off_answer_then_resumed_rating(core, fake_ollama, tmp_path) -> None:
-    from assistant.retrieval.log import RetrievalLog
+async def test_cut_off_answer_then_resumed_rating(
+    core: Core, fake_ollama: FakeOllamaServer, tmp_path: Path
+) -> None:
     from tui.widgets.message import AnswerMessage
 
     ctx, backend = core
@@ -357,12 +370,12 @@ async def test_cut_off_answer_then_resumed_rating(core, fake_ollama, tmp_path) -
         answer.focus()
         await pilot.press("minus")
         log_id = int(answer.log_id)
-        await wait_until(pilot, lambda: RetrievalLog.open(ctx.paths.retrieval_log_db)
-                         .get(log_id).rating == -1, what="rating of the resumed answer stored")
+        await wait_until(pilot, lambda: stored_rating(ctx, log_id) == -1,
+                         what="rating of the resumed answer stored")
 
 
 async def test_f9_continues_a_cut_off_answer_and_uncited_sources_are_said(
-    core, fake_ollama, tmp_path,
+    core: Core, fake_ollama: FakeOllamaServer, tmp_path: Path,
 ) -> None:
     from assistant.chat.answer_notes import NONE_CITED
     from assistant.chat.prompt import TRUNCATED_MARK
@@ -401,7 +414,9 @@ async def test_f9_continues_a_cut_off_answer_and_uncited_sources_are_said(
         assert len(app.query(AnswerMessage)) == 2
 
 
-async def test_idle_extraction_over_the_real_core(core, fake_ollama) -> None:
+async def test_idle_extraction_over_the_real_core(
+    core: Core, fake_ollama: FakeOllamaServer
+) -> None:
 
     ctx, backend = core  # extract_every_turns (default 6) is not reached: only idle extracts
     fake_ollama.script_chat("Noted, a data engineer at Acme.",
@@ -457,7 +472,9 @@ def test_search_refuses_an_index_built_with_another_model_and_sync_fixes_it(
         backend.close()
 
 
-async def test_ctrl_f_narrows_files_by_a_time_phrase_as_the_cli_does(core, tmp_path) -> None:
+async def test_ctrl_f_narrows_files_by_a_time_phrase_as_the_cli_does(
+    core: Core, tmp_path: Path
+) -> None:
     """Issue 16: Ctrl+F's file half reads dates like its conversation half: `since:2w` or
     words ("last week"); the pane's caption shows the range, or that no file was modified
     then and every date was searched."""
@@ -493,11 +510,11 @@ async def test_ctrl_f_narrows_files_by_a_time_phrase_as_the_cli_does(core, tmp_p
 FAST_TOKENS = 200_000
 
 
-def streaming_disconnects(fake: Any) -> list[Any]:
+def streaming_disconnects(fake: FakeOllamaServer) -> list[Disconnect]:
     return [d for d in fake.disconnects if d.path == "/api/chat" and d.phase == "streaming"]
 
 
-def watch_disconnect(fake: Any) -> tuple[threading.Event, list[float]]:
+def watch_disconnect(fake: FakeOllamaServer) -> tuple[threading.Event, list[float]]:
     """When the fake saw the answer's stream closed, timed off the UI's loop (a thread)."""
     gone = threading.Event()
     at: list[float] = []
@@ -513,7 +530,9 @@ def watch_disconnect(fake: Any) -> tuple[threading.Event, list[float]]:
     return gone, at
 
 
-async def test_esc_stops_a_back_to_back_stream_at_once(core, fake_ollama, tmp_path) -> None:
+async def test_esc_stops_a_back_to_back_stream_at_once(
+    core: Core, fake_ollama: FakeOllamaServer, tmp_path: Path
+) -> None:
     """At GPU speeds tokens arrive back to back (here ~500 a second, faster than any local
     GPU; the old blocking wrapper only passed a cancel on after 50 ms without a token): Esc
     must still stop the model within a fraction of a second (the HTTP stream is closed), store
@@ -559,8 +578,8 @@ async def test_esc_stops_a_back_to_back_stream_at_once(core, fake_ollama, tmp_pa
         # Idle-machine promises, stretched by the load (tests/stress.fair_share).
         assert stopped_server < fair_share(1.0) and stopped_ui < fair_share(1.5), (
             stopped_server, stopped_ui)
-        [gone] = streaming_disconnects(fake_ollama)
-        assert 0 < gone.chunk < FAST_TOKENS / 2
+        [disconnect] = streaming_disconnects(fake_ollama)
+        assert 0 < disconnect.chunk < FAST_TOKENS / 2
         assert "interrupted" in str(answer.query_one(".answer-status").render())
         session_id = app.chat_screen.chat.session_id
         assert session_id is not None
@@ -581,7 +600,7 @@ async def test_esc_stops_a_back_to_back_stream_at_once(core, fake_ollama, tmp_pa
         assert app.query(AnswerMessage).last().text == "Short answer."
 
 
-def only_turn(ctx: AppContext) -> Any:
+def only_turn(ctx: AppContext) -> Turn:
     """The one turn of the one session stored in `ctx`'s home."""
     from assistant.sessions.store import SessionStore
 
@@ -594,7 +613,9 @@ def only_turn(ctx: AppContext) -> Any:
     return turn
 
 
-async def test_quitting_right_after_enter_keeps_the_question(core, fake_ollama, tmp_path) -> None:
+async def test_quitting_right_after_enter_keeps_the_question(
+    core: Core, fake_ollama: FakeOllamaServer, tmp_path: Path
+) -> None:
     """Ctrl+Q handled before the chat took the question Enter had just sent (both were in the
     queue): the question is stored, as an interrupted turn, not lost with the screen."""
     from textual import events
@@ -618,7 +639,7 @@ async def test_quitting_right_after_enter_keeps_the_question(core, fake_ollama, 
 
 
 async def test_quitting_while_the_question_goes_on_screen_keeps_it(
-    core, fake_ollama, tmp_path
+    core: Core, fake_ollama: FakeOllamaServer, tmp_path: Path
 ) -> None:
     """The other half of that race: the chat took the question and is putting it on screen
     (its worker does not exist yet) when the quit comes: the quit waits for the worker, and
@@ -666,7 +687,9 @@ async def test_quitting_while_the_question_goes_on_screen_keeps_it(
     assert turn.status == "interrupted"
 
 
-async def test_quitting_mid_answer_stores_the_turn(core, fake_ollama, tmp_path) -> None:
+async def test_quitting_mid_answer_stores_the_turn(
+    core: Core, fake_ollama: FakeOllamaServer, tmp_path: Path
+) -> None:
     from assistant.sessions.store import SessionStore
     from tui.widgets.message import AnswerMessage
 
