@@ -17,10 +17,11 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from textual.app import App
 from textual.dom import DOMNode
+from textual.notifications import SeverityLevel
 
 from assistant.daemon_pool import in_thread
 from assistant.errors import HintedError
@@ -65,7 +66,14 @@ def failure(action: str, exc: Exception) -> Failure:
     return Failure(action, exc, message, hint)
 
 
-def notify(app: App[object], failed: Failure) -> None:
+class Notifies(Protocol):
+    """What showing a failure needs of the app: `App.notify` (a test passes a recorder)."""
+
+    def notify(self, message: str, *, severity: SeverityLevel = ...,
+               timeout: float | None = ...) -> None: ...
+
+
+def notify(app: Notifies, failed: Failure) -> None:
     """The default way a failure is shown: an error notification with its hint."""
     app.notify(f"{failed.action}: {failed.message}" + (f"\n{failed.hint}" if failed.hint else ""),
                severity="error", timeout=10)
@@ -106,7 +114,7 @@ def outcome(action: str, call: Callable[[], T]) -> T | Failure:
         return failure(action, exc)
 
 
-async def attempt_async(app: App[object], action: str, run: Callable[[], Awaitable[T]], *,
+async def attempt_async(app: Notifies, action: str, run: Callable[[], Awaitable[T]], *,
                         shown: Shown | None = None, repeats: Repeats | None = None) -> T | None:
     """Await `run()`; its result, or None once the failure was shown (`shown`, else a
     notification). Cancellation is not a failure: it propagates."""
@@ -128,7 +136,7 @@ async def attempt_async(app: App[object], action: str, run: Callable[[], Awaitab
     return result
 
 
-async def attempt(app: App[object], action: str, call: Callable[[], T], *,
+async def attempt(app: Notifies, action: str, call: Callable[[], T], *,
                   shown: Shown | None = None, repeats: Repeats | None = None) -> T | None:
     """Run the blocking `call` on a daemon thread; its result, or None once the failure was
     shown."""
@@ -136,7 +144,7 @@ async def attempt(app: App[object], action: str, call: Callable[[], T], *,
                                repeats=repeats)
 
 
-async def succeeded(app: App[object], action: str, call: Callable[[], object]) -> bool:
+async def succeeded(app: Notifies, action: str, call: Callable[[], object]) -> bool:
     """`attempt` for a call whose result does not matter: True when it worked."""
     def run() -> bool:
         call()
