@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -95,8 +95,9 @@ class OllamaChat:
         self.think = think
         self.keep_alive = keep_alive
 
-    async def astream_chat(self, messages: Sequence[Any],
-                           tools: Sequence[dict[str, Any]] = ()) -> AsyncIterator[StreamChunk]:
+    async def astream_chat(
+        self, messages: Sequence[Any], tools: Sequence[dict[str, Any]] = ()
+    ) -> AsyncGenerator[StreamChunk, None]:
         body = wire.chat_body(self.model, wire_messages(messages), stream=True,
                               options=dict(self.options), keep_alive=self.keep_alive,
                               think=self.think, tools=tools)
@@ -130,7 +131,7 @@ class OllamaTransport:
             options["num_predict"] = num_predict
         return OllamaChat(self, model, options=options, think=think, keep_alive=keep_alive)
 
-    async def stream(self, body: dict[str, Any]) -> AsyncIterator[StreamChunk]:
+    async def stream(self, body: dict[str, Any]) -> AsyncGenerator[StreamChunk, None]:
         """The reply's chunks; each carries the tool calls asked for so far (the last one has
         them all: Ollama may repeat a call in later lines, counted once)."""
         calls: list[tuple[str, dict[str, Any]]] = []

@@ -20,7 +20,7 @@ import contextlib
 import itertools
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 import httpx
@@ -85,8 +85,9 @@ class OpenAIChat:
         self.temperature = temperature
         self.num_predict = num_predict
 
-    async def astream_chat(self, messages: Sequence[Any],
-                           tools: Sequence[dict[str, Any]] = ()) -> AsyncIterator[StreamChunk]:
+    async def astream_chat(
+        self, messages: Sequence[Any], tools: Sequence[dict[str, Any]] = ()
+    ) -> AsyncGenerator[StreamChunk, None]:
         body = request_body(self.model, wire_messages(messages), stream=True,
                             temperature=self.temperature, num_predict=self.num_predict,
                             tools=tools)
@@ -128,7 +129,7 @@ class OpenAITransport:
                                  key_env=self.endpoint.key_env, timeout=self.timeout,
                                  streaming=streaming)
 
-    async def stream(self, body: dict[str, Any]) -> AsyncIterator[StreamChunk]:
+    async def stream(self, body: dict[str, Any]) -> AsyncGenerator[StreamChunk, None]:
         """The reply's chunks, then one last chunk with the end (raw stats, tool calls)."""
         model = str(body.get("model", ""))
         self._asked = model

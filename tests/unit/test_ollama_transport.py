@@ -116,7 +116,7 @@ async def test_a_reader_that_stops_early_closes_the_stream_at_once(
     llm = t.llm(model="qwen3:4b", window=4096, think=None, temperature=0.2, keep_alive="5m")
     stream = await llm.astream_chat([ChatMessage(role="user", content="hi")])
     held = [await anext(stream), await anext(stream)]  # a reference stays: no collection
-    await stream.aclose()  # type: ignore[attr-defined]  # an async generator
+    await stream.aclose()
     deadline = time.monotonic() + 10
     while not any(d.phase == "streaming" for d in fake_ollama.disconnects):
         assert time.monotonic() < deadline, fake_ollama.disconnects
