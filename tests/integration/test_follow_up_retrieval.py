@@ -157,7 +157,7 @@ def retriever(tmp_path_factory: pytest.TempPathFactory) -> HybridRetriever:
     from indexing.embedder import make_embedder
 
     embedder = make_embedder("bundled", cache_dir=tmp_path_factory.mktemp("embeddings"))
-    kb = FakeKnowledgeBase(embedder)  # type: ignore[arg-type]  # any Embedder will do
+    kb = FakeKnowledgeBase(embedder)
     for name, text in PAGES.items():
         kb.add(make_chunk(f"/notes/{name}", text, root="/notes", heading=name[:-3]))
     return HybridRetriever(kb, embedder, RetrievalConfig(), log=None, parallel=False)

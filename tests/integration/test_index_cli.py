@@ -6,6 +6,7 @@ import json
 import os
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,17 +16,22 @@ from tests.fixtures.knowledge import make_embedder, note_text
 from tests.signals import default_sigint
 
 
+class IndexCli:
+    """`brain ARGS…` in-process, and the embedder every command is given."""
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder  # make_embedder's: a CachedEmbedder over a HashEmbedder
+
+    def __call__(self, *argv: str) -> int:
+        return main([*argv])
+
+
 @pytest.fixture
-def cli(home, tmp_path, monkeypatch):
+def cli(home, tmp_path, monkeypatch) -> IndexCli:
     """Run `brain …` in-process with the cached HashEmbedder instead of the real model."""
     embedder = make_embedder(tmp_path / "embed-cache")
     monkeypatch.setattr(AppContext, "embedder", lambda self: embedder)
-
-    def run(*argv: str) -> int:
-        return main([*argv])
-
-    run.embedder = embedder  # type: ignore[attr-defined]
-    return run
+    return IndexCli(embedder)
 
 
 @pytest.fixture

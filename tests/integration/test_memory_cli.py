@@ -17,19 +17,24 @@ from tests.fixtures.memory import MemoryVectors
 CONTRACT_KEYS = {"id", "type", "key", "text", "created_at", "updated_at", "status", "source"}
 
 
+class MemoryCli:
+    """`brain memory ARGS…` in-process, and the home's in-memory vector collection."""
+
+    def __init__(self, vectors: MemoryVectors) -> None:
+        self.vectors = vectors
+
+    def __call__(self, *argv: str) -> int:
+        return main(["memory", *argv])
+
+
 @pytest.fixture
-def cli(home, monkeypatch):
+def cli(home, monkeypatch) -> MemoryCli:
     """`brain` in-process with HashEmbedder; one in-memory vector collection per home."""
     embedder = HashEmbedder(dimension=128)
     vectors = MemoryVectors()
     monkeypatch.setattr(AppContext, "embedder", lambda self: embedder)
     monkeypatch.setattr("assistant.memory.service.chroma_vectors", lambda ctx: vectors)
-
-    def run(*argv: str) -> int:
-        return main(["memory", *argv])
-
-    run.vectors = vectors  # type: ignore[attr-defined]
-    return run
+    return MemoryCli(vectors)
 
 
 def _json(cli, capsys, *argv: str):

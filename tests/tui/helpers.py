@@ -10,6 +10,7 @@ from textual.pilot import Pilot
 from tests.waiting import wait_until_async
 
 if TYPE_CHECKING:
+    from tui.app import BrainApp
     from tui.screens.sessions import SessionsScreen
 
 
@@ -25,11 +26,11 @@ async def wait_until(
     )
 
 
-def answer_finished(app: object) -> bool:
+def answer_finished(app: BrainApp) -> bool:
     """The first assistant answer on screen exists and has finished streaming."""
     from tui.widgets.message import AnswerMessage
 
-    answers = app.query(AnswerMessage)  # type: ignore[attr-defined]
+    answers = app.query(AnswerMessage)
     return bool(answers) and bool(answers.first().finished)
 
 

@@ -18,6 +18,7 @@ from textual.widgets import DataTable
 
 import tests.tui.fake_backend as fake
 from tests.tui.helpers import answer_finished, ask, open_sessions, wait_until
+from tui.app import BrainApp
 from tui.screens.index_manager import IndexManager
 from tui.screens.memory_history import MemoryHistory
 from tui.screens.source_preview import SourcePreview
@@ -31,15 +32,15 @@ HOSTILE = f"{MARKUP} {ESCAPES}"
 SHOWN = "␛[2J␛]0;pwned␇"  # what the escapes look like on screen
 
 
-def screen_text(app: object) -> str:
+def screen_text(app: BrainApp) -> str:
     """Every character drawn on the current screen (from the SVG screenshot)."""
-    svg = app.export_screenshot()  # type: ignore[attr-defined]
+    svg = app.export_screenshot()
     assert "\x1b" not in svg and "\x07" not in svg, "a control character reached the screen"
     runs = re.findall(r"<text[^>]*>(.*?)</text>", svg, flags=re.S)
     return "".join(html.unescape(run) for run in runs).replace("\xa0", " ")
 
 
-def assert_shown(app: object, *literals: str) -> None:
+def assert_shown(app: BrainApp, *literals: str) -> None:
     text = screen_text(app)
     for literal in literals:
         assert literal in text, f"{literal!r} not on screen"

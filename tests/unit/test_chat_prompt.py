@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Any, TypedDict, Unpack
 
 import pytest
 
@@ -18,7 +21,7 @@ from assistant.chat.prompt import (
     PromptInputs,
     assemble,
 )
-from assistant.sessions.turn import Retrieval
+from assistant.sessions.turn import MemoryItem, Retrieval
 from tests.fixtures.chat import knowledge_item, memory_item
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -37,15 +40,27 @@ def check_snapshot(name: str, text: str) -> None:
     assert path.read_text(encoding="utf-8") == text
 
 
-def full_inputs(**overrides: object) -> PromptInputs:
-    values: dict[str, object] = {
-        "persona": PERSONA,
-        "message": "How do I keep uncommitted work aside in git?",
-        "memories": [
+class Overrides(TypedDict, total=False):
+    """The PromptInputs fields a test sets instead of full_inputs()'s."""
+
+    message: str
+    memories: Sequence[MemoryItem] | None
+    retrieval: Retrieval | None
+    summary: str
+    history: Sequence[HistoryTurn]
+    tools: Sequence[Mapping[str, Any]]
+    profile: str
+
+
+def full_inputs(**overrides: Unpack[Overrides]) -> PromptInputs:
+    full = PromptInputs(
+        persona=PERSONA,
+        message="How do I keep uncommitted work aside in git?",
+        memories=[
             memory_item(1, "Prefers short answers with examples.", kind="preference"),
             memory_item(2, "Works mostly on Linux.", kind="fact", score=0.5),
         ],
-        "retrieval": Retrieval(
+        retrieval=Retrieval(
             "git stash",
             (
                 knowledge_item(1, "git stash push -m 'msg' saves your changes.",
@@ -56,14 +71,13 @@ def full_inputs(**overrides: object) -> PromptInputs:
             ),
             low_confidence=False,
         ),
-        "summary": "Earlier the user asked about branches; we covered git switch.",
-        "history": [
+        summary="Earlier the user asked about branches; we covered git switch.",
+        history=[
             HistoryTurn("What does git switch do?", "It changes branches [1]."),
             HistoryTurn("And restore?", "It restores files", interrupted=True),
         ],
-    }
-    values.update(overrides)
-    return PromptInputs(**values)  # type: ignore[arg-type]
+    )
+    return replace(full, **overrides)
 
 
 def test_full_prompt_snapshot() -> None:

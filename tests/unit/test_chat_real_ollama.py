@@ -248,7 +248,9 @@ async def test_a_turn_re_reads_only_the_last_answer_and_the_new_material(
     new_message = chat_rig.fake.last_chat()["messages"][-1]["content"]
     bound = count_tokens("Answer number 2 [1].") + count_tokens(new_message) + 24  # template
     assert last.evaluated_tokens <= bound
-    timings = (await engine.ask("one more")).turn.timings  # type: ignore[union-attr]
+    done = await engine.ask("one more")
+    assert isinstance(done, Done)
+    timings = done.turn.timings
     # Ollama's count is the whole prompt (cache included); ours estimates the uncached part.
     assert timings["prompt_eval_count"] == chat_rig.fake.generations[-1].prompt_tokens
     assert 0 < timings["prompt_new_tokens"] < timings["prompt_tokens"]

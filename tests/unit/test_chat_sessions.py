@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import pytest
 
@@ -11,12 +13,27 @@ from assistant.chat.export import session_markdown
 from assistant.errors import UserError
 from assistant.sessions.schema import SCHEMA_VERSION
 from assistant.sessions.store import SessionNotFound, SessionStore
-from assistant.sessions.turn import Source, ToolUse
+from assistant.sessions.turn import MemoryItem, Source, ToolUse, Turn
 from tests.fixtures.chat import knowledge_item, memory_item
 
 
-def add_exchange(store: SessionStore, sid: str, question: str, answer: str, **kw: object):
-    return store.add_turn(sid, question, answer, status=kw.pop("status", "complete"), **kw)  # type: ignore[arg-type]
+class TurnFields(TypedDict, total=False):
+    """The optional fields of `SessionStore.add_turn` these tests set."""
+
+    model: str
+    error: str
+    low_confidence: bool
+    sources: Sequence[Source]
+    memories: Sequence[MemoryItem]
+    tools: Sequence[ToolUse]
+    timings: dict[str, float] | None
+    log_id: int | None
+    truncated: bool
+
+
+def add_exchange(store: SessionStore, sid: str, question: str, answer: str, *,
+                 status: str = "complete", **kw: Unpack[TurnFields]) -> Turn:
+    return store.add_turn(sid, question, answer, status=status, **kw)
 
 
 def test_turns_with_sources_and_memories_survive_reopening(tmp_path: Path) -> None:
@@ -56,7 +73,8 @@ def test_turns_are_numbered_per_session_and_listed_newest_session_first(tmp_path
     assert [t.seq for t in store.turns(a.id)] == [1, 2]
     assert [t.question for t in store.turns(a.id, after_seq=1)] == ["two"]
     assert store.list()[0].id == a.id  # most recently active first
-    assert store.latest() is not None and store.latest().id == a.id  # type: ignore[union-attr]
+    latest = store.latest()
+    assert latest is not None and latest.id == a.id
 
 
 def test_resolve_by_unique_prefix(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from assistant.conversations.search import search_conversations
 from assistant.conversations.summaries import SessionSummary, save_summary
 from assistant.timeflags import range_from_flags
 from indexing.progress import Phase, SyncProgress
+from tests.fakes import HashEmbedder
 from tests.fixtures.conversations import ConversationVectors
 
 NOW = datetime(2026, 3, 18, 15, 0, tzinfo=UTC)
@@ -45,6 +46,13 @@ def filled(conversation_index: ConversationIndex) -> ConversationIndex:
     report, errors = import_conversations(conversation_index, LINES, name="fixture")
     assert not errors and report.turns == 3
     return conversation_index
+
+
+def hash_embedder(index: ConversationIndex) -> HashEmbedder:
+    """The fixture's embedder (tests/fixtures/conversations.py), which counts what it embeds."""
+    embedder = index.embedder()
+    assert isinstance(embedder, HashEmbedder)
+    return embedder
 
 
 def fts_terms(index: ConversationIndex) -> set[str]:
@@ -189,8 +197,8 @@ def test_deleting_a_session_leaves_no_trace(filled: ConversationIndex,
 
 def test_rebuild_from_the_sessions_database(filled: ConversationIndex,
                                             conversation_vectors: ConversationVectors) -> None:
-    embedder = filled.embedder()
-    before = embedder.texts_embedded  # type: ignore[attr-defined]
+    embedder = hash_embedder(filled)
+    before = embedder.texts_embedded
     kept = dict(conversation_vectors.data)
     events: list[SyncProgress] = []
     report = filled.rebuild(progress=events.append, batch_size=2)
@@ -199,7 +207,7 @@ def test_rebuild_from_the_sessions_database(filled: ConversationIndex,
         (Phase.indexing, 2, 3), (Phase.indexing, 3, 3)]
     # Every unit and its words written anew; no vector computed again: their text is the same.
     assert (report.indexed, report.embedded, report.removed) == (3, 0, 0)
-    assert embedder.texts_embedded == before  # type: ignore[attr-defined]
+    assert embedder.texts_embedded == before
     assert conversation_vectors.data.keys() == kept.keys()
     assert search_conversations(filled, "rsync", now=NOW).hits
     assert "embedded 0" in report.summary()
@@ -211,18 +219,18 @@ def test_rebuild_from_the_sessions_database(filled: ConversationIndex,
     report = filled.rebuild()
     assert (report.embedded, report.removed) == (1, 1)
     assert conversation_vectors.data.keys() == kept.keys()
-    assert embedder.texts_embedded == before + 1  # type: ignore[attr-defined]
+    assert embedder.texts_embedded == before + 1
 
 
 def test_a_renamed_session_keeps_its_turn_vectors(filled: ConversationIndex) -> None:
     # The title is in the keyword text only: renaming rewrites the words, not the vectors.
-    embedder = filled.embedder()
-    before = embedder.texts_embedded  # type: ignore[attr-defined]
+    embedder = hash_embedder(filled)
+    before = embedder.texts_embedded
     trip = next(s for s in filled.store.list() if s.title == "Kayak trip planning")
     filled.store.rename(trip.id, "Paddling holiday")
     report = filled.sync()
     assert report.indexed >= 1 and report.embedded == 0
-    assert embedder.texts_embedded == before  # type: ignore[attr-defined]
+    assert embedder.texts_embedded == before
 
 
 def test_summaries_are_units_of_their_own(filled: ConversationIndex) -> None:
@@ -245,7 +253,6 @@ def test_excluding_the_current_session(filled: ConversationIndex) -> None:
 
 def test_the_keyword_trigger_survives_reopening(tmp_path: Any) -> None:
     from assistant.sessions.store import SessionStore
-    from tests.fakes import HashEmbedder
 
     vectors = ConversationVectors()
     store = SessionStore.open(tmp_path / "s.sqlite3")

@@ -262,10 +262,13 @@ def test_cached_hugging_face_name_resolves_offline(
 
 
 def test_bundled_spec_is_cheap_and_knows_its_dimension(tmp_path: Path) -> None:
+    from indexing.embedders.onnx_model import OnnxSentenceModel
+
     emb = make_embedder("bundled", cache_dir=tmp_path)
     assert emb.model_id == "bundled:all-MiniLM-L6-v2"
     assert emb.dimension == 384  # read from the model's files, nothing loaded yet
-    assert emb.inner.backend is None  # type: ignore[attr-defined]  # nothing loaded yet
+    inner = emb.inner  # on CPU, through ONNX
+    assert isinstance(inner, OnnxSentenceModel) and inner.backend is None  # nothing loaded yet
 
 
 def test_local_folder_spec_uses_its_path_as_id(tmp_path: Path) -> None:

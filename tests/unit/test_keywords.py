@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +40,9 @@ def index(conn: sqlite3.Connection) -> KeywordIndex:
     return kw
 
 
-def top(kw: KeywordIndex, query: str, k: int = 3, **kwargs: object) -> list[str]:
-    return [item_id for item_id, _ in kw.search(query, k, **kwargs)]  # type: ignore[arg-type]
+def top(kw: KeywordIndex, query: str, k: int = 3, *,
+        ids: Collection[str] | None = None) -> list[str]:
+    return [item_id for item_id, _ in kw.search(query, k, ids=ids)]
 
 
 def test_count_and_ids(index: KeywordIndex) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import pytest
 
@@ -39,8 +40,19 @@ def build_kb(mtimes: dict[str, float] | None = None) -> FakeKnowledgeBase:
     return kb
 
 
-def retriever(kb: FakeKnowledgeBase, **settings: object) -> HybridRetriever:
-    config = RetrievalConfig(**settings)  # type: ignore[arg-type]
+class Settings(TypedDict, total=False):
+    """The RetrievalConfig fields these tests set."""
+
+    per_file: int
+    score_threshold: float
+    keyword_threshold: float
+    meaning_weight: float
+    fusion: str
+    recency_boost: float
+
+
+def retriever(kb: FakeKnowledgeBase, **settings: Unpack[Settings]) -> HybridRetriever:
+    config = RetrievalConfig(**settings)
     return HybridRetriever(kb, kb.embedder, config, clock=lambda: NOW)
 
 

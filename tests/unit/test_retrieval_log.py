@@ -65,7 +65,8 @@ def test_rate_and_export_disliked(log: RetrievalLog, tmp_path: Path) -> None:
     disliked = log.recent(10, disliked=True)
     assert [e.id for e in disliked] == [c, a]
     assert disliked[0].correct_sources == ["/n/git-reset.md", "/n/git-revert.md"]
-    assert log.get(b).rating == 1  # type: ignore[union-attr]
+    rated = log.get(b)
+    assert rated is not None and rated.rating == 1
     out = tmp_path / "cases.jsonl"
     assert log.export_disliked(out) == 1  # one case per distinct query, newest rating wins
     lines = [json.loads(line) for line in out.read_text().splitlines()]

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from assistant.config import RetrievalConfig
-from assistant.retrieval.hybrid import HybridRetriever
+from assistant.retrieval.hybrid import HybridRetriever, KnowledgeSearch
 from assistant.retrieval.recency import SECONDS_PER_DAY
 from indexing.content_time import COPY_FILES, COPY_SECONDS, copied_together
 from tests.fixtures.knowledge import KnowledgeHarness
@@ -17,8 +17,8 @@ from tests.fixtures.knowledge import KnowledgeHarness
 TEXT = "# {name}\n\nThe {name} notes: kayak paddles, tents and the {name} campsite list.\n"
 
 
-def _boosts(knowledge: KnowledgeHarness, kb: object) -> dict[str, float]:
-    retriever = HybridRetriever(kb, knowledge.embedder, RetrievalConfig(per_file=1))  # type: ignore[arg-type]
+def _boosts(knowledge: KnowledgeHarness, kb: KnowledgeSearch) -> dict[str, float]:
+    retriever = HybridRetriever(kb, knowledge.embedder, RetrievalConfig(per_file=1))
     hits = retriever.search("kayak paddles tents campsite", top_k=50).hits
     return {Path(h.source).name: h.recency_boost for h in hits}
 

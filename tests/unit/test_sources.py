@@ -151,7 +151,8 @@ def test_unreadable_folder_is_skipped(tmp_path: Path, monkeypatch: pytest.Monkey
         ("Skipped", "locked"),
         ("SourceFile", "open.md"),
     ]
-    assert items[0].reason is SkipReason.unreadable  # type: ignore[union-attr]
+    skipped = items[0]
+    assert isinstance(skipped, Skipped) and skipped.reason is SkipReason.unreadable
 
 
 def test_symlinked_root_keeps_the_given_path(tmp_path: Path) -> None:

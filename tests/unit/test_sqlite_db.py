@@ -142,10 +142,11 @@ def test_every_store_uses_the_runner(tmp_path: Path) -> None:
     from indexing.manifest import SCHEMA as MANIFEST
     from indexing.manifest import Manifest
     from tests.fakes import HashEmbedder
+    from tests.fixtures.memory import MemoryVectors
 
     SessionStore.open(tmp_path / "s.db").close()
     MemoryStore(tmp_path / "m.db", embedder=lambda: HashEmbedder(dimension=8),
-                vectors=lambda: None).close()  # type: ignore[arg-type,return-value]
+                vectors=MemoryVectors).close()
     RetrievalLog.open(tmp_path / "l.db").close()
     Manifest.open(tmp_path / "k.db").close()
     for name, schema in (("s", SESSIONS), ("m", MEMORIES), ("l", LOG), ("k", MANIFEST)):

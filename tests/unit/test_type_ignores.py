@@ -12,8 +12,10 @@ LIMIT = 30
 # The tests' own: 234 when mypy first read the tests, 49 once a tests-only rule made unannotated
 # test functions legal (`[[tool.mypy.overrides]]` for tests in pyproject.toml), 55 with the
 # tests merged meanwhile (tui/test_workers.py's deliberate wrong-type calls), 54 once
-# test_hostile_output checked its subparsers instead of ignoring them. It only goes down.
-TESTS_LIMIT = 54
+# test_hostile_output checked its subparsers instead of ignoring them, 26 once types replaced
+# 28 of them (tui.workers takes what it uses of the app, typed **kwargs, None and isinstance
+# checks, typed fixtures). The rest patch a method or an optional one. It only goes down.
+TESTS_LIMIT = 26
 IGNORE = re.compile(r"#\s*type:\s*ignore(?P<code>\[[a-z-, ]+\])?(?P<rest>.*)$")
 
 
