@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from assistant.memory.service import MemoryService
     from assistant.memory.store import MemoryStore
     from assistant.retrieval.hybrid import HybridRetriever
+    from assistant.retrieval.log import RetrievalLog
     from assistant.sessions.store import SessionStore
     from assistant.shared_embedder import SingleFlightContext
     from indexing.knowledge import KnowledgeBase
@@ -71,6 +72,8 @@ class Services:
             "memory_service", self._open_memory_service)
         self._conversations: Lazy[ConversationIndex] = self._lazy(
             "conversations", self._open_conversations)
+        self._retrieval_log: Lazy[RetrievalLog] = self._lazy(
+            "retrieval_log", self._open_retrieval_log, lambda log: log.close())
         self._events: Lazy[EventService] = self._lazy(
             "events", self._open_events, lambda service: service.close())
         self._retriever: Lazy[HybridRetriever] = self._lazy(
@@ -126,6 +129,11 @@ class Services:
     def retriever(self) -> HybridRetriever:
         """Search: the knowledge base with the model, the wrong-model check and the log."""
         return self._retriever.get()
+
+    def retrieval_log(self) -> RetrievalLog:
+        """The retrieval log (created if missing): the one the retriever appends to, for
+        feedback, the turns' logged scores, `brain log` and erasure."""
+        return self._retrieval_log.get()
 
     def knowledge(self) -> KnowledgeBase:
         """The index with the embedding model (writes: add, sync): the retriever's when it is
@@ -229,11 +237,19 @@ class Services:
 
         return EventService.open(self.ctx)
 
+    def _open_retrieval_log(self) -> RetrievalLog:
+        from assistant.retrieval.log import RetrievalLog
+
+        return RetrievalLog.open(self.ctx.paths.retrieval_log_db)
+
     def _open_retriever(self) -> HybridRetriever:
         from assistant.retrieval.open import open_retriever
+        from indexing.filesystem import can_write
 
+        # On a home this process may only read, the search is answered and not logged.
+        logged = self.log_searches and can_write(self.ctx.paths.retrieval_log_db.parent)
         return open_retriever(self._stores_ctx.get(), origin=self.origin,
-                              log=self.log_searches)
+                              log=self.retrieval_log() if logged else None)
 
     def _open_knowledge(self, with_embedder: bool) -> KnowledgeBase:
         from assistant.knowledge_service import open_knowledge

@@ -204,7 +204,7 @@ async def _measure(
     assert not errors, errors[:3]
     print(f"  memories: {added.added} imported", flush=True)
 
-    retriever = open_retriever(ctx, origin="bench", log=False)
+    retriever = open_retriever(ctx, origin="bench")
     knowledge = RetrieverKnowledge(lambda: retriever)
     memory = ServiceMemory(lambda: memory_service)
     store = SessionStore.open(":memory:")

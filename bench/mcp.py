@@ -189,7 +189,7 @@ def _events_subprocess(mode: str, *args: int) -> dict[str, Any]:
 def _in_process(ctx: Any, queries: list[str]) -> list[float]:
     from assistant.retrieval.open import close_retriever, open_retriever
 
-    retriever = open_retriever(ctx, origin="eval", log=False)
+    retriever = open_retriever(ctx, origin="eval")
     try:
         retriever.search("warm up", log=False)
         times = []

@@ -47,6 +47,7 @@ def main(argv: list[str]) -> int:
     from assistant.context import AppContext
     from assistant.memory.service import MemoryService
     from assistant.retrieval.dated import search_dated
+    from assistant.retrieval.log import RetrievalLog
     from assistant.retrieval.open import close_retriever, open_retriever
     from assistant.timerange import local_now
     from indexing.knowledge_types import META_COLLECTION
@@ -56,13 +57,15 @@ def main(argv: list[str]) -> int:
     ctx = AppContext.load(str(home))
     now = local_now()
     out: dict[str, Any] = {}
-    retriever = open_retriever(ctx, origin="cli")
-    try:
-        out["knowledge"] = _percentiles(
-            lambda q: search_dated(retriever, q, now=now, explicit=None, phrases=True,
-                                   top_k=None, in_path=None), queries["knowledge"])
-    finally:
-        close_retriever(retriever)
+    # Logged, as `brain search` logs: the append is part of a search's time.
+    with RetrievalLog.open(ctx.paths.retrieval_log_db) as log:
+        retriever = open_retriever(ctx, origin="cli", log=log)
+        try:
+            out["knowledge"] = _percentiles(
+                lambda q: search_dated(retriever, q, now=now, explicit=None, phrases=True,
+                                       top_k=None, in_path=None), queries["knowledge"])
+        finally:
+            close_retriever(retriever)
     embedder = ctx.embedder()
     db = sqlite3.connect(ctx.paths.knowledge_db)
     collection_name = db.execute("SELECT value FROM meta WHERE key = ?",

@@ -1,4 +1,4 @@
-"""Wiring: a HybridRetriever (and its retrieval log) from an AppContext."""
+"""Wiring: a HybridRetriever from an AppContext (its retrieval log is the caller's)."""
 
 from __future__ import annotations
 
@@ -6,17 +6,19 @@ from typing import TYPE_CHECKING
 
 from assistant.context import AppContext
 from assistant.knowledge_service import open_knowledge, vector_location
-from assistant.retrieval.log import RetrievalLog
 from assistant.retrieval.rerank import make_reranker
 from indexing import chroma_clients
-from indexing.filesystem import can_write
 
 if TYPE_CHECKING:
     from assistant.retrieval.hybrid import HybridRetriever
+    from assistant.retrieval.log import RetrievalLog
 
 
-def open_retriever(ctx: AppContext, *, origin: str = "cli", log: bool = True) -> HybridRetriever:
-    """Open the knowledge base with the configured embedder and build the retriever.
+def open_retriever(ctx: AppContext, *, origin: str = "cli",
+                   log: RetrievalLog | None = None) -> HybridRetriever:
+    """Open the knowledge base with the configured embedder and build the retriever; its
+    searches are appended to `log` (None: not logged), which stays the caller's to close (one
+    log per process: `Services.retrieval_log`).
 
     Close with `close_retriever`. Raises `ReembedNeeded` (a HintedError) when the index was
     built with another embedding model (re-sync needed).
@@ -36,9 +38,6 @@ def open_retriever(ctx: AppContext, *, origin: str = "cli", log: bool = True) ->
 
             assert kb.embedder is not None
             raise ReembedNeeded(kb.indexed_model or "?", kb.embedder.model_id)
-        # On a home this process may only read, the search is answered and not logged.
-        logged = log and can_write(ctx.paths.retrieval_log_db.parent)
-        retrieval_log = RetrievalLog.open(ctx.paths.retrieval_log_db) if logged else None
     except BaseException:
         kb.close()
         raise
@@ -47,15 +46,14 @@ def open_retriever(ctx: AppContext, *, origin: str = "cli", log: bool = True) ->
         ctx.embedder(),
         ctx.config.retrieval,
         reranker=make_reranker(ctx.config.retrieval.reranker, device=ctx.config.embedding.device),
-        log=retrieval_log,
+        log=log,
         origin=origin,
     )
 
 
 def close_retriever(retriever: HybridRetriever) -> None:
+    """Close the retriever and its knowledge base; its log is its opener's."""
     retriever.close()
-    if isinstance(retriever.log, RetrievalLog):
-        retriever.log.close()
     close = getattr(retriever.kb, "close", None)
     if close is not None:
         close()

@@ -15,7 +15,6 @@ from assistant.cli.main import main
 from assistant.context import AppContext
 from assistant.retrieval.contract import SEARCH_RESULT_SCHEMA
 from assistant.retrieval.hybrid import HybridRetriever
-from assistant.retrieval.log import RetrievalLog
 from tests.fake_ollama import FakeOllamaServer, chat_turn
 from tests.fake_ollama_runtime import count_tokens
 from tests.fakes import HashEmbedder
@@ -63,9 +62,8 @@ def brain(
     monkeypatch.setattr(AppContext, "embedder", lambda self: embedder)
     monkeypatch.setattr("assistant.memory.service.chroma_vectors", lambda ctx: vectors)
 
-    def open_retriever(ctx, *, origin="cli", log=True):
-        retrieval_log = RetrievalLog.open(ctx.paths.retrieval_log_db) if log else None
-        return HybridRetriever(kb, embedder, ctx.config.retrieval, log=retrieval_log,
+    def open_retriever(ctx, *, origin="cli", log=None):
+        return HybridRetriever(kb, embedder, ctx.config.retrieval, log=log,
                                origin=origin, parallel=False)
 
     monkeypatch.setattr(opener, "open_retriever", open_retriever)

@@ -52,10 +52,9 @@ def cli(
     """Run `brain ARGS…` in-process over the fake knowledge base; returns (code, out, err)."""
     import assistant.retrieval.open as opener
 
-    def fake_open(ctx, *, origin="cli", log=True):
-        retrieval_log = RetrievalLog.open(ctx.paths.retrieval_log_db) if log else None
+    def fake_open(ctx, *, origin="cli", log=None):
         return HybridRetriever(corpus_kb, corpus_kb.embedder, ctx.config.retrieval,
-                               log=retrieval_log, origin=origin, parallel=False)
+                               log=log, origin=origin, parallel=False)
 
     monkeypatch.setattr(opener, "open_retriever", fake_open)
 
@@ -471,7 +470,7 @@ def test_a_pdf_chunk_over_a_page_break_is_cited_with_its_page_range(
     from assistant.retrieval.open import close_retriever, open_retriever
 
     ctx = AppContext.load(str(tmp_path / "home"))
-    retriever = open_retriever(ctx, log=False)
+    retriever = open_retriever(ctx)
     try:
         result = retriever.search("logrotate")
     finally:

@@ -18,8 +18,8 @@ from assistant.services import Services
 from tests.fakes import HashEmbedder
 from tui.backend import CoreBackend
 
-ONCE = Counter({"knowledge_light": 1, "retriever": 1, "memory": 1, "sessions": 1,
-                "conversations": 1, "events": 1, "chat": 1, "link": 1})
+ONCE = Counter({"knowledge_light": 1, "retriever": 1, "retrieval_log": 1, "memory": 1,
+                "sessions": 1, "conversations": 1, "events": 1, "chat": 1, "link": 1})
 
 
 def test_a_walk_through_every_adapter_opens_each_store_once(home: Path, tmp_path: Path) -> None:
@@ -59,6 +59,8 @@ def test_a_walk_through_every_adapter_opens_each_store_once(home: Path, tmp_path
         chat = asyncio.run(backend.chat._open())
         assert chat is backend.services.peek_chat()
         assert backend.services.opened == ONCE
+        # The retriever logs to the one retrieval log, not a connection of its own.
+        assert backend.services.retriever().log is backend.services.retrieval_log()
         # The conversation index reads the one session store, not a connection of its own.
         assert backend.services.conversations().store is backend.services.sessions()
     finally:
@@ -93,3 +95,28 @@ def test_close_closes_in_reverse_order_and_reaches_every_store(
     monkeypatch.setattr(memory, "close", close_memory)
     services.close()
     assert closed == ["memory", "sessions"]
+
+
+def test_the_retriever_appends_to_the_one_retrieval_log_which_close_closes(home: Path) -> None:
+    import sqlite3
+
+    from assistant.retrieval.log import RetrievalLog
+
+    ctx = AppContext.load(str(home))
+    ctx._embedder = HashEmbedder()
+    services = Services(ctx)
+    try:
+        log = services.retriever().log
+        assert isinstance(log, RetrievalLog) and log is services.retrieval_log()
+        assert services.opened["retrieval_log"] == 1
+    finally:
+        services.close()
+    with pytest.raises(sqlite3.ProgrammingError):  # closed: a closed database
+        log.count()
+    # `brain eval`: its searches are measurements, not logged; the log stays unopened.
+    quiet = Services(ctx, log_searches=False)
+    try:
+        assert quiet.retriever().log is None
+        assert "retrieval_log" not in quiet.opened
+    finally:
+        quiet.close()

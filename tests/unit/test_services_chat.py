@@ -25,8 +25,8 @@ from tests.waiting import wait_until
 PATIENCE = 30.0  # seconds the turn's background work may take on a loaded machine
 
 # A turn with knowledge, memory and the recall of earlier conversations opens each once.
-AFTER_A_TURN = Counter({"chat": 1, "sessions": 1, "retriever": 1, "memory": 1,
-                        "memory_service": 1, "conversations": 1})
+AFTER_A_TURN = Counter({"chat": 1, "sessions": 1, "retriever": 1, "retrieval_log": 1,
+                        "memory": 1, "memory_service": 1, "conversations": 1})
 
 
 def _services(home: Path) -> Services:
