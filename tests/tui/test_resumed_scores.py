@@ -7,6 +7,9 @@ log entry the turn points to. Over the real stores (no model, no Ollama needed).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from assistant.context import AppContext
 from assistant.retrieval.hit import RetrievalResult, SearchHit
@@ -86,5 +89,39 @@ async def test_the_sources_pane_of_a_resumed_session_shows_scores(home: Path) ->
                              what="the resumed answer's sources")
             first = [str(c) for c in pane.table.get_row_at(0)]
             assert "61%" in first and "0.42" in first, first
+    finally:
+        backend.close()
+
+
+def test_the_tuis_searches_scores_and_feedback_share_one_retrieval_log(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24 item 6: the process's one log (`Services.retrieval_log`), not a connection per
+    resumed session or per 👍."""
+    ctx = AppContext.load(str(home))
+    ctx._embedder = HashEmbedder()
+    session_id = stored_session(ctx)
+    with RetrievalLog.open(ctx.paths.retrieval_log_db) as log:
+        (entry_id,) = [e.id for e in log.recent()]
+    opened: list[Path] = []
+    init = RetrievalLog.__init__
+
+    def counted(self: RetrievalLog, db_path: Path, **kwargs: Any) -> None:
+        opened.append(db_path)
+        init(self, db_path, **kwargs)
+
+    monkeypatch.setattr(RetrievalLog, "__init__", counted)
+    backend = CoreBackend(ctx)
+    try:
+        assert backend.services.retriever().log is backend.services.retrieval_log()
+        for _ in range(2):
+            (turn,) = backend.sessions.turns(session_id)
+            assert turn.sources[0].vector == 0.61
+        backend.chat.feedback(str(entry_id), -1)
+        backend.chat.mark_right_source(str(entry_id), "/notes/shell/tar.md")
+        backend.chat.feedback(str(entry_id), -1)
+        entry = backend.services.retrieval_log().get(entry_id)
+        assert entry is not None
+        assert (entry.rating, entry.correct_sources) == (-1, ["/notes/shell/tar.md"])
+        assert opened == [ctx.paths.retrieval_log_db]
     finally:
         backend.close()

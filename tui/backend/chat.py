@@ -172,26 +172,23 @@ class ChatAdapter:
         engine.configure(**changes)
 
     def feedback(self, log_id: str, rating: int) -> None:
-        from assistant.retrieval.log import RetrievalLog
-
+        """Rate an answer's search (blocking: a worker's), in the process's one log."""
         if not log_id.isdigit():
             raise UserError("this answer has no retrieval log entry")
-        with RetrievalLog.open(self.ctx.paths.retrieval_log_db) as log:
-            entry = log.get(int(log_id))
-            # Re-rating keeps the right sources the user already named.
-            log.rate(int(log_id), rating, entry.correct_sources if entry else None)
+        log = self.services.retrieval_log()
+        entry = log.get(int(log_id))
+        # Re-rating keeps the right sources the user already named.
+        log.rate(int(log_id), rating, entry.correct_sources if entry else None)
 
     def mark_right_source(self, log_id: str, path: str) -> None:
-        from assistant.retrieval.log import RetrievalLog
-
         if not log_id.isdigit():
             raise UserError("these sources have no retrieval log entry")
-        with RetrievalLog.open(self.ctx.paths.retrieval_log_db) as log:
-            entry = log.get(int(log_id))
-            if entry is None:
-                raise UserError(f"no retrieval log entry {log_id}")
-            right = [*entry.correct_sources, *([] if path in entry.correct_sources else [path])]
-            log.rate(int(log_id), -1, right)
+        log = self.services.retrieval_log()
+        entry = log.get(int(log_id))
+        if entry is None:
+            raise UserError(f"no retrieval log entry {log_id}")
+        right = [*entry.correct_sources, *([] if path in entry.correct_sources else [path])]
+        log.rate(int(log_id), -1, right)
 
     async def pending_extraction(self) -> int:
         engine = (await self._open()).engine

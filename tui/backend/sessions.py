@@ -6,7 +6,6 @@ import builtins
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from assistant.context import AppContext
 from assistant.errors import UserError
 from assistant.services import Services
 from tui.backend.convert import hit_view, iso, turn_view
@@ -39,7 +38,7 @@ class SessionsAdapter:
         store = self.store()
         session = store.resolve(session_id)
         turns = store.turns(session.id)
-        logged = _logged_scores(self.ctx, [t.log_id for t in turns if t.log_id is not None])
+        logged = _logged_scores(self.services, [t.log_id for t in turns if t.log_id is not None])
         return [turn_view(with_scores(t, logged.get(t.log_id or -1, {})), self.ctx)
                 for t in turns]
 
@@ -99,27 +98,27 @@ class SessionsAdapter:
         self._others_seen = now
 
 
-def _logged_scores(ctx: AppContext, log_ids: builtins.list[int]) -> dict[int, dict[str, HitScores]]:
+def _logged_scores(services: Services, log_ids: builtins.list[int]
+                   ) -> dict[int, dict[str, HitScores]]:
     """The scores each turn's sources had when it was answered, from the retrieval log (the
     sessions database keeps the text the model saw, not why it was retrieved); {} when the
     log is gone or unreadable: the sources then show "—", as before."""
-    from assistant.retrieval.log import RetrievalLog
     from assistant.sessions.turn import HitScores
 
-    path = ctx.paths.retrieval_log_db
-    if not log_ids or not path.is_file():
+    # A log that is not there is not created by reading it.
+    if not log_ids or not services.ctx.paths.retrieval_log_db.is_file():
         return {}
     out: dict[int, dict[str, HitScores]] = {}
     try:
-        with RetrievalLog.open(path) as log:
-            for log_id in log_ids:
-                entry = log.get(log_id)
-                if entry is not None:
-                    out[log_id] = {
-                        h.chunk_id: HitScores(rank=h.rank, vector=h.cosine, keyword=h.keyword,
-                                              fused=h.fused)
-                        for h in entry.hits
-                    }
+        log = services.retrieval_log()
+        for log_id in log_ids:
+            entry = log.get(log_id)
+            if entry is not None:
+                out[log_id] = {
+                    h.chunk_id: HitScores(rank=h.rank, vector=h.cosine, keyword=h.keyword,
+                                          fused=h.fused)
+                    for h in entry.hits
+                }
     # Not a worker's failure (this runs inside the resume's `attempt`): scores are a nicety, a
     # damaged log must not stop a resume.
     except Exception:
