@@ -148,8 +148,8 @@ def _show(args: argparse.Namespace) -> int:
 def _rm(args: argparse.Namespace) -> int:
     from assistant.erasure.actions import remove_events
 
-    with _opened(args) as service:
-        removed = remove_events(service.ctx, service.store, args.ids)
+    with services(args) as core:
+        removed = remove_events(core, args.ids)
     if not removed:
         print("the events were erased earlier; nothing remains on disk")
         return 0
@@ -165,7 +165,7 @@ def _forget_all(args: argparse.Namespace) -> int:
                         hint="run `brain events forget-all --yes` to confirm")
     from assistant.erasure.actions import forget_all_events
 
-    with _opened(args) as service:
-        count = forget_all_events(service.ctx, service.store)
+    with services(args) as core:
+        count = forget_all_events(core)
     print(f"forgot {count} events; nothing remains on disk", file=sys.stdout)
     return 0

@@ -83,7 +83,7 @@ def remove_folder(args: argparse.Namespace) -> int:
     from assistant.erasure.actions import remove_folder as erase_folder
 
     with services(args) as core:
-        removed = erase_folder(core.ctx, core.light_knowledge(), args.path)
+        removed = erase_folder(core, args.path)
     if args.json:
         print_json({"removed": removed.path, "files": removed.files, "chunks": removed.chunks,
                     "earlier": removed.earlier})

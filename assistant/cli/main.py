@@ -155,10 +155,15 @@ def _finish_removals(args: argparse.Namespace) -> None:
         return  # the common case: one directory listing, nothing loaded
     from assistant.context import AppContext
     from assistant.erasure.actions import finish_pending
+    from assistant.services import Services
 
     try:
-        for intent in finish_pending(AppContext.load(getattr(args, "home", None))):
-            print(f"brain: finished an interrupted removal of {intent.what}", file=sys.stderr)
+        # Stores of its own, closed before the command opens its: the removal is finished
+        # before anything else reads them.
+        with Services(AppContext.load(getattr(args, "home", None))) as core:
+            for intent in finish_pending(core):
+                print(f"brain: finished an interrupted removal of {intent.what}",
+                      file=sys.stderr)
     except HintedError as exc:
         if args.command != "doctor":
             raise

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assistant.cli.common import context, print_json, top_k, top_k_error
+from assistant.cli.common import context, print_json, services, top_k, top_k_error
 from assistant.cli.common import rate as rate_text
 from assistant.cli.plain_output import terminal
 from assistant.errors import UserError
@@ -227,9 +227,8 @@ def _rm(args: argparse.Namespace) -> int:
     if args.forever:
         from assistant.erasure.actions import purge_memory
 
-        ctx = context(args)
-        with _opened(args) as service:
-            memory_id = purge_memory(ctx, service.store, args.id)
+        with services(args) as core:
+            memory_id = purge_memory(core, args.id)
         print(f"{memory_id}  erased for good; nothing of it remains on disk")
         return 0
     with _opened(args) as service:
@@ -445,9 +444,8 @@ def _forget_all(args: argparse.Namespace) -> int:
                         hint="run `brain memory forget-all --yes` to confirm")
     from assistant.erasure.actions import forget_all_memories
 
-    ctx = context(args)
-    with _opened(args) as service:
-        count = forget_all_memories(ctx, service.store)
+    with services(args) as core:
+        count = forget_all_memories(core)
     print(f"forgot {count} memories; nothing remains on disk")
     return 0
 

@@ -259,7 +259,7 @@ def _rm(args: argparse.Namespace) -> int:
             return 0
         # The sessions, their index units and keywords in one transaction, then their vectors
         # and every other copy (retrieval log, free pages).
-        delete_sessions(ctx, store, [s.id for s in sessions])
+        delete_sessions(core, [s.id for s in sessions])
         for session in sessions:
             print(f"deleted session {session.id} ({plural(session.turn_count, 'turn')}) "
                   f"{session.title or ''}".rstrip())
@@ -273,8 +273,7 @@ def _forget_all(args: argparse.Namespace) -> int:
         raise UserError("this erases every saved chat, its summary and its search index for good",
                         hint="run `brain sessions forget-all --yes` to confirm")
     with services(args) as core:
-        ctx, store = core.ctx, core.sessions()
-        count = forget_all_sessions(ctx, store)
+        count = forget_all_sessions(core)
     print(f"forgot {count} sessions; nothing of them remains on disk")
     return 0
 

@@ -3,30 +3,31 @@
 The CLI and the TUI call these, never the stores' own delete methods, so every removal path
 erases the copies too. Each one records its intent first (intents.py), erases, then clears
 the intent; `finish_pending` finishes what a killed or starved removal left, with the same
-code (`_APPLY`), so a removal and its completion cannot drift apart.
+code (`_APPLY`), so a removal and its completion cannot drift apart. Every one works in the
+caller's stores (`Stores`: the process's `Services`) and opens none of its own.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from assistant.context import AppContext
+from assistant.conversations import erase as conversations_erase
 from assistant.erasure import intents
 from assistant.erasure.intents import Intent
 from assistant.erasure.removal import Removal
+from assistant.erasure.stores import Stores
 from assistant.erasure.traces import erase_traces
 from assistant.errors import UserError
+from assistant.events import erase as events_erase
+from assistant.events.model import EventError
 from indexing.errors import HintedError
+from indexing.filesystem import full_or_read_only
 
 if TYPE_CHECKING:
-    from assistant.events.store import EventStore
-    from assistant.memory.store import MemoryStore
-    from assistant.sessions.store import SessionStore
-    from indexing.knowledge import KnowledgeBase
     from indexing.knowledge_types import FolderRemoved
 
 T = TypeVar("T")
@@ -35,13 +36,14 @@ class RemovalPending(UserError):
     """A removal was recorded but could not be finished now (disk full, read-only home…)."""
 
 
-def remove_folder(ctx: AppContext, kb: KnowledgeBase, path: str) -> FolderRemoved:
+def remove_folder(stores: Stores, path: str) -> FolderRemoved:
     """Unregister a folder: its chunks, keyword rows and vectors leave the index files, its
     cached embeddings the cache, and the sessions and retrieval log forget its sources."""
     from indexing.knowledge_types import FolderError, FolderRemoved
 
+    ctx = stores.ctx
     try:
-        plan = kb.plan_removal(path)
+        plan = stores.light_knowledge().plan_removal(path)
     except FolderError:
         # A re-run of a removal that is complete (maybe finished by a later command after
         # this one was killed) is accepted: the folder is not indexed, as asked.
@@ -53,22 +55,24 @@ def remove_folder(ctx: AppContext, kb: KnowledgeBase, path: str) -> FolderRemove
     intent = Intent("folder", f"folder {plan.path}", {
         "path": plan.path, "files": plan.files, "chunk_ids": list(plan.chunk_ids),
         "hashes": sorted(plan.hashes)})
-    return _carry_out(ctx, intent, lambda data: _folder(ctx, data, kb))
+    return _carry_out(stores, intent, lambda data: _folder(stores, data))
 
 
-def forget_all_memories(ctx: AppContext, store: MemoryStore) -> int:
+def forget_all_memories(stores: Stores) -> int:
     """Erase every memory, then every copy: the sessions' recalled memories and `remember`
     calls, and any cache entry an older release kept."""
+    store = stores.memory()
     count = store.count(None)
     intent = Intent("all-memories", "every memory", {"texts": sorted(store.derived_texts())})
-    _carry_out(ctx, intent, lambda data: _all_memories(ctx, data, store))
+    _carry_out(stores, intent, lambda data: _all_memories(stores, data))
     return count
 
 
-def purge_memory(ctx: AppContext, store: MemoryStore, id_or_prefix: str) -> str:
+def purge_memory(stores: Stores, id_or_prefix: str) -> str:
     """Erase one memory for good (no undo), and every copy of it; returns its id."""
     from assistant.memory.store import MemoryNotFound
 
+    ctx, store = stores.ctx, stores.memory()
     try:
         memory_id = store.resolve_id(id_or_prefix)
     except MemoryNotFound:
@@ -79,34 +83,36 @@ def purge_memory(ctx: AppContext, store: MemoryStore, id_or_prefix: str) -> str:
         return done
     intent = Intent("memory", f"memory {memory_id}", {
         "id": memory_id, "texts": sorted(store.derived_texts([memory_id]))})
-    _carry_out(ctx, intent, lambda data: _memory(ctx, data, store))
+    _carry_out(stores, intent, lambda data: _memory(stores, data))
     return memory_id
 
 
-def delete_sessions(ctx: AppContext, sessions: SessionStore, session_ids: Sequence[str]) -> int:
+def delete_sessions(stores: Stores, session_ids: Sequence[str]) -> int:
     """Delete sessions: their turns, their conversation-index units, keywords and vectors, the
     retrieval-log entries of their searches; then scrub. Returns the sessions deleted."""
+    sessions = stores.sessions()
     log_ids: set[int] = set()
     for session_id in session_ids:
         log_ids |= sessions.log_ids(session_id)
     what = f"session {session_ids[0]}" if len(session_ids) == 1 else \
         f"{len(session_ids)} sessions"
     intent = Intent("sessions", what, {"ids": list(session_ids), "log_ids": sorted(log_ids)})
-    return _carry_out(ctx, intent, lambda data: _sessions(ctx, data, sessions))
+    return _carry_out(stores, intent, lambda data: _sessions(stores, data))
 
 
-def delete_session(ctx: AppContext, sessions: SessionStore, session_id: str) -> None:
-    sessions.resolve(session_id)  # SessionNotFound for an unknown id
-    delete_sessions(ctx, sessions, [session_id])
+def delete_session(stores: Stores, session_id: str) -> None:
+    stores.sessions().resolve(session_id)  # SessionNotFound for an unknown id
+    delete_sessions(stores, [session_id])
 
 
-def forget_all_sessions(ctx: AppContext, sessions: SessionStore) -> int:
+def forget_all_sessions(stores: Stores) -> int:
     """Delete every session with its index, and the retrieval-log entries of their searches."""
+    sessions = stores.sessions()
     log_ids: set[int] = set()
     for session in sessions.list():
         log_ids |= sessions.log_ids(session.id)
     intent = Intent("all-sessions", "every session", {"log_ids": sorted(log_ids)})
-    return _carry_out(ctx, intent, lambda data: _all_sessions(ctx, data, sessions))
+    return _carry_out(stores, intent, lambda data: _all_sessions(stores, data))
 
 
 def finished_sessions(ctx: AppContext, refs: Sequence[str]) -> list[str]:
@@ -116,22 +122,22 @@ def finished_sessions(ctx: AppContext, refs: Sequence[str]) -> list[str]:
             if intents.done_before(ctx.paths.data_dir, "sessions", ref, prefix=True)]
 
 
-def finish_pending(ctx: AppContext) -> list[Intent]:
+def finish_pending(stores: Stores) -> list[Intent]:
     """Finish every removal an earlier run recorded and did not finish; returns them.
     Raises RemovalPending when one cannot be finished now (it stays recorded)."""
     done: list[Intent] = []
-    for intent in intents.pending(ctx.paths.data_dir):
+    for intent in intents.pending(stores.ctx.paths.data_dir):
         apply = _APPLY.get(intent.kind)
         if apply is None:
             continue  # written by a newer release: left for it
-        if _finish(ctx, intent, _replay(ctx, apply)):
+        if _finish(stores, intent, _replay(stores, apply)):
             done.append(intent)
     return done
 
 
-def _replay(ctx: AppContext, apply: Callable[[AppContext, dict[str, Any], Any], object]
+def _replay(stores: Stores, apply: Callable[[Stores, dict[str, Any]], object]
             ) -> Callable[[dict[str, Any]], object]:
-    return lambda data: apply(ctx, data, None)  # None: it opens the stores itself
+    return lambda data: apply(stores, data)
 
 
 def has_pending(ctx: AppContext) -> bool:
@@ -141,16 +147,15 @@ def has_pending(ctx: AppContext) -> bool:
 # --- doing it ---------------------------------------------------------------------------------
 
 
-def _carry_out(ctx: AppContext, intent: Intent, apply: Callable[[dict[str, Any]], T]) -> T:
+def _carry_out(stores: Stores, intent: Intent, apply: Callable[[dict[str, Any]], T]) -> T:
     """Record, apply, clear. Nothing is erased before the record is on disk; a failure
     leaves the record for the next command and says so."""
+    ctx = stores.ctx
     try:
         with intents.recorded(ctx.paths.data_dir, intent) as held:
             result = _apply(ctx, held, apply)
             _done(ctx, held)
     except OSError as exc:  # the record itself could not be written
-        from indexing.filesystem import full_or_read_only
-
         reason = full_or_read_only(exc, ctx.paths.data_dir) or exc.strerror or str(exc)
         raise UserError(f"nothing was removed: the removal of {intent.what} could not be "
                         f"recorded ({reason})",
@@ -159,14 +164,14 @@ def _carry_out(ctx: AppContext, intent: Intent, apply: Callable[[dict[str, Any]]
     return result
 
 
-def _finish(ctx: AppContext, intent: Intent, apply: Callable[[dict[str, Any]], object]
+def _finish(stores: Stores, intent: Intent, apply: Callable[[dict[str, Any]], object]
             ) -> bool:
     """Finish a recorded intent; False when another process finished it meanwhile."""
     with intents.held(intent) as ours:
         if not ours:
             return False
-        _apply(ctx, intent, apply)
-        _done(ctx, intent)
+        _apply(stores.ctx, intent, apply)
+        _done(stores.ctx, intent)
     return True
 
 
@@ -180,8 +185,6 @@ def _done(ctx: AppContext, intent: Intent) -> None:
 
 
 def _apply(ctx: AppContext, intent: Intent, apply: Callable[[dict[str, Any]], T]) -> T:
-    from indexing.filesystem import full_or_read_only
-
     try:
         return apply(intent.data)
     except (OSError, HintedError) as exc:
@@ -193,102 +196,81 @@ def _apply(ctx: AppContext, intent: Intent, apply: Callable[[dict[str, Any]], T]
                  "home is writable)") from exc
 
 
-def _folder(ctx: AppContext, data: dict[str, Any], kb: KnowledgeBase | None) -> FolderRemoved:
-    from assistant.knowledge_service import open_knowledge
+def _folder(stores: Stores, data: dict[str, Any]) -> FolderRemoved:
     from indexing.knowledge_types import FolderRemoval
 
     plan = FolderRemoval(data["path"], int(data["files"]), tuple(data["chunk_ids"]),
                          frozenset(data["hashes"]))
-    own = kb is None
-    kb = open_knowledge(ctx, with_embedder=False) if kb is None else kb
-    try:
-        removed = kb.finish_removal(plan)
-    finally:
-        if own:
-            kb.close()
-    erase_traces(ctx, Removal(folders=(removed.path,), cache_keys=removed.cache_keys))
+    removed = stores.light_knowledge().finish_removal(plan)
+    erase_traces(stores, Removal(folders=(removed.path,), cache_keys=removed.cache_keys))
     return removed
 
 
-def _memory(ctx: AppContext, data: dict[str, Any], store: MemoryStore | None) -> None:
+def _memory(stores: Stores, data: dict[str, Any]) -> None:
     texts = frozenset(data["texts"])
-    with _memory_store(ctx, store) as live:
-        live.erase(data["id"])
-    erase_traces(ctx, Removal(memory_ids=frozenset({data["id"]}), memory_texts=texts,
-                              cache_texts=texts))
+    stores.memory().erase(data["id"])
+    erase_traces(stores, Removal(memory_ids=frozenset({data["id"]}), memory_texts=texts,
+                                 cache_texts=texts))
 
 
-def _all_memories(ctx: AppContext, data: dict[str, Any], store: MemoryStore | None) -> None:
+def _all_memories(stores: Stores, data: dict[str, Any]) -> None:
     texts = frozenset(data["texts"])
-    with _memory_store(ctx, store) as live:
-        live.forget_all()
-    erase_traces(ctx, Removal(all_memories=True, memory_texts=texts, cache_texts=texts))
+    stores.memory().forget_all()
+    erase_traces(stores, Removal(all_memories=True, memory_texts=texts, cache_texts=texts))
 
 
-def _sessions(ctx: AppContext, data: dict[str, Any], store: SessionStore | None) -> int:
-    from assistant.conversations.erase import delete_sessions as delete_rows
-
+def _sessions(stores: Stores, data: dict[str, Any]) -> int:
     ids = tuple(str(i) for i in data["ids"])
-    with _session_store(ctx, store) as live:
-        deleted = delete_rows(live, ids)
+    deleted = conversations_erase.delete_sessions(stores.sessions(), ids)
     # The conversation index's vectors and keyword segments: its trace eraser (erasure/
     # conversations.py), like every other copy.
-    erase_traces(ctx, Removal(sessions=ids, session_log_ids=frozenset(data["log_ids"])))
+    erase_traces(stores, Removal(sessions=ids, session_log_ids=frozenset(data["log_ids"])))
     return deleted
 
 
-def _all_sessions(ctx: AppContext, data: dict[str, Any], store: SessionStore | None) -> int:
-    from assistant.conversations import erase
-    from assistant.conversations.service import open_conversations
-
-    with _session_store(ctx, store) as live:
-        count = erase.forget_all_sessions(open_conversations(ctx, live))
-    erase_traces(ctx, Removal(sessions=("*",), session_log_ids=frozenset(data["log_ids"])))
+def _all_sessions(stores: Stores, data: dict[str, Any]) -> int:
+    count = conversations_erase.forget_all_sessions(stores.conversations())
+    erase_traces(stores, Removal(sessions=("*",), session_log_ids=frozenset(data["log_ids"])))
     return count
 
 
-def remove_events(ctx: AppContext, store: EventStore, ids: Sequence[str]) -> list[str]:
+def remove_events(stores: Stores, ids: Sequence[str]) -> list[str]:
     """Erase agent events and the summaries written from them (assistant/events/erase.py).
     An id a completed removal erased is accepted (a re-run of an interrupted `events rm`)."""
-    from assistant.events.model import EventError
-
+    store = stores.events().store
     found: set[str] = set()
     for ref in ids:
         try:
             found.add(store.get(ref).id)
         except EventError:  # an unknown id: nothing is erased
-            if not intents.done_before(ctx.paths.data_dir, "events", ref.strip(), prefix=True):
+            if not intents.done_before(stores.ctx.paths.data_dir, "events", ref.strip(),
+                                       prefix=True):
                 raise
     wanted = sorted(found)
     if not wanted:
         return []
     covering = store.summaries_of(wanted)
     intent = Intent("events", f"{len(wanted)} agent events", {"ids": wanted + covering})
-    return _carry_out(ctx, intent, lambda data: _events(ctx, data, store))
+    return _carry_out(stores, intent, lambda data: _events(stores, data))
 
 
-def forget_all_events(ctx: AppContext, store: EventStore) -> int:
+def forget_all_events(stores: Stores) -> int:
     intent = Intent("all-events", "every agent event", {})
-    return _carry_out(ctx, intent, lambda data: _all_events(ctx, data, store))
+    return _carry_out(stores, intent, lambda data: _all_events(stores, data))
 
 
-def _events(ctx: AppContext, data: dict[str, Any], store: EventStore | None) -> list[str]:
-    from assistant.events import erase
-
-    with _event_store(ctx, store) as live:
-        # On a replay some may be gone already (deleted, then killed before the scrub).
-        present = sorted(live.get_many([str(i) for i in data["ids"]]))
-        return erase.remove_events(live, present)
+def _events(stores: Stores, data: dict[str, Any]) -> list[str]:
+    store = stores.events().store
+    # On a replay some may be gone already (deleted, then killed before the scrub).
+    present = sorted(store.get_many([str(i) for i in data["ids"]]))
+    return events_erase.remove_events(store, present)
 
 
-def _all_events(ctx: AppContext, data: dict[str, Any], store: EventStore | None) -> int:
-    from assistant.events import erase
-
-    with _event_store(ctx, store) as live:
-        return erase.forget_all_events(live)
+def _all_events(stores: Stores, data: dict[str, Any]) -> int:
+    return events_erase.forget_all_events(stores.events().store)
 
 
-_APPLY: dict[str, Callable[[AppContext, dict[str, Any], Any], object]] = {
+_APPLY: dict[str, Callable[[Stores, dict[str, Any]], object]] = {
     "events": _events,
     "all-events": _all_events,
     "folder": _folder,
@@ -297,46 +279,3 @@ _APPLY: dict[str, Callable[[AppContext, dict[str, Any], Any], object]] = {
     "sessions": _sessions,
     "all-sessions": _all_sessions,
 }
-
-
-@contextlib.contextmanager
-def _memory_store(ctx: AppContext, store: MemoryStore | None) -> Iterator[MemoryStore]:
-    """The given store, or this home's own, opened for the erasure and closed after it."""
-    if store is not None:
-        yield store
-        return
-    from assistant.memory.service import open_memory
-
-    own = open_memory(ctx, eager_vectors=False)
-    try:
-        yield own
-    finally:
-        own.close()
-
-
-@contextlib.contextmanager
-def _event_store(ctx: AppContext, store: EventStore | None) -> Iterator[EventStore]:
-    if store is not None:
-        yield store
-        return
-    from assistant.events.store import EventStore
-
-    own = EventStore.open(ctx.paths.events_db)
-    try:
-        yield own
-    finally:
-        own.close()
-
-
-@contextlib.contextmanager
-def _session_store(ctx: AppContext, store: SessionStore | None) -> Iterator[SessionStore]:
-    if store is not None:
-        yield store
-        return
-    from assistant.sessions.service import open_sessions
-
-    own = open_sessions(ctx)
-    try:
-        yield own
-    finally:
-        own.close()

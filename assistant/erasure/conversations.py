@@ -5,23 +5,18 @@ Its purge hook (Chroma compacted, the sessions database scrubbed) is `conversati
 
 from __future__ import annotations
 
-from assistant.context import AppContext
+from assistant.conversations.erase import forget_deleted
 from assistant.erasure.removal import Removal
+from assistant.erasure.stores import Stores
 
 
-def conversation_index(ctx: AppContext, removal: Removal) -> None:
+def conversation_index(stores: Stores, removal: Removal) -> None:
     """Sessions were deleted: their units and keywords went with their rows (cascade,
     trigger); their vectors leave the collection now, the keyword segments are merged and the
     files purged. Forget-all (`"*"`) dropped the whole index itself."""
-    path = ctx.paths.sessions_db
-    if not removal.sessions or removal.sessions == ("*",) or not path.exists():
+    if (not removal.sessions or removal.sessions == ("*",)
+            or not stores.ctx.paths.sessions_db.exists()):
         return
-    from assistant.conversations.erase import forget_deleted
-    from assistant.conversations.service import has_vectors, open_conversations
-    from assistant.sessions.store import SessionStore
+    from assistant.conversations.service import has_vectors
 
-    store = SessionStore.open(path)
-    try:
-        forget_deleted(open_conversations(ctx, store), vectors=has_vectors(ctx))
-    finally:
-        store.close()
+    forget_deleted(stores.conversations(), vectors=has_vectors(stores.ctx))

@@ -58,6 +58,11 @@ def test_a_walk_through_every_adapter_opens_each_store_once(home: Path, tmp_path
             thread.join()
         chat = asyncio.run(backend.chat._open())
         assert chat is backend.services.peek_chat()
+        # Removals erase in these same stores (erasure opens none of its own).
+        backend.sessions.delete(session.id)
+        assert backend.memory.forget_all() == 1
+        backend.knowledge.remove_folder(str(notes))
+        assert backend.knowledge.folders() == [] and backend.sessions.list() == []
         assert backend.services.opened == ONCE
         # The retriever logs to the one retrieval log, not a connection of its own.
         assert backend.services.retriever().log is backend.services.retrieval_log()

@@ -12,6 +12,7 @@ from assistant.conversations.service import open_conversations
 from assistant.erasure.actions import delete_session, forget_all_sessions
 from assistant.erasure.removal import Removal
 from assistant.erasure.traces import erase_traces, registered
+from assistant.services import Services
 from assistant.sessions.store import SessionStore
 from tests.fakes import HashEmbedder
 from tests.fixtures.conversations import ConversationVectors
@@ -50,16 +51,18 @@ def test_the_conversation_index_is_a_registered_trace_eraser() -> None:
 
 
 def test_deleting_a_session_erases_its_units_words_and_vectors(ctx: AppContext) -> None:
-    store = SessionStore.open(ctx.paths.sessions_db)
-    _, gone = _two_sessions(store)
-    open_conversations(ctx, store).sync()
-    units, vectors, words = _state(ctx, store)
-    assert len(units) == 2 and vectors == units and "kayak" in words
-    delete_session(ctx, store, gone)
-    units, vectors, words = _state(ctx, store)
-    assert vectors == units and len(units) == 1 and "kayak" not in words
-    assert "rsync" in words
-    store.close()
+    with Services(ctx) as core:
+        store = core.sessions()
+        _, gone = _two_sessions(store)
+        core.conversations().sync()
+        units, vectors, words = _state(ctx, store)
+        assert len(units) == 2 and vectors == units and "kayak" in words
+        delete_session(core, gone)
+        units, vectors, words = _state(ctx, store)
+        assert vectors == units and len(units) == 1 and "kayak" not in words
+        assert "rsync" in words
+        # In the caller's stores: the one session store and index, opened once each.
+        assert core.opened["sessions"] == core.opened["conversations"] == 1
 
 
 def test_rows_deleted_by_any_path_leave_no_vector_after_the_removal(ctx: AppContext) -> None:
@@ -69,16 +72,17 @@ def test_rows_deleted_by_any_path_leave_no_vector_after_the_removal(ctx: AppCont
     store.delete(gone)  # not through the erasure actions
     units, vectors, _ = _state(ctx, store)
     assert len(units) == 1 and len(vectors) == 2  # its vector is still there …
-    erase_traces(ctx, Removal(sessions=(gone,)))
+    with Services(ctx) as core:
+        erase_traces(core, Removal(sessions=(gone,)))
     units, vectors, _ = _state(ctx, store)
     assert vectors == units  # … until the removal's trace erasers ran
     store.close()
 
 
 def test_forget_all_drops_the_index(ctx: AppContext) -> None:
-    store = SessionStore.open(ctx.paths.sessions_db)
-    _two_sessions(store)
-    open_conversations(ctx, store).sync()
-    assert forget_all_sessions(ctx, store) == 2
-    assert _state(ctx, store) == (set(), set(), set())
-    store.close()
+    with Services(ctx) as core:
+        store = core.sessions()
+        _two_sessions(store)
+        core.conversations().sync()
+        assert forget_all_sessions(core) == 2
+        assert _state(ctx, store) == (set(), set(), set())

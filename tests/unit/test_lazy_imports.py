@@ -79,10 +79,6 @@ STAYS_LAZY: dict[tuple[str, str], str] = {}
 NOT_HOISTED_YET: dict[str, int] = {
     "assistant.config_load": 1,
     "assistant.context": 1,
-    "assistant.erasure.actions": 7,
-    "assistant.erasure.builtin": 3,
-    "assistant.erasure.conversations": 2,
-    "assistant.erasure.traces": 1,
 }
 
 FILES: dict[str, Path] = {module_name(p): p for package in PACKAGES for p in python_files(package)}

@@ -35,7 +35,7 @@ class EventsAdapter:
     def remove(self, event_id: str) -> int:
         from assistant.erasure.actions import remove_events
 
-        return len(remove_events(self.ctx, self._service().store, [event_id]))
+        return len(remove_events(self.services, [event_id]))
 
     def version(self) -> int:
         return self._service().store.change_count()

@@ -71,7 +71,7 @@ class KnowledgeAdapter:
     def remove_folder(self, path: str) -> None:
         from assistant.erasure.actions import remove_folder
 
-        remove_folder(self.ctx, self.light(), path)
+        remove_folder(self.services, path)
 
     def sync(
         self,

@@ -74,7 +74,7 @@ class MemoryAdapter:
     def forget_all(self) -> int:
         from assistant.erasure.actions import forget_all_memories
 
-        return forget_all_memories(self.ctx, self.store())
+        return forget_all_memories(self.services)
 
     def changes(self, version: int, stamp: float | None) -> MemoryChanges | None:
         from assistant.memory.model import Actor, MemoryStatus

@@ -50,7 +50,7 @@ class SessionsAdapter:
     def delete(self, session_id: str) -> None:
         from assistant.erasure.actions import delete_session
 
-        delete_session(self.ctx, self.store(), session_id)
+        delete_session(self.services, session_id)
 
     def export_markdown(self, session_id: str, path: Path) -> Path:
         from assistant.chat.export import session_markdown
