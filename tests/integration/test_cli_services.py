@@ -53,3 +53,11 @@ def test_sessions_commands_open_each_store_once_and_close_them(
     code, out, err = brain("sessions", "list")
     assert code == 0 and "rsync" in out.lower(), err
     assert Recorded.made[-1].opened == Counter({"sessions": 1})
+    # A removal erases in the command's stores: its trace erasers open none of their own.
+    session_id = next(line.split()[0] for line in out.splitlines() if "rsync" in line.lower())
+    code, _, err = brain("sessions", "rm", session_id)
+    assert code == 0, err
+    assert (Recorded.made[-1].opened, Recorded.made[-1].closed) == (
+        Counter({"sessions": 1, "conversations": 1}), True)
+    code, out, err = brain("sessions", "list")
+    assert code == 0 and "rsync" not in out.lower(), err
