@@ -214,10 +214,14 @@ class DerivedIndex:
                                            chunks_total=len(missing)))
         return Reconciled(removed=len(extra), repaired=len(missing))
 
-    def rebuild(self, rows: Rows, rewrite: Callable[[set[str]], R]) -> tuple[R, Reconciled]:
+    def rebuild(
+        self, rows: Rows, rewrite: Callable[[set[str]], R], *, present: set[str] | None = None,
+    ) -> tuple[R, Reconciled]:
         """Rewrite the rows (`rewrite(ids of the vectors in the store)`: the owner keeps those
         whose content it knows unchanged), then reconcile: vectors of nothing are dropped and
         any the rewrite did not write are embedded. A kill in the middle leaves rows the
-        owner's next sync completes and orphans the next reconcile deletes."""
-        result = rewrite(set(self.vectors().ids()))
+        owner's next sync completes and orphans the next reconcile deletes. `present`: the
+        store's ids when the owner read them already (the knowledge index does, to start an
+        unreadable collection afresh), so the store is not listed twice."""
+        result = rewrite(set(self.vectors().ids()) if present is None else present)
         return result, self.reconcile(rows)

@@ -16,7 +16,6 @@ import logging
 import os
 import time
 from collections.abc import Collection, Iterable, Sequence
-from contextlib import nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -337,24 +336,13 @@ class KnowledgeBase:
                 self.manifest, current, self.vector_location)
             if not skip_vectors:
                 vectors_match.forget(self.manifest)  # committed before any write to the store
-            # A rebuild is one transaction around all its batches: until its commit every
-            # reader (other processes: WAL) sees the old index, and a kill or a cancel rolls
-            # back to it whole. Vectors it upserted meanwhile are orphans the old index
-            # ignores; the old collection (another model) and vectors no new chunk kept are
-            # dropped only after the commit.
-            old = (self.manifest.get_meta(META_MODEL), self.manifest.get_meta(META_DIMENSION))
-            with self.manifest.transaction() if rebuild else nullcontext():
-                if rebuild:
-                    self.manifest.clear_index()
-                syncer = self._sync_in(embedder, settings, selected, registered, current,
-                                       recorded, rebuild, progress, skip_vectors)
             if rebuild:
-                if recorded is not None and recorded != current and None not in old:
-                    try:
-                        self._drop_collection(recorded, str(old[0]), int(str(old[1])))
-                    except Exception:  # an unreadable old collection must not fail the rebuild
-                        log.warning("could not drop the old collection %s", recorded)
-                syncer.repair()
+                old = (self.manifest.get_meta(META_MODEL), self.manifest.get_meta(META_DIMENSION))
+                syncer = self._rebuild(embedder, settings, registered, current, recorded,
+                                       progress, old)
+            else:
+                syncer = self._sync_in(embedder, settings, selected, registered, current,
+                                       recorded, progress, skip_vectors)
             self._refresh_snapshot()
             vectors_match.record(self.manifest, current, self.vector_location)
             return syncer.report(selected, started, reembedded=reembed, rebuilt=rebuild)
@@ -367,13 +355,12 @@ class KnowledgeBase:
         registered: list[str],
         current: str,
         recorded: str | None,
-        rebuild: bool,
         progress: ProgressCallback | None,
         skip_vectors: bool = False,
     ) -> Syncer:
-        """The sync proper, under the index lock (inside a rebuild's transaction).
-        `skip_vectors`: the store is known to match the manifest (vectors_match.py): it is
-        opened only when a change needs it, and not reconciled."""
+        """The sync proper, under the index lock. `skip_vectors`: the store is known to match
+        the manifest (vectors_match.py): it is opened only when a change needs it, and not
+        reconciled."""
         chunking = _chunking_fingerprint(settings)
         recorded_chunking = self.manifest.get_meta(META_CHUNKING)
         rechunk = recorded_chunking is not None and recorded_chunking != chunking
@@ -396,41 +383,89 @@ class KnowledgeBase:
             self._record_chunking(recorded_chunking, chunking)
             return syncer
         store = self._open_store(current, embedder.model_id, embedder.dimension)
-        reusable: set[str] = set()
-        if rebuild:
-            # SQLite (manifest, chunks, FTS) is rebuilt from the files. A vector whose id
-            # is re-derived (same path, position and text hash, same model collection) is
-            # kept instead of being dropped and re-inserted, which costs Chroma more than
-            # embedding from the cache; the rest are deleted by the final repair.
-            try:
-                reusable = set(store.ids())
-            except Exception:  # an unreadable collection: start it afresh
-                self._drop_collection(current, embedder.model_id, embedder.dimension)
-                store = self._open_store(current, embedder.model_id, embedder.dimension)
         syncer = Syncer(
             self.manifest, store, embedder, settings, progress,
-            rechunk=rechunk, reusable=reusable, known=self._snapshots.by_content(current),
+            rechunk=rechunk, known=self._snapshots.by_content(current),
         )
-        if not rebuild:
-            syncer.repair()
+        syncer.repair()
         if recorded != current:
-            # The new collection now holds every chunk: switch over, then forget the old
-            # (a rebuild forgets it after its commit).
-            if recorded is not None and not rebuild:
+            # The new collection now holds every chunk: switch over, then forget the old.
+            if recorded is not None:
                 self._drop_recorded()
-            with self.manifest.transaction():
-                self.manifest.set_meta(META_MODEL, embedder.model_id)
-                self.manifest.set_meta(META_DIMENSION, str(embedder.dimension))
-                self.manifest.set_meta(META_COLLECTION, current)
-                # The snapshot is of the old collection: the end of this sync writes the new
-                # one's (before, searches asked Chroma until a chunk changed, and the new
-                # model's cache kept every vector).
-                self.manifest.set_meta(SNAPSHOT_META, None)
-                self.manifest.set_model_for_all_files(embedder.model_id)
+            self._switch_collection(embedder, current)
         self._vectors = store
         syncer.sync_folders(selected)
         self._record_chunking(recorded_chunking, chunking)
         return syncer
+
+    def _rebuild(
+        self,
+        embedder: Embedder,
+        settings: SyncSettings,
+        registered: list[str],
+        current: str,
+        recorded: str | None,
+        progress: ProgressCallback | None,
+        old: tuple[str | None, str | None],
+    ) -> Syncer:
+        """`--rebuild`, under the index lock, as the derived-index core's rebuild (that of
+        the memory and conversation vectors too): SQLite (manifest, chunks, FTS) is rewritten
+        from the files, then the store is reconciled with it.
+
+        The rewrite is one transaction around all its batches: until its commit every reader
+        (other processes: WAL) sees the old index, and a kill or a cancel rolls back to it
+        whole. A vector whose id is re-derived (same path, position and text hash, same model
+        collection) is kept instead of being dropped and re-inserted, which costs Chroma more
+        than embedding from the cache. Vectors it upserted meanwhile are orphans the old index
+        ignores; the old collection (another model) is dropped after the commit, and the
+        vectors no new chunk kept by the closing reconcile (a kill before it leaves orphans
+        the next sync's reconcile deletes)."""
+        from indexing.sync import Syncer
+
+        chunking = _chunking_fingerprint(settings)
+        recorded_chunking = self.manifest.get_meta(META_CHUNKING)
+        self._vectors = None
+        store = self._open_store(current, embedder.model_id, embedder.dimension)
+        try:
+            present = set(store.ids())
+        except Exception:  # an unreadable collection: start it afresh
+            self._drop_collection(current, embedder.model_id, embedder.dimension)
+            store = self._open_store(current, embedder.model_id, embedder.dimension)
+            present = set()
+        syncer = Syncer(
+            self.manifest, store, embedder, settings, progress,
+            rechunk=recorded_chunking is not None and recorded_chunking != chunking,
+            known=self._snapshots.by_content(current),
+        )
+
+        def rewrite() -> None:
+            with self.manifest.transaction():
+                self.manifest.clear_index()
+                if recorded != current:
+                    self._switch_collection(embedder, current)
+                self._vectors = store
+                syncer.sync_folders(registered)
+                self._record_chunking(recorded_chunking, chunking)
+            if recorded is not None and recorded != current and None not in old:
+                try:
+                    self._drop_collection(recorded, str(old[0]), int(str(old[1])))
+                except Exception:  # an unreadable old collection must not fail the rebuild
+                    log.warning("could not drop the old collection %s", recorded)
+
+        syncer.rebuild(rewrite, present)
+        return syncer
+
+    def _switch_collection(self, embedder: Embedder, current: str) -> None:
+        """Record `current` (this model's collection) as the index's."""
+        with self.manifest.transaction():
+            self.manifest.set_meta(META_MODEL, embedder.model_id)
+            self.manifest.set_meta(META_DIMENSION, str(embedder.dimension))
+            self.manifest.set_meta(META_COLLECTION, current)
+            # The snapshot is of the old collection: the end of this sync writes the new
+            # one's (before, searches asked Chroma until a chunk changed, and the new
+            # model's cache kept every vector).
+            self.manifest.set_meta(SNAPSHOT_META, None)
+            self.manifest.set_model_for_all_files(embedder.model_id)
 
     def _record_chunking(self, recorded: str | None, chunking: str) -> None:
         if recorded != chunking:

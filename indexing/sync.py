@@ -10,7 +10,8 @@ Chroma may only hold extra vectors or, after an interrupted repair, miss some. A
 the start of every sync: vectors whose id is not in the manifest are deleted and manifest chunks
 missing from Chroma are re-upserted (their embeddings come from the dense snapshot by content or
 the embedding cache, so this costs no model call). The same step re-embeds everything into a
-fresh collection after a model change.
+fresh collection after a model change. A rebuild (`Syncer.rebuild`, the core's `rebuild`)
+rewrites SQLite first and reconciles after it.
 """
 
 from __future__ import annotations
@@ -201,7 +202,6 @@ class Syncer:
         progress: ProgressCallback | None = None,
         *,
         rechunk: bool = False,
-        reusable: set[str] | None = None,
         before_vector_write: Callable[[], None] | None = None,
         known: KnownVectors | None = None,
     ) -> None:
@@ -209,8 +209,8 @@ class Syncer:
         # Chunk settings changed: every file is re-chunked even if its bytes did not change
         # (identical chunks keep their ids; new texts mostly hit the embedding cache).
         self.rechunk = rechunk
-        # Chunk ids whose vectors are known to be in the store already (a rebuild).
-        self.reusable = reusable or set()
+        # Chunk ids whose vectors are known to be in the store already (set by `rebuild`).
+        self.reusable: set[str] = set()
         # A callable opens the store on first use: a sync that changes nothing never imports
         # Chroma (seconds of a re-sync; issue 25). `before_vector_write` runs once, before
         # the first write to the store (the caller records that the store may now differ).
@@ -290,6 +290,20 @@ class Syncer:
         if not vectors:
             return
         self.repaired += self.derived.reconcile(manifest_rows(self.manifest)).fixed
+
+    def rebuild(self, rewrite: Callable[[], None], present: set[str]) -> None:
+        """The derived-index core's rebuild: `rewrite` re-derives the manifest from the files
+        (with this syncer's `sync_folders`), keeping the vector of every chunk whose id is in
+        `present` (the store's ids: no embedding, no upsert); then the store is reconciled
+        with the new manifest (orphans deleted, missing vectors embedded)."""
+
+        def rows(kept: set[str]) -> None:
+            self.reusable = kept
+            rewrite()
+            self._emit(Phase.repairing)
+
+        _, fixed = self.derived.rebuild(manifest_rows(self.manifest), rows, present=present)
+        self.repaired += fixed.fixed
 
     def sync_folders(self, folders: Sequence[str]) -> None:
         scans: list[_FolderScan] = []
