@@ -49,13 +49,16 @@ T = TypeVar("T")
 
 class Services:
     """The opened core of one process; `origin` tags its searches in the retrieval log, which
-    `log_searches=False` leaves unopened (`brain eval`: its searches are measurements)."""
+    `log_searches=False` leaves unopened (`brain eval`: its searches are measurements);
+    `eager_memory_vectors=False` makes memory writes only queue their vectors (`brain memory`
+    never waits for the embedding model; the next search catches up)."""
 
     def __init__(self, ctx: AppContext, *, origin: str = "cli",
-                 log_searches: bool = True) -> None:
+                 log_searches: bool = True, eager_memory_vectors: bool = True) -> None:
         self.ctx = ctx
         self.origin = origin
         self.log_searches = log_searches
+        self.eager_memory_vectors = eager_memory_vectors
         # Opens by name, for tests and start-up walks: each must stay at 1.
         self.opened: Counter[str] = Counter()
         self._order: list[Callable[[], None]] = []  # closers in the order opened
@@ -220,7 +223,7 @@ class Services:
     def _open_memory(self) -> MemoryStore:
         from assistant.memory.service import open_memory
 
-        return open_memory(self._stores_ctx.get())
+        return open_memory(self._stores_ctx.get(), eager_vectors=self.eager_memory_vectors)
 
     def _open_memory_service(self) -> MemoryService:
         from assistant.memory.service import MemoryService

@@ -11,10 +11,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assistant.cli.common import context, print_json, services, top_k, top_k_error
+from assistant.cli.common import context, print_json, top_k, top_k_error
 from assistant.cli.common import rate as rate_text
 from assistant.cli.plain_output import terminal
 from assistant.errors import UserError
+from assistant.services import Services
 
 if TYPE_CHECKING:
     from assistant.memory.model import Memory
@@ -118,20 +119,16 @@ def _register_bulk(actions: argparse._SubParsersAction[argparse.ArgumentParser])
     p.set_defaults(func=_reindex)
 
 
-def _service(args: argparse.Namespace) -> MemoryService:
-    from assistant.memory.service import MemoryService
-
-    # Writes queue their vectors; a later search (or the app) embeds them.
-    return MemoryService.open(context(args), eager_vectors=False)
+def _core(args: argparse.Namespace) -> Services:
+    """The command's stores; `with` closes them. Memory writes queue their vectors: a later
+    search (or the app) embeds them."""
+    return Services(context(args), eager_memory_vectors=False)
 
 
 @contextmanager
 def _opened(args: argparse.Namespace) -> Iterator[MemoryService]:
-    service = _service(args)
-    try:
-        yield service
-    finally:
-        service.close()
+    with _core(args) as core:
+        yield core.memory_service()
 
 
 def _type(value: str | None) -> Any:
@@ -227,7 +224,7 @@ def _rm(args: argparse.Namespace) -> int:
     if args.forever:
         from assistant.erasure.actions import purge_memory
 
-        with services(args) as core:
+        with _core(args) as core:
             memory_id = purge_memory(core, args.id)
         print(f"{memory_id}  erased for good; nothing of it remains on disk")
         return 0
@@ -390,7 +387,6 @@ def _import(args: argparse.Namespace) -> int:
 
     name = "stdin" if args.file == "-" else args.file
     lines = _read_lines(Path(args.file))
-    service = _service(args)
     progress = Progress()
 
     def resuming(run: ImportRun) -> None:
@@ -398,17 +394,17 @@ def _import(args: argparse.Namespace) -> int:
         print(f"resuming import: {run.committed} of {run.total} lines already stored",
               file=sys.stderr)
 
-    try:
-        report, errors = import_memories(service.store, lines, dedup=args.dedup,
-                                         again=args.again, name=name, progress=progress,
-                                         on_resume=resuming)
-        # memory.capacity holds for imports too (issue 25: 10,000 stayed active past 2,000);
-        # their vectors leave now, not at the next search.
-        archived = service.maintain()
-        service.store.sync_vectors()
-    finally:
-        progress.finish()
-        service.close()
+    with _opened(args) as service:
+        try:
+            report, errors = import_memories(service.store, lines, dedup=args.dedup,
+                                             again=args.again, name=name, progress=progress,
+                                             on_resume=resuming)
+            # memory.capacity holds for imports too (issue 25: 10,000 stayed active past
+            # 2,000); their vectors leave now, not at the next search.
+            archived = service.maintain()
+            service.store.sync_vectors()
+        finally:
+            progress.finish()
     for error in errors:
         print(f"{name}: {error}", file=sys.stderr)
     if report.finished_earlier:
@@ -444,7 +440,7 @@ def _forget_all(args: argparse.Namespace) -> int:
                         hint="run `brain memory forget-all --yes` to confirm")
     from assistant.erasure.actions import forget_all_memories
 
-    with services(args) as core:
+    with _core(args) as core:
         count = forget_all_memories(core)
     print(f"forgot {count} memories; nothing remains on disk")
     return 0
