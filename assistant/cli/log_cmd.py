@@ -8,7 +8,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from assistant.cli.common import context, iso_time, plural, positive_int, print_json
+from assistant.cli.common import iso_time, plural, positive_int, print_json, services
 from assistant.cli.search_cmd import _display_path
 from assistant.errors import UserError
 
@@ -45,8 +45,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run_rate(args: argparse.Namespace) -> int:
-    from assistant.retrieval.log import RetrievalLog
-
     if not (args.up or args.down or args.correct):
         raise UserError("say how the results were: --up, --down or --correct PATH")
     correct = []
@@ -56,8 +54,8 @@ def run_rate(args: argparse.Namespace) -> int:
             raise UserError(f"{path}: no such file",
                             hint="--correct names the file that answers the query")
         correct.append(str(resolved))
-    ctx = context(args)
-    with RetrievalLog.open(ctx.paths.retrieval_log_db) as log:
+    with services(args) as core:
+        log = core.retrieval_log()
         entry = log.get(args.id)
         if entry is None:
             raise UserError(f"no retrieval log entry {args.id}", hint="`brain log` lists them")
@@ -70,12 +68,10 @@ def run_rate(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from assistant.retrieval.log import RetrievalLog
-
     if args.export is not None and not args.disliked:
         raise UserError("--export writes 👎-rated queries: use it with --disliked")
-    ctx = context(args)
-    with RetrievalLog.open(ctx.paths.retrieval_log_db) as log:
+    with services(args) as core:
+        log = core.retrieval_log()
         if args.export is not None:
             count = log.export_disliked(args.export)
             unlabeled = sum(1 for e in log.recent(limit=1_000_000, disliked=True)
