@@ -29,7 +29,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 
 MARKS = ("recorded", "finish_removal", "erase_traces", "clear", "sync_folders", "repair",
-         "begin_import", "begin_run", "embed_documents", "upsert_vectors")
+         "begin_import", "begin_run", "embed_documents", "upsert_vectors", "clear_index",
+         "upsert", "_commit", "reconcile", "_refresh_snapshot")
 
 WORKER = r"""
 import json, os, signal, sys, threading
