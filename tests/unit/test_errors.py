@@ -58,3 +58,32 @@ def test_the_cli_reports_an_indexing_error_in_one_line(
     assert code == 1
     assert err.startswith("brain: error: ") and "is not a registered folder" in err
     assert "Traceback" not in err
+
+
+def test_a_boundary_logs_a_bugs_traceback_and_a_foreseen_failure_in_one_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """`log_failure`: what a catch-all that goes on leaves in the log (issue 24 item 4)."""
+    import logging
+
+    from indexing.errors import log_failure
+
+    log = logging.getLogger("tests.boundary")
+    with caplog.at_level(logging.DEBUG, logger="tests.boundary"):
+        log_failure(log, "hinted", UserError("the index is busy", hint="wait"))
+        log_failure(log, "foreseen", OSError("disk full"), foreseen=(OSError,))
+        log_failure(log, "bug", KeyError("oops"))
+        log_failure(log, "quiet bug", ValueError("odd"), level=logging.DEBUG)
+        log_failure(log, "quiet foreseen", ValueError("odd"), level=logging.DEBUG,
+                    foreseen=(ValueError,))
+    seen = [(r.getMessage().split(":")[0], r.levelno, r.exc_info is not None)
+            for r in caplog.records]
+    assert seen == [
+        ("hinted", logging.WARNING, False),
+        ("foreseen", logging.WARNING, False),
+        ("bug", logging.WARNING, True),
+        # Below what the log file keeps (INFO): a bug is raised to INFO so it reaches it.
+        ("quiet bug", logging.INFO, True),
+        ("quiet foreseen", logging.DEBUG, False),
+    ]
+    assert caplog.records[2].exc_info is not None and caplog.records[2].exc_info[0] is KeyError
