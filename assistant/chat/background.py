@@ -21,6 +21,8 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
+from indexing.errors import log_failure
+
 log = logging.getLogger(__name__)
 
 Complete = Callable[[list[dict[str, str]], dict[str, Any]], Awaitable[str]]
@@ -141,7 +143,7 @@ class BackgroundJobs:
         except asyncio.CancelledError:
             log.info("background job yielded to the user")
         except Exception as exc:  # background work must never break the chat
-            log.warning("background chat work failed (will retry later): %s", exc)
+            log_failure(log, "background chat work failed (will retry later)", exc)
 
     async def aclose(self) -> None:
         self.yield_now()

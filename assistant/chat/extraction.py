@@ -21,6 +21,7 @@ from assistant.chat.background import BackgroundComplete, BackgroundJobs
 from assistant.memory.extraction import batches as index_batches
 from assistant.sessions.store import SessionStore
 from assistant.sessions.turn import Turn
+from indexing.errors import log_failure
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +83,10 @@ class MemoryExtraction:
                         self.thread,
                         partial(memory.extract, exchanges, session_id=session_id, chat=call),
                     )
+                # A RuntimeError carries the outcome's error, logged where it arose
+                # (MemoryService.extract); anything else (opening the memory) is new here.
                 except Exception as exc:
-                    log.warning("memory extraction failed: %s", exc)
+                    log_failure(log, "memory extraction failed", exc, foreseen=(RuntimeError,))
                     return False
                 if call.cancelled:
                     return False

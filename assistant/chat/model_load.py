@@ -59,7 +59,7 @@ async def load_model(ctx: TurnContext) -> float:
                                     keep_alive=settings.keep_alive)
     except ChatError:
         raise
-    except Exception as exc:
+    except Exception as exc:  # worded for the user by map_error, which logs a bug's traceback
         raise errors.map_error(exc, host=settings.host, model=model,
                                timeout_s=settings.first_token_timeout,
                                server=errors.server_words(settings.provider)) from exc

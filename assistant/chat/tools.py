@@ -7,6 +7,7 @@ and editable by the user afterwards (and every call is shown to the user as it h
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +16,9 @@ from assistant.chat.prompt import conversation_block, source_block
 from assistant.errors import UserError
 from assistant.llm.tokens import count_tokens
 from assistant.sessions.turn import Recalled, Recollection, Retrieval, Source, ToolUse
+from indexing.errors import log_failure
+
+log = logging.getLogger(__name__)
 
 MAX_TOOL_ROUNDS = 3
 MAX_TOP_K = 10
@@ -146,6 +150,7 @@ def run_tool(
         result = (f"error: unknown tool {name!r} (available: search_knowledge, "
                   "search_conversations, remember)")
     except Exception as exc:  # a failing tool must not end the turn: report it to the model
+        log_failure(log, f"tool {name} failed", exc)
         result = f"error: {name} failed: {exc}"
     return ToolOutcome(ToolUse(name, dict(args), result, ok=False), result)
 

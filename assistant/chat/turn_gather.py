@@ -23,6 +23,7 @@ from assistant.llm import errors
 from assistant.llm.models import ModelFacts
 from assistant.message_kind import MessageKind, classify, material_for
 from assistant.sessions.turn import MemoryItem, Recollection, Retrieval
+from indexing.errors import log_failure
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,7 @@ def _search(ctx: TurnContext, message: str, history: Sequence[str]) -> tuple[Ret
     start = time.perf_counter()
     try:
         result = ctx.knowledge.search(message, history=history, top_k=ctx.settings.top_k)
-    except Exception as exc:
+    except Exception as exc:  # any failure fails the turn as a ChatError (logged there)
         raise errors.stage_failed("knowledge", "knowledge search", exc) from exc
     return result, round((time.perf_counter() - start) * 1000, 2)
 
@@ -136,11 +137,11 @@ def _recall(ctx: TurnContext, message: str, session_id: str) -> Recall:
         noted = ctx.memory.note(message, session_id=session_id)
     except UserError as exc:  # e.g. a secret in "remember my password is …": not stored
         refused = (f"not remembered: {exc.args[0] if exc.args else exc}",)
-    except Exception:
+    except Exception:  # the question is answered all the same; the bug is in the log
         log.exception("storing an explicit memory failed")
     try:
         result = ctx.memory.recall(message, ctx.settings.memory_top_k)
-    except Exception as exc:
+    except Exception as exc:  # as the knowledge search's
         raise errors.stage_failed("memory", "memory recall", exc) from exc
     elapsed = round((time.perf_counter() - start) * 1000, 2)
     return list(result), elapsed, noted, refused
@@ -155,7 +156,7 @@ def _recall_conversations(ctx: TurnContext, message: str, session_id: str) -> Re
     except Exception as exc:
         # A convenience, not the question's substance: the answer goes on without it and
         # says so (knowledge and memory failures stop the turn; the user chose those).
-        log.warning("recalling earlier conversations failed: %s", exc)
+        log_failure(log, "recalling earlier conversations failed", exc)
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         found = Recollection(message, (), warnings=(
             f"earlier conversations could not be searched: {reason}",))

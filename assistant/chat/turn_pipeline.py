@@ -62,7 +62,7 @@ class TurnPipeline:
                 await recorder.failed(state, emit, failed)
         except ContextOverflow as exc:
             await recorder.failed(state, emit, errors.context_overflow(str(exc)))
-        except Exception as exc:
+        except Exception as exc:  # the turn is stored as failed; map_error logs a bug's traceback
             settings = ctx.settings
             error = errors.map_error(
                 exc, host=settings.host, model=state.model, timeout_s=settings.timeout,

@@ -16,6 +16,8 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING
 
+from indexing.errors import log_failure
+
 if TYPE_CHECKING:
     from assistant.chat.engine import ChatEngine
 
@@ -81,5 +83,6 @@ async def _extract(engine: ChatEngine, timeout: float) -> str | None:
     except TimeoutError:
         return f"timed out after {timeout:g} s"
     except Exception as exc:  # extraction must never fail the command
+        log_failure(log, "memory extraction at the end of ask failed", exc, level=logging.INFO)
         return str(exc) or type(exc).__name__
     return None if ok else "the model's reply was unusable"

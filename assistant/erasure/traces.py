@@ -16,7 +16,7 @@ from assistant.erasure import builtin
 from assistant.erasure.removal import Removal
 from assistant.erasure.stores import Stores
 from assistant.errors import UserError
-from indexing.errors import HintedError
+from indexing.errors import HintedError, log_failure
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +42,8 @@ def erase_traces(stores: Stores, removal: Removal) -> None:
     for name, eraser in registered().items():
         try:
             eraser(stores, removal)
-        except Exception as exc:
-            log.warning("erasing traces in %s failed: %s", name, exc)
+        except Exception as exc:  # a registered eraser may raise anything: the rest still run
+            log_failure(log, f"erasing traces in {name} failed", exc)
             failures.append((name, exc))
     if failures:
         where, error = failures[0]

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from assistant.conversations.summaries import parse_summary
 from assistant.events.model import MAX_TEXT_CHARS, Event, EventType, NewEvent
 from assistant.events.store import EventStore
+from indexing.errors import log_failure
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +100,7 @@ def summarize_due(
             try:
                 written.append(summarize_run(store, session, part, chat))
             except Exception as exc:  # model down, bad reply, event removed meanwhile
-                log.info("event summary of session %r not written: %s", session, exc)
+                log_failure(log, f"event summary of session {session!r} not written", exc,
+                            level=logging.INFO)
                 return written
     return written

@@ -16,6 +16,7 @@ from typing import Literal
 from assistant.errors import HintedError, UserError
 from assistant.logfile import log_hint
 from assistant.ollama_host import host_setting
+from indexing.errors import log_failure
 from indexing.filesystem import full_or_read_only
 
 log = logging.getLogger(__name__)
@@ -112,7 +113,9 @@ def protocol(detail: str, host: str, *, server: ServerWords = OLLAMA_WORDS) -> C
 
 
 def stage_failed(kind: ErrorKind, what: str, exc: BaseException) -> ChatError:
-    """Knowledge search or memory recall failed before anything was sent to the model."""
+    """Knowledge search or memory recall failed before anything was sent to the model (the
+    stage caught everything: a failure that is not a HintedError leaves its traceback here)."""
+    log_failure(log, what + " failed", exc)
     flag = "--no-knowledge" if kind == "knowledge" else "--no-memory"
     return ChatError(
         kind,

@@ -64,7 +64,7 @@ class OllamaCatalog:
         try:
             with self._client() as client:
                 return sorted(m.name for m in client.chat_models() if m.name)
-        except Exception as exc:
+        except Exception as exc:  # worded by map_error, which logs a bug's traceback
             raise self._mapped(exc, "") from exc
 
     def cached(self, model: str) -> ModelFacts | None:
@@ -79,7 +79,7 @@ class OllamaCatalog:
         try:
             with self._client() as client:
                 info = client.show(model)
-        except Exception as exc:
+        except Exception as exc:  # as list_models
             raise self._mapped(exc, model) from exc
         facts = ModelFacts(model, info.context_length, info.capabilities, info.thinking_only)
         with self._lock:

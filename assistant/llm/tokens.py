@@ -14,10 +14,13 @@ one token each, other text ~4 characters per token).
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections.abc import Callable
 from functools import lru_cache
+
+log = logging.getLogger(__name__)
 
 # BPE vocabularies of chat models split a little more than WordPiece on rare words and code.
 SCALE = 1.1
@@ -46,6 +49,9 @@ def _wordpiece() -> Callable[[str], int] | None:
 
         tokenizer = Tokenizer.from_file(str(get_model_path() / "tokenizer.json"))
     except Exception:  # any failure to load: the heuristic is a safe fallback
+        # Both are dependencies, so this is a broken install: once (lru_cache), in full.
+        log.warning("the WordPiece tokenizer cannot be loaded: token counts are estimated",
+                    exc_info=True)
         return None
     tokenizer.no_truncation()
     tokenizer.no_padding()

@@ -311,7 +311,10 @@ def _extract_batch(
                 {"role": "user", "content": _RETRY_PROMPT},
             ]
             continue
-        except Exception as exc:  # the model or server failed; the chat must go on
+        # The model or server failed; the chat must go on. `chat_fn` is the caller's model
+        # call, whose failures (a ChatError, httpx's, the chat's JobCancelled when a question
+        # is sent) are foreseen and common: one line each, no traceback.
+        except Exception as exc:
             log.warning("memory extraction failed: %s", exc)
             return ExtractionResult(attempts=attempt, error=f"model call failed: {exc}")
         kept, rejected = validate(items, turns)

@@ -65,6 +65,8 @@ def refresh_profile(store: MemoryStore, *, chat_fn: ChatFn) -> ProfileRefresh:
         try:
             reply = chat_fn(messages, PROFILE_SCHEMA)
             text = json.loads(json_text(reply)).get("profile")
+        # The caller's model call failed (as in extraction: foreseen, one line) or its reply is
+        # not a JSON object (json's ValueError, .get on a list's AttributeError).
         except Exception as exc:
             error = f"the model's reply could not be used: {exc}"
             log.warning("profile refresh: %s", error)

@@ -9,6 +9,7 @@ imports LlamaIndex (1-3 s); `as_llama_retriever()` / `retrieve()` give the Llama
 from __future__ import annotations
 
 import logging
+import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
@@ -33,6 +34,7 @@ from assistant.retrieval.rerank import Reranker
 from assistant.retrieval.scores import fused_display, keyword_score, term_coverage
 from assistant.retrieval.weights import dense_trusted, dense_weight
 from assistant.timerange import TimeRange
+from indexing.errors import log_failure
 from indexing.llama_import import load_llama_index
 from indexing.timing import timed
 from indexing.tokenize import tokenize
@@ -327,7 +329,9 @@ class HybridRetriever:
         if read is not None and chunks:
             try:
                 stored = read([c.id for c in chunks])
-            except Exception:  # a damaged keyword index fails keyword search loudly already
+            # A SELECT on the manifest: a damaged keyword index (sqlite3.DatabaseError) fails
+            # keyword search loudly already.
+            except sqlite3.Error:
                 logger.debug("could not read stored chunk tokens", exc_info=True)
         return {c.id: stored[c.id] if c.id in stored else self._tokenize(c.text) for c in chunks}
 
@@ -338,8 +342,9 @@ class HybridRetriever:
             return ()
         try:
             counts = coverage()
-        except Exception:  # an unreadable store fails dense search loudly enough on its own
-            logger.debug("could not count vectors", exc_info=True)
+        except Exception as exc:  # an unreadable store fails dense search loudly on its own
+            log_failure(logger, "could not count vectors", exc, level=logging.DEBUG,
+                        foreseen=(sqlite3.Error, OSError))
             return ()
         if counts is None:
             return ()

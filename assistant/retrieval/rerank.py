@@ -5,12 +5,16 @@ retrieval.reranker to a local model path or a Hugging Face name already in the l
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 from assistant.errors import UserError
+from indexing.errors import log_failure
 from indexing.lazy import Lazy
+
+log = logging.getLogger(__name__)
 
 
 class Reranker(Protocol):
@@ -45,7 +49,9 @@ class CrossEncoderReranker:
             from sentence_transformers import CrossEncoder
 
             return CrossEncoder(self.name, device=self._device, local_files_only=True)
-        except Exception as exc:
+        except Exception as exc:  # not cached, not a cross-encoder, …: the setting to fix
+            log_failure(log, f"cannot load the reranker {self.name!r}", exc, level=logging.INFO,
+                        foreseen=(OSError, ValueError))
             raise UserError(
                 f"cannot load the reranker {self.name!r}: {exc}",
                 hint="set retrieval.reranker to a local cross-encoder folder or a model "
