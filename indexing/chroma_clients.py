@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from indexing.errors import log_failure
 from indexing.filesystem import can_write, full_or_read_only
 from indexing.memory_hygiene import wipe_freed_memory
 from indexing.quiet_panics import rust_panics_silenced
@@ -27,6 +29,8 @@ from indexing.vector_errors import (
     first_line,
     is_panic,
 )
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -122,7 +126,7 @@ def _connect(key: tuple[str, ...], location: str | Path) -> Any:
                 return chromadb.HttpClient(
                     host=host, port=int(port), ssl=scheme == "https", settings=_settings()
                 )
-        except Exception as exc:
+        except Exception as exc:  # a server down or refusing: chromadb's words, one error
             raise VectorStoreError(
                 f"Cannot reach the Chroma server at {location} ({exc}).",
                 hint="start it (`chroma run --path DIR --port N`), or set "
@@ -147,6 +151,7 @@ def _connect(key: tuple[str, ...], location: str | Path) -> Any:
             raise  # KeyboardInterrupt, SystemExit
         if is_panic(exc) or DAMAGE_WORDS.search(str(exc)):
             raise damaged(path, first_line(exc)) from exc
+        log_failure(log, f"opening the vector store at {path} failed", exc, level=logging.INFO)
         raise VectorStoreError(
             f"The vector store at {path} cannot be opened ({first_line(exc)}).",
             hint=NOT_DAMAGE_HINT,
@@ -195,6 +200,8 @@ def guard(location: str, what: str, fn: Callable[[], T]) -> T:
         return fn()
     except VectorStoreError:
         raise
+    # Not logged: callers branch on the cause (vectors.py: a compacted collection's
+    # NotFoundError, a stale index, an allow-list Chroma refuses), kept as __cause__.
     except BaseException as exc:
         if not isinstance(exc, Exception) and not is_panic(exc):
             raise  # KeyboardInterrupt, SystemExit
@@ -222,8 +229,12 @@ def warm(location: str | Path) -> threading.Thread | None:
     def run() -> None:
         try:
             shared_client(location)
-        except BaseException:  # chromadb panics are BaseExceptions; the real use reports
-            return
+        except VectorStoreError:
+            return  # the first real use says it, with its context
+        except BaseException as exc:  # chromadb panics are BaseExceptions
+            if not isinstance(exc, Exception) and not is_panic(exc):
+                raise
+            log_failure(log, "warming the vector store failed", exc, level=logging.INFO)
 
     return start_daemon("vectors-warm", run)
 
@@ -245,3 +256,6 @@ def close_all() -> None:
         except BaseException as exc:  # a panic from a damaged store: nothing left to close
             if not isinstance(exc, Exception) and not is_panic(exc):
                 raise
+            if not is_panic(exc):
+                log_failure(log, "closing a vector store client failed", exc,
+                            level=logging.INFO)

@@ -10,12 +10,16 @@ Languages without a grammar here use a blank-line/indentation fallback.
 from __future__ import annotations
 
 import itertools
+import logging
 import re
 from collections.abc import Callable
 from functools import cache
 from typing import Any
 
 from indexing.chunk_section import Section
+from indexing.errors import log_failure
+
+log = logging.getLogger(__name__)
 
 # Node type → keyword of its heading; "" means "name()" (C-family functions and methods).
 _DEFINITIONS: dict[str, dict[str, str]] = {
@@ -106,6 +110,10 @@ _CONTAINERS = frozenset(
 )  # fmt: skip
 
 
+# Languages whose grammar failed to load in this process (`cache` keeps no exceptions).
+_UNLOADABLE: set[str] = set()
+
+
 @cache
 def _parser(language: str) -> Any:
     from tree_sitter import Language, Parser
@@ -132,7 +140,10 @@ def code_sections(
         return fallback_sections(text, lines, line_starts)
     try:
         parser = _parser(language)
-    except Exception:  # a broken grammar wheel must not stop indexing
+    except Exception as exc:  # a broken grammar wheel must not stop indexing
+        if language not in _UNLOADABLE:  # said once a language, not once a file
+            _UNLOADABLE.add(language)
+            log_failure(log, f"the {language} grammar cannot be loaded (plain sections)", exc)
         return fallback_sections(text, lines, line_starts)
     data = text.encode("utf-8", "surrogatepass")
     tree = parser.parse(data)

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from html.parser import HTMLParser
+
+from indexing.errors import log_failure
+
+log = logging.getLogger(__name__)
 
 _HIDDEN = frozenset({"script", "style", "noscript", "template", "head", "svg", "canvas", "iframe"})
 _BLOCK = frozenset(
@@ -95,8 +100,11 @@ def html_to_text(html: str) -> str:
     try:
         parser.feed(html)
         parser.close()
-    except Exception:  # html.parser is lenient; a truly broken page still keeps what was read
-        pass
+    # html.parser is lenient; a truly broken page (its AssertionError on unknown markup) still
+    # keeps what was read. Anything else is a bug in the handlers above: its traceback.
+    except Exception as exc:
+        log_failure(log, "HTML parsing stopped early", exc, level=logging.DEBUG,
+                    foreseen=(AssertionError,))
     text = "".join(parser.out)
     # Headings must stay on one line for the Markdown chunker.
     text = re.sub(r"(?m)^(#{1,6}) +", r"\1 ", text)

@@ -24,6 +24,7 @@ import numpy as np
 
 from indexing import vectors_match
 from indexing.clock import EpochClock, wall_clock
+from indexing.errors import log_failure
 from indexing.knowledge_snapshot import SnapshotKeeper
 from indexing.knowledge_types import (
     META_CHUNKING,
@@ -44,6 +45,7 @@ from indexing.knowledge_types import (
 from indexing.lock import IndexLock
 from indexing.manifest import CACHE_TRIM_META, SNAPSHOT_META, Manifest
 from indexing.types import Chunk, ChunkPlace
+from indexing.vector_errors import VectorStoreError
 
 # Chunking and sync (with their readers and gitignore matching) load only when a sync runs: a
 # search, and the TUI's warm-up before "model ready", never need them.
@@ -428,7 +430,8 @@ class KnowledgeBase:
         store = self._open_store(current, embedder.model_id, embedder.dimension)
         try:
             present = set(store.ids())
-        except Exception:  # an unreadable collection: start it afresh
+        except VectorStoreError as exc:  # every Chroma failure (guard): start it afresh
+            log.warning("the collection %s cannot be read, started afresh: %s", current, exc)
             self._drop_collection(current, embedder.model_id, embedder.dimension)
             store = self._open_store(current, embedder.model_id, embedder.dimension)
             present = set()
@@ -449,8 +452,11 @@ class KnowledgeBase:
             if recorded is not None and recorded != current and None not in old:
                 try:
                     self._drop_collection(recorded, str(old[0]), int(str(old[1])))
-                except Exception:  # an unreadable old collection must not fail the rebuild
-                    log.warning("could not drop the old collection %s", recorded)
+                # An unreadable old collection (or its recorded dimension) must not fail
+                # the rebuild: every Chroma failure is a VectorStoreError (chroma_clients.
+                # guard), a damaged dimension int()'s ValueError.
+                except (VectorStoreError, ValueError) as exc:
+                    log_failure(log, f"could not drop the old collection {recorded}", exc)
 
         syncer.rebuild(rewrite, present)
         return syncer
@@ -494,7 +500,8 @@ class KnowledgeBase:
     def _drop_recorded(self) -> None:
         try:
             store = self._recorded_store()
-        except Exception:  # an unreadable old collection must not block the switch
+        except Exception as exc:  # an unreadable old collection must not block the switch
+            log_failure(log, "the old collection cannot be opened to drop it", exc)
             return
         if store is not None:
             store.drop()
@@ -540,9 +547,10 @@ class KnowledgeBase:
             {"source": {"$in": sorted(sources)}} if sources is not None else None)
         try:
             return self._query(query_embedding, k, where)
-        except Exception:
+        except VectorStoreError:
             # Another KnowledgeBase (the TUI's watcher, a `--rebuild` elsewhere) may have
             # dropped and recreated the collection under our cached handle: reopen once.
+            # (Opening and querying say every Chroma failure so: chroma_clients.guard.)
             self._vectors = None
             self._coverage = None
             if self.vectors() is None:

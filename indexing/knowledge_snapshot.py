@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from indexing.errors import log_failure
 from indexing.knowledge_types import META_COLLECTION, META_DIMENSION
 from indexing.manifest import CACHE_TRIM_META, SNAPSHOT_META, Manifest
 from indexing.vector_errors import VectorStoreError, check_store_file
@@ -186,7 +187,8 @@ class SnapshotKeeper:
                 # The cache's copies of these vectors can go now (`trim_cache`).
                 self.manifest.set_meta(CACHE_TRIM_META, "due")
         except Exception as exc:  # speed only: searches fall back to Chroma
-            log.warning("could not write the dense snapshot %s: %s", path, exc)
+            log_failure(log, f"could not write the dense snapshot {path}", exc,
+                        foreseen=(OSError,))
 
 
 # Vectors asked of Chroma at a time: the working set of a refresh stays this many vectors

@@ -5,9 +5,14 @@ from __future__ import annotations
 import io
 import logging
 
+from indexing.errors import log_failure
 from indexing.sources import SkipReason
 
+log = logging.getLogger(__name__)
+
 PAGE_SEPARATOR = "\n\n"
+# What pypdf raises for a broken file, besides its own PdfReadError.
+_BROKEN = (ValueError, KeyError, TypeError, AttributeError, OSError)
 
 
 def read_pdf(data: bytes) -> tuple[str, tuple[tuple[int, int], ...]]:
@@ -30,15 +35,22 @@ def read_pdf(data: bytes) -> tuple[str, tuple[tuple[int, int], ...]]:
                     raise SkipFile(SkipReason.unreadable, "encrypted PDF (needs a password)")
             except SkipFile:
                 raise
-            except Exception as exc:
+            except Exception as exc:  # pypdf's decryption raises many kinds: one skip reason
+                log_failure(log, "decrypting a PDF failed", exc, level=logging.INFO,
+                            foreseen=(PdfReadError,))
                 raise SkipFile(SkipReason.unreadable, "encrypted PDF (needs a password)") from exc
         parts: list[str] = []
         pages: list[tuple[int, int]] = []
         offset = 0
+        said = False  # a broken page's traceback once a document, not once a page
         for number, page in enumerate(reader.pages, start=1):
             try:
                 page_text = page.extract_text() or ""
-            except Exception:  # one bad page should not lose the rest of the document
+            except Exception as exc:  # one bad page should not lose the rest of the document
+                if not said:
+                    log_failure(log, f"pypdf could not read page {number}", exc,
+                                level=logging.DEBUG, foreseen=(PdfReadError, *_BROKEN))
+                    said = True
                 page_text = ""
             page_text = normalise_newlines(page_text).strip("\n")
             if parts:
@@ -49,7 +61,7 @@ def read_pdf(data: bytes) -> tuple[str, tuple[tuple[int, int], ...]]:
             offset += len(page_text)
     except SkipFile:
         raise
-    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
+    except (PdfReadError, *_BROKEN) as exc:
         raise SkipFile(SkipReason.undecodable, f"broken PDF: {exc}") from exc
     text = "".join(parts)
     if not text.strip():

@@ -16,6 +16,7 @@ rewrites SQLite first and reconciles after it.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -28,6 +29,7 @@ import numpy as np
 from indexing.chunking import ChunkSettings, chunk_file, content_hash
 from indexing.content_time import content_time, copied_together
 from indexing.derived_index import DerivedIndex, Rows, VectorDoc
+from indexing.errors import log_failure
 from indexing.lazy import Lazy
 from indexing.manifest import FileRecord, Manifest
 from indexing.progress import Phase, ProgressCallback, SyncProgress
@@ -38,6 +40,8 @@ from indexing.types import Chunk
 if TYPE_CHECKING:
     from indexing.embedder import Embedder
     from indexing.vectors import VectorStore
+
+log = logging.getLogger(__name__)
 
 # Texts per embed → upsert → commit round: big enough for efficient model batches (sorted by
 # length, see `_by_length`), small enough that a crash loses little work and progress moves.
@@ -431,6 +435,10 @@ class Syncer:
             self.skipped[str(exc.reason)].append((path, exc.detail))
             return self._removal(record) if record is not None else None
         except Exception as exc:  # one bad file must never stop a sync of thousands
+            # The report lists it; a reader's bug also leaves its traceback (an OSError is a
+            # file vanished or unreadable: its words are enough).
+            log_failure(log, f"indexing {path} failed", exc, level=logging.INFO,
+                        foreseen=(OSError,))
             self.skipped["error"].append((path, f"{type(exc).__name__}: {exc}"))
             return self._removal(record) if record is not None else None
         chunks = list({c.id: c for c in chunks}.values())  # ids are unique per file

@@ -10,17 +10,21 @@ removed elsewhere (the TUI, another `brain index`) are picked up without a resta
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from indexing.errors import log_failure
 from indexing.lock import IndexBusy
 from indexing.sync import SyncReport, SyncSettings
 
 if TYPE_CHECKING:
     from indexing.knowledge import KnowledgeBase
+
+log = logging.getLogger(__name__)
 
 # How long a burst of changes may keep postponing a sync before it runs anyway.
 MAX_DELAY_FACTOR = 5
@@ -110,6 +114,7 @@ class FolderWatcher:
             stop_event.wait(BUSY_RETRY_SECONDS)
             return set(folders)
         except Exception as exc:  # keep watching: the next change may well succeed
+            log_failure(log, "live sync failed", exc)  # on_error shows the message only
             if self.on_error:
                 self.on_error(exc)
             return set()

@@ -192,8 +192,9 @@ class OnnxSentenceModel:
             try:
                 runner = OnnxRunner(self._find_or_export(), self.folder)
             except Exception as exc:  # any failure here costs speed, never correctness
+                # Once a process (the backend is torch after it), so in full.
                 log.warning("embedding model %s runs without ONNX (%s: %s)",
-                            self.model_id, type(exc).__name__, exc)
+                            self.model_id, type(exc).__name__, exc, exc_info=exc)
             else:
                 self._dimension = runner.dimension
                 self.backend = "onnx"

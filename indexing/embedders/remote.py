@@ -8,11 +8,15 @@ failures as `EmbeddingModelError`s that say what to do.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from indexing.embedders.base import EmbeddingModelError
+from indexing.errors import log_failure
+
+log = logging.getLogger(__name__)
 
 RemoteEmbed = Callable[[str, Sequence[str]], list[list[float]]]
 
@@ -39,7 +43,8 @@ class RemoteModel:
     def _post(self, texts: list[str]) -> np.ndarray:
         try:
             vectors = self._embed(self.model, texts)
-        except Exception as exc:
+        except Exception as exc:  # the handed-in call may raise anything: said as one error
+            log_failure(log, f"embedding with {self.model_id} failed", exc, level=logging.INFO)
             hint = getattr(exc, "hint", None)
             message = exc.args[0] if exc.args else str(exc)
             raise EmbeddingModelError(

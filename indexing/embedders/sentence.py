@@ -6,6 +6,7 @@ Nothing here ever downloads: Hugging Face names are resolved from the local cach
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,7 +15,10 @@ from typing import Any
 import numpy as np
 
 from indexing.embedders.base import EmbeddingModelError
+from indexing.errors import log_failure
 from indexing.lazy import Lazy
+
+log = logging.getLogger(__name__)
 
 BUNDLED_ID = "bundled:all-MiniLM-L6-v2"
 
@@ -58,6 +62,10 @@ def resolve_hf_name(name: str) -> Path:
     try:
         return Path(snapshot_download(repo_id=name, local_files_only=True))
     except Exception as exc:  # not cached, invalid repo id, broken cache: all the same to users
+        # Not cached is FileNotFoundError (an OSError), a bad id HFValidationError (a
+        # ValueError); anything else leaves its traceback.
+        log_failure(log, f"embedding model {name!r} not found", exc, level=logging.INFO,
+                    foreseen=(OSError, ValueError))
         raise EmbeddingModelError(
             f"Embedding model {name!r} is neither a local folder nor in the Hugging Face cache "
             "(second-brain never downloads models).",
@@ -143,7 +151,9 @@ class SentenceTransformerModel:
             pass
         try:
             return SentenceTransformer(str(self._folder), device=self._device)
-        except Exception as exc:
+        except Exception as exc:  # a model folder or device torch cannot use: one error to fix
+            log_failure(log, f"loading the embedding model from {self._folder} failed", exc,
+                        level=logging.INFO, foreseen=(OSError, ValueError))
             raise EmbeddingModelError(
                 f"Could not load the embedding model from {self._folder} on device "
                 f"{self._device!r}: {exc}",

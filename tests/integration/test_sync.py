@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -170,6 +171,32 @@ def test_unreadable_and_binary_files_are_skipped_not_fatal(knowledge, kb) -> Non
     assert report.added == (str(knowledge.notes / "fine.md"),)
     reasons = {Path(p).name: reason for reason, items in report.skipped.items() for p, _ in items}
     assert reasons == {"blob.bin": "binary", "bad.txt": "binary", "empty.md": "empty"}
+    index_state(kb).assert_consistent()
+
+
+def test_a_reader_bug_skips_its_file_and_leaves_its_traceback_in_the_log(
+    knowledge, kb, monkeypatch, caplog
+) -> None:
+    """One bad file never stops a sync; a bug reading it is listed and logged in full."""
+    import indexing.sync as sync
+
+    fine = knowledge.write("fine.md", note_text("fine", 1))
+    bad = knowledge.write("bad.md", note_text("bad", 1))
+    chunk_file = sync.chunk_file
+
+    def chunk(source, decoded, settings):
+        if source.path.name == "bad.md":
+            raise RuntimeError("a chunker bug")
+        return chunk_file(source, decoded, settings)
+
+    monkeypatch.setattr(sync, "chunk_file", chunk)
+    with caplog.at_level(logging.INFO, logger="indexing.sync"):
+        report = kb.sync(knowledge.settings())
+    assert report.added == (str(fine),)
+    assert report.skipped["error"] == ((str(bad), "RuntimeError: a chunker bug"),)
+    [record] = [r for r in caplog.records if r.name == "indexing.sync"]
+    assert str(bad) in record.getMessage()
+    assert record.exc_info is not None and record.exc_info[0] is RuntimeError
     index_state(kb).assert_consistent()
 
 
