@@ -166,6 +166,40 @@ async def test_preview_opens_editor_at_the_line(make_app, tmp_path, monkeypatch)
                                             for n in app._notifications))
 
 
+async def test_an_editor_that_fails_oddly_is_said_and_logged_in_full(
+    make_app, tmp_path, monkeypatch, caplog
+) -> None:
+    """A key action's catch-all: the app stays up, says what broke, and a failure nobody
+    foresaw (not the terminal's SuspendNotSupported or an OSError) leaves its traceback."""
+    import contextlib
+    import dataclasses
+    import logging
+
+    from tests.tui.fake_backend import sample_sources
+
+    note = tmp_path / "stash.md"
+    note.write_text("line\n" * 20)
+    source = dataclasses.replace(sample_sources()[0], source=str(note))
+    app = make_app()
+
+    @contextlib.contextmanager
+    def broken_suspend():
+        raise RuntimeError("the driver broke")
+        yield
+
+    monkeypatch.setattr(app, "suspend", broken_suspend)
+    with caplog.at_level(logging.INFO, logger="tui.screens.source_preview"):
+        async with app.run_test(size=SIZE) as pilot:
+            app.push_screen(SourcePreview(source, "stash"))
+            await pilot.pause()
+            await pilot.press("e")
+            await wait_until(pilot, lambda: any("Cannot open an editor here: the driver broke"
+                                                in n.message for n in app._notifications),
+                             what="the failure said")
+    [record] = [r for r in caplog.records if r.name == "tui.screens.source_preview"]
+    assert record.exc_info is not None and record.exc_info[0] is RuntimeError
+
+
 async def test_watch_mode_shows_in_status_bar(make_app) -> None:
     app = make_app(watch=True)
     async with app.run_test(size=SIZE) as pilot:

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 import subprocess
 from typing import ClassVar
 
-from textual.app import ComposeResult
+from textual.app import ComposeResult, SuspendNotSupported
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
 from assistant.plain_text import plain
+from indexing.errors import log_failure
 from tui.highlight import highlight
 from tui.views import SourceView
 from tui.widgets.sources_pane import format_keyword, format_vector
+
+log = logging.getLogger(__name__)
 
 
 def editor_command(path: str, line: int) -> list[str]:
@@ -80,7 +84,10 @@ class SourcePreview(ModalScreen[None]):
                 f"Editor {command[0]!r} not found: set $EDITOR", severity="error", timeout=8
             )
         # Not a worker (a key action on the loop, around the terminal's suspend): the expected
-        # SuspendNotSupported (a web terminal) or OSError, said in the terminal's own words.
+        # SuspendNotSupported (a web terminal) or OSError, said in the terminal's own words;
+        # anything else is said too (the app stays up) and leaves its traceback.
         except Exception as exc:
+            log_failure(log, "opening an editor failed", exc,
+                        foreseen=(SuspendNotSupported, OSError))
             self.notify(f"Cannot open an editor here: {exc or type(exc).__name__}",
                         severity="error", timeout=8)
