@@ -178,18 +178,17 @@ def test_a_reader_bug_skips_its_file_and_leaves_its_traceback_in_the_log(
     knowledge, kb, monkeypatch, caplog
 ) -> None:
     """One bad file never stops a sync; a bug reading it is listed and logged in full."""
-    import indexing.sync as sync
+    from indexing.chunking import chunk_file
 
     fine = knowledge.write("fine.md", note_text("fine", 1))
     bad = knowledge.write("bad.md", note_text("bad", 1))
-    chunk_file = sync.chunk_file
 
     def chunk(source, decoded, settings):
         if source.path.name == "bad.md":
             raise RuntimeError("a chunker bug")
         return chunk_file(source, decoded, settings)
 
-    monkeypatch.setattr(sync, "chunk_file", chunk)
+    monkeypatch.setattr("indexing.sync.chunk_file", chunk)  # where the sync looks it up
     with caplog.at_level(logging.INFO, logger="indexing.sync"):
         report = kb.sync(knowledge.settings())
     assert report.added == (str(fine),)

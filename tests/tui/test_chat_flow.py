@@ -171,7 +171,6 @@ async def test_an_editor_that_fails_oddly_is_said_and_logged_in_full(
 ) -> None:
     """A key action's catch-all: the app stays up, says what broke, and a failure nobody
     foresaw (not the terminal's SuspendNotSupported or an OSError) leaves its traceback."""
-    import contextlib
     import dataclasses
     import logging
 
@@ -182,12 +181,14 @@ async def test_an_editor_that_fails_oddly_is_said_and_logged_in_full(
     source = dataclasses.replace(sample_sources()[0], source=str(note))
     app = make_app()
 
-    @contextlib.contextmanager
-    def broken_suspend():
-        raise RuntimeError("the driver broke")
-        yield
+    class BrokenSuspend:
+        def __enter__(self) -> None:
+            raise RuntimeError("the driver broke")
 
-    monkeypatch.setattr(app, "suspend", broken_suspend)
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+    monkeypatch.setattr(app, "suspend", BrokenSuspend)
     with caplog.at_level(logging.INFO, logger="tui.screens.source_preview"):
         async with app.run_test(size=SIZE) as pilot:
             app.push_screen(SourcePreview(source, "stash"))
