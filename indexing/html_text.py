@@ -6,8 +6,6 @@ import logging
 import re
 from html.parser import HTMLParser
 
-from indexing.errors import log_failure
-
 log = logging.getLogger(__name__)
 
 _HIDDEN = frozenset({"script", "style", "noscript", "template", "head", "svg", "canvas", "iframe"})
@@ -100,11 +98,10 @@ def html_to_text(html: str) -> str:
     try:
         parser.feed(html)
         parser.close()
-    # html.parser is lenient; a truly broken page (its AssertionError on unknown markup) still
-    # keeps what was read. Anything else is a bug in the handlers above: its traceback.
-    except Exception as exc:
-        log_failure(log, "HTML parsing stopped early", exc, level=logging.DEBUG,
-                    foreseen=(AssertionError,))
+    # html.parser is lenient; a truly broken page still keeps what was read. AssertionError is
+    # all html.parser and _markupbase raise on markup they cannot parse (CPython 3.11-3.13).
+    except AssertionError as exc:
+        log.debug("HTML parsing stopped early: %s", exc)
     text = "".join(parser.out)
     # Headings must stay on one line for the Markdown chunker.
     text = re.sub(r"(?m)^(#{1,6}) +", r"\1 ", text)

@@ -500,7 +500,9 @@ class KnowledgeBase:
     def _drop_recorded(self) -> None:
         try:
             store = self._recorded_store()
-        except Exception as exc:  # an unreadable old collection must not block the switch
+        # An unreadable old collection must not block the switch: opening it fails as a
+        # VectorStoreError (chroma_clients.guard), its recorded dimension as int()'s ValueError.
+        except (VectorStoreError, ValueError) as exc:
             log_failure(log, "the old collection cannot be opened to drop it", exc)
             return
         if store is not None:
