@@ -33,8 +33,9 @@ FLOORS: tuple[frozenset[str], ...] = (
     frozenset({"sessions", "llm"}),
 )
 
-# Modules whose job is to catch everything a worker raises (log it, show it once).
-CATCH_ALL_HELPERS = frozenset({"tui/workers.py"})
+# Modules whose job is to catch everything a worker raises (log it, show it once): the TUI's
+# workers, and start_daemon for every thread of ours.
+CATCH_ALL_HELPERS = frozenset({"tui/workers.py", "indexing/threads.py"})
 
 
 @dataclass(frozen=True)
