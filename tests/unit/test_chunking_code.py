@@ -185,6 +185,28 @@ def test_fallback_for_languages_without_a_grammar() -> None:
     assert headings(code(sql, "sql")) == ["create users", ""]
 
 
+def test_a_grammar_that_fails_to_load_falls_back_and_is_logged_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A broken grammar wheel must not stop indexing, nor log a traceback for every file."""
+    import logging
+
+    from indexing import chunk_code
+
+    def broken(language: str) -> object:
+        raise OSError(f"cannot load the {language} grammar")
+
+    monkeypatch.setattr(chunk_code, "_parser", broken)
+    monkeypatch.setattr(chunk_code, "_UNLOADABLE", set())
+    with caplog.at_level(logging.INFO, logger="indexing.chunk_code"):
+        for _ in range(3):  # three files
+            assert "".join(c.text for c in code(PYTHON, "python")).strip()
+    said = [r for r in caplog.records if r.name == "indexing.chunk_code"]
+    assert [r.getMessage() for r in said] == [
+        "the python grammar cannot be loaded (plain sections): cannot load the python grammar"]
+    assert said[0].exc_info is not None  # not a kind anyone named: in full
+
+
 def test_syntax_errors_still_cover_everything() -> None:
     text = "def ok():\n    return 1\n\ndef broken(:\n    ???\n\nclass Fine:\n    pass\n"
     chunks = code(text, "python")
