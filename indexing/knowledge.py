@@ -12,7 +12,6 @@ block (SQLite WAL).
 from __future__ import annotations
 
 import fnmatch
-import logging
 import os
 import time
 from collections.abc import Collection, Iterable, Sequence
@@ -24,10 +23,8 @@ import numpy as np
 
 from indexing import vectors_match
 from indexing.clock import EpochClock, wall_clock
-from indexing.errors import log_failure
 from indexing.knowledge_snapshot import SnapshotKeeper
 from indexing.knowledge_types import (
-    META_CHUNKING,
     META_COLLECTION,
     META_DIMENSION,
     META_MODEL,
@@ -47,29 +44,17 @@ from indexing.manifest import CACHE_TRIM_META, SNAPSHOT_META, Manifest
 from indexing.types import Chunk, ChunkPlace
 from indexing.vector_errors import VectorStoreError
 
-# Chunking and sync (with their readers and gitignore matching) load only when a sync runs: a
-# search, and the TUI's warm-up before "model ready", never need them.
+# Chunking and sync (with their readers and gitignore matching, in knowledge_sync.py) load only
+# when a sync runs: a search, and the TUI's warm-up before "model ready", never need them.
 if TYPE_CHECKING:
     from indexing.embedder import Embedder
     from indexing.progress import ProgressCallback
-    from indexing.sync import Syncer, SyncReport, SyncSettings
+    from indexing.sync import SyncReport, SyncSettings
     from indexing.vectors import VectorStore
-
-log = logging.getLogger(__name__)
 
 # How long a vector count stays trusted (another process's sync can change it).
 COVERAGE_TTL = 30.0
 GLOB_CHARS = frozenset("*?[")
-
-
-def _chunking_fingerprint(settings: SyncSettings) -> str:
-    from indexing.chunking import CHUNKER_VERSION
-
-    c = settings.chunking
-    return (
-        f"size={c.chunk_size} overlap={c.chunk_overlap} min={c.min_chunk_chars}"
-        f" chunker={CHUNKER_VERSION}"
-    )
 
 
 def _when(ts: float | None) -> datetime | None:
@@ -324,10 +309,13 @@ class KnowledgeBase:
         progress: ProgressCallback | None,
         started: float,
     ) -> SyncReport:
+        # Lazy: it loads chunking and sync (see the imports above).
+        from indexing.knowledge_sync import KnowledgeSync, select_folders
+
         with self.lock:
             registered = [f.path for f in self.manifest.folders()]
             selected = (
-                registered if folders is None or rebuild else self._select(folders, registered)
+                registered if folders is None or rebuild else select_folders(folders, registered)
             )
             current = collection_name(embedder.model_id, embedder.dimension)
             recorded = self.manifest.get_meta(META_COLLECTION)
@@ -338,175 +326,20 @@ class KnowledgeBase:
                 self.manifest, current, self.vector_location)
             if not skip_vectors:
                 vectors_match.forget(self.manifest)  # committed before any write to the store
+            run = KnowledgeSync(self.manifest, embedder, settings, progress, self._snapshots,
+                                self._open_store, self._recorded_store, self._serve)
             if rebuild:
                 old = (self.manifest.get_meta(META_MODEL), self.manifest.get_meta(META_DIMENSION))
-                syncer = self._rebuild(embedder, settings, registered, current, recorded,
-                                       progress, old)
+                syncer = run.rebuild(registered, current, recorded, old)
             else:
-                syncer = self._sync_in(embedder, settings, selected, registered, current,
-                                       recorded, progress, skip_vectors)
+                syncer = run.sync_in(selected, registered, current, recorded, skip_vectors)
             self._refresh_snapshot()
             vectors_match.record(self.manifest, current, self.vector_location)
             return syncer.report(selected, started, reembedded=reembed, rebuilt=rebuild)
 
-    def _sync_in(
-        self,
-        embedder: Embedder,
-        settings: SyncSettings,
-        selected: list[str],
-        registered: list[str],
-        current: str,
-        recorded: str | None,
-        progress: ProgressCallback | None,
-        skip_vectors: bool = False,
-    ) -> Syncer:
-        """The sync proper, under the index lock. `skip_vectors`: the store is known to match
-        the manifest (vectors_match.py): it is opened only when a change needs it, and not
-        reconciled."""
-        chunking = _chunking_fingerprint(settings)
-        recorded_chunking = self.manifest.get_meta(META_CHUNKING)
-        rechunk = recorded_chunking is not None and recorded_chunking != chunking
-        if rechunk:
-            selected = registered  # chunks of every folder must follow the new settings
-        self._vectors = None
-        from indexing.sync import Syncer
-
-        if skip_vectors:
-            syncer = Syncer(
-                self.manifest,
-                lambda: self._open_store(current, embedder.model_id, embedder.dimension),
-                embedder, settings, progress, rechunk=rechunk,
-                before_vector_write=lambda: vectors_match.forget(self.manifest),
-                known=self._snapshots.by_content(current),
-            )
-            syncer.repair(vectors=False)
-            syncer.sync_folders(selected)
-            self._vectors = syncer.opened_vectors
-            self._record_chunking(recorded_chunking, chunking)
-            return syncer
-        store = self._open_store(current, embedder.model_id, embedder.dimension)
-        syncer = Syncer(
-            self.manifest, store, embedder, settings, progress,
-            rechunk=rechunk, known=self._snapshots.by_content(current),
-        )
-        syncer.repair()
-        if recorded != current:
-            # The new collection now holds every chunk: switch over, then forget the old.
-            if recorded is not None:
-                self._drop_recorded()
-            self._switch_collection(embedder, current)
+    def _serve(self, store: VectorStore | None) -> None:
+        """The store dense search reads from now on (None: opened again when needed)."""
         self._vectors = store
-        syncer.sync_folders(selected)
-        self._record_chunking(recorded_chunking, chunking)
-        return syncer
-
-    def _rebuild(
-        self,
-        embedder: Embedder,
-        settings: SyncSettings,
-        registered: list[str],
-        current: str,
-        recorded: str | None,
-        progress: ProgressCallback | None,
-        old: tuple[str | None, str | None],
-    ) -> Syncer:
-        """`--rebuild`, under the index lock, as the derived-index core's rebuild (that of
-        the memory and conversation vectors too): SQLite (manifest, chunks, FTS) is rewritten
-        from the files, then the store is reconciled with it.
-
-        The rewrite is one transaction around all its batches: until its commit every reader
-        (other processes: WAL) sees the old index, and a kill or a cancel rolls back to it
-        whole. A vector whose id is re-derived (same path, position and text hash, same model
-        collection) is kept instead of being dropped and re-inserted, which costs Chroma more
-        than embedding from the cache. Vectors it upserted meanwhile are orphans the old index
-        ignores; the old collection (another model) is dropped after the commit, and the
-        vectors no new chunk kept by the closing reconcile (a kill before it leaves orphans
-        the next sync's reconcile deletes)."""
-        from indexing.sync import Syncer
-
-        chunking = _chunking_fingerprint(settings)
-        recorded_chunking = self.manifest.get_meta(META_CHUNKING)
-        self._vectors = None
-        store = self._open_store(current, embedder.model_id, embedder.dimension)
-        try:
-            present = set(store.ids())
-        except VectorStoreError as exc:  # every Chroma failure (guard): start it afresh
-            log.warning("the collection %s cannot be read, started afresh: %s", current, exc)
-            self._drop_collection(current, embedder.model_id, embedder.dimension)
-            store = self._open_store(current, embedder.model_id, embedder.dimension)
-            present = set()
-        syncer = Syncer(
-            self.manifest, store, embedder, settings, progress,
-            rechunk=recorded_chunking is not None and recorded_chunking != chunking,
-            known=self._snapshots.by_content(current),
-        )
-
-        def rewrite() -> None:
-            with self.manifest.transaction():
-                self.manifest.clear_index()
-                if recorded != current:
-                    self._switch_collection(embedder, current)
-                self._vectors = store
-                syncer.sync_folders(registered)
-                self._record_chunking(recorded_chunking, chunking)
-            if recorded is not None and recorded != current and None not in old:
-                try:
-                    self._drop_collection(recorded, str(old[0]), int(str(old[1])))
-                # An unreadable old collection (or its recorded dimension) must not fail
-                # the rebuild: every Chroma failure is a VectorStoreError (chroma_clients.
-                # guard), a damaged dimension int()'s ValueError.
-                except (VectorStoreError, ValueError) as exc:
-                    log_failure(log, f"could not drop the old collection {recorded}", exc)
-
-        syncer.rebuild(rewrite, present)
-        return syncer
-
-    def _switch_collection(self, embedder: Embedder, current: str) -> None:
-        """Record `current` (this model's collection) as the index's."""
-        with self.manifest.transaction():
-            self.manifest.set_meta(META_MODEL, embedder.model_id)
-            self.manifest.set_meta(META_DIMENSION, str(embedder.dimension))
-            self.manifest.set_meta(META_COLLECTION, current)
-            # The snapshot is of the old collection: the end of this sync writes the new
-            # one's (before, searches asked Chroma until a chunk changed, and the new
-            # model's cache kept every vector).
-            self.manifest.set_meta(SNAPSHOT_META, None)
-            self.manifest.set_model_for_all_files(embedder.model_id)
-
-    def _record_chunking(self, recorded: str | None, chunking: str) -> None:
-        if recorded != chunking:
-            with self.manifest.transaction():
-                self.manifest.set_meta(META_CHUNKING, chunking)
-
-    def _select(
-        self, folders: Sequence[str | os.PathLike[str]], registered: list[str]
-    ) -> list[str]:
-        selected: list[str] = []
-        for folder in folders:
-            real = os.path.realpath(Path(folder).expanduser())
-            # An exact registration wins over a parent still waiting for its first sync.
-            match = real if real in registered else next(
-                (p for p in registered if inside(real, p)), None
-            )
-            if match is None:
-                raise FolderError(f"{folder} is not a registered folder (add it first)")
-            if match not in selected:
-                selected.append(match)
-        return selected
-
-    def _drop_collection(self, name: str, model_id: str, dimension: int) -> None:
-        self._open_store(name, model_id, dimension).drop()
-
-    def _drop_recorded(self) -> None:
-        try:
-            store = self._recorded_store()
-        # An unreadable old collection must not block the switch: opening it fails as a
-        # VectorStoreError (chroma_clients.guard), its recorded dimension as int()'s ValueError.
-        except (VectorStoreError, ValueError) as exc:
-            log_failure(log, "the old collection cannot be opened to drop it", exc)
-            return
-        if store is not None:
-            store.drop()
 
     # --- reads for retrieval ----------------------------------------------------------------
 
