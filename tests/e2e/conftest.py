@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +29,16 @@ class Ran:
 
 
 BrainRun = Callable[..., Ran]
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeOllamaServer]:
+    """One fake Ollama for a module's tests (its subprocesses share it; each test scripts it)."""
+    server = FakeOllamaServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def brain_env(**extra: str) -> dict[str, str]:

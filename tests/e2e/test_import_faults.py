@@ -40,15 +40,6 @@ WORDS = ["restic", "backup", "kernel", "garden", "bread", "coffee", "router", "p
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeOllamaServer]:
-    server = FakeOllamaServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="module")
 def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KillWorker]:
     if not BRAIN.exists():
         pytest.skip(f"`brain` is not installed at {BRAIN}")

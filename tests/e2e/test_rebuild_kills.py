@@ -42,15 +42,6 @@ STEPS = ("clear_index", "upsert", "_commit", "reconcile", "_refresh_snapshot")
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeOllamaServer]:
-    server = FakeOllamaServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="module")
 def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KillWorker]:
     with KillWorker.started(brain_env(), tmp_path_factory.mktemp("scratch")) as kill:
         yield kill

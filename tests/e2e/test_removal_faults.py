@@ -57,15 +57,6 @@ LOGGED_MARKER = "Periwinkleaxolotl"  # only in the other agent event (forget-all
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeOllamaServer]:
-    server = FakeOllamaServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="module")
 def filled(tmp_path_factory: pytest.TempPathFactory, fake: FakeOllamaServer) -> dict[str, Any]:
     """One home with every store filled; tests copy it."""
     if not BRAIN.exists():
