@@ -38,7 +38,8 @@ class DaemonThreadPool(ThreadPoolExecutor):
         self._prefix = thread_name_prefix
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._workers: list[threading.Thread] = []
-        self._idle = 0
+        self._idle = 0  # workers waiting for a job, or about to
+        self._queued = 0  # jobs submitted that no worker has taken yet
         self._guard = threading.Lock()
         self._closed = False
 
@@ -48,8 +49,12 @@ class DaemonThreadPool(ThreadPoolExecutor):
             if self._closed:
                 raise RuntimeError("cannot schedule new futures after shutdown")
             self._jobs.put((future, fn, args, kwargs))
-            # `_idle` counts workers waiting for a job: only when none is, another may start.
-            if self._idle == 0 and len(self._workers) < self._limit:
+            self._queued += 1
+            # A worker starts when the queued jobs outnumber the workers free to take them.
+            # Comparing `_idle` with 0 alone counted a worker that was about to take an
+            # earlier job as free for this one: under load 5 jobs submitted to a 2-thread pool
+            # started one thread, and 4 jobs waited behind a blocked one.
+            if self._queued > self._idle and len(self._workers) < self._limit:
                 worker = threading.Thread(target=self._work, daemon=True,
                                           name=f"{self._prefix}-{next(_ids)}")
                 self._workers.append(worker)
@@ -63,6 +68,8 @@ class DaemonThreadPool(ThreadPoolExecutor):
             item = self._jobs.get()
             with self._guard:
                 self._idle -= 1
+                if item is not _STOP:
+                    self._queued -= 1
             if item is _STOP:
                 return
             future, fn, args, kwargs = item

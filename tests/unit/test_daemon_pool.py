@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from assistant.daemon_pool import DaemonThreadPool
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,8 +34,14 @@ def test_runs_jobs_and_reports_results_and_errors() -> None:
 def test_never_more_threads_than_asked_and_idle_threads_are_reused() -> None:
     pool = DaemonThreadPool(2, thread_name_prefix="t")
     gate = threading.Event()
-    blocked = [pool.submit(gate.wait, 5) for _ in range(5)]
-    time.sleep(0.05)
+    running = Counter()
+
+    def blocked_job() -> bool:
+        running.add()
+        return gate.wait(5)
+
+    blocked = [pool.submit(blocked_job) for _ in range(5)]
+    wait_until(lambda: running.value == 2, what="two jobs running at once")
     assert len(pool._workers) == 2
     gate.set()
     assert all(f.result(5) for f in blocked)
@@ -43,6 +50,37 @@ def test_never_more_threads_than_asked_and_idle_threads_are_reused() -> None:
     assert len(pool._workers) == 2
     assert all(w.daemon for w in pool._workers)
     pool.shutdown()
+
+
+def test_a_job_submitted_while_the_idle_worker_takes_another_gets_its_own_thread() -> None:
+    """The one idle worker was counted as free for every job submitted before it woke up: two
+    jobs submitted back to back ran one after the other on a pool of two threads."""
+    pool = DaemonThreadPool(2)
+    assert pool.submit(pow, 2, 2).result(5) == 4
+    wait_until(lambda: pool._idle == 1, what="the first worker to wait for a job")
+    gate = threading.Event()
+    running = Counter()
+
+    def blocked_job() -> bool:
+        running.add()
+        return gate.wait(5)
+
+    first, second = pool.submit(blocked_job), pool.submit(blocked_job)
+    wait_until(lambda: running.value == 2, what="both jobs running at once")
+    assert len(pool._workers) == 2
+    gate.set()
+    assert first.result(5) and second.result(5)
+    pool.shutdown()
+
+
+class Counter:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.value = 0
+
+    def add(self) -> None:
+        with self._lock:
+            self.value += 1
 
 
 def test_shutdown_can_cancel_what_has_not_started() -> None:
