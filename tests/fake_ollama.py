@@ -240,6 +240,7 @@ class Script:
     error_after: int | None = None
     delay: float = 0.0
     chunk_delay: float = 0.0
+    hold: threading.Event | None = None
     disconnect_after: int | None = None
     done_reason: str = "stop"
     prompt_eval_count: int | None = None
@@ -598,8 +599,9 @@ class FakeOllamaServer:
         tool_calls ([{"name", "arguments"}]), thinking (the model's reasoning: None = a
         default for thinking models, "" = none; where it lands depends on the model and
         `think`), fail (HTTP status) + error (message), error_after (N chunks then an in-stream
-        {"error"}), delay (before the first byte), chunk_delay, disconnect_after (N chunks then
-        drop the connection), done_reason (e.g. "length"), prompt_eval_count/eval_count (token
+        {"error"}), delay (before the first byte), chunk_delay, hold (an Event: holding the
+        model's slot, the reply waits in silence until it is set), disconnect_after (N chunks
+        then drop the connection), done_reason (e.g. "length"), prompt_eval_count/eval_count (token
         counts), raw_body/content_type (send these bytes verbatim), match (predicate on the
         body)."""
         return self.script("/api/chat", reply, **options)
@@ -728,6 +730,15 @@ class FakeOllamaServer:
             if left <= 0:
                 return
             if self._stopping.wait(min(left, _POLL)):
+                raise _Disconnect
+
+    def _hold(self, h: _Handler, event: threading.Event) -> None:
+        """Wait, watching the client, until the test sets `event`: a request that keeps the
+        slot exactly as long as the test needs, not for a time guessed to be long enough."""
+        while not event.wait(_POLL):
+            if _client_gone(h.connection):
+                raise _ClientGone("prompt")
+            if self._stopping.is_set():
                 raise _Disconnect
 
     def _dispatch(self, h: _Handler, method: str) -> None:
@@ -975,6 +986,8 @@ class FakeOllamaServer:
         stream = body.get("stream", True) is not False
         keep_alive = body.get("keep_alive")
         with self._slot(h, model):
+            if script.hold is not None:
+                self._hold(h, script.hold)
             if not messages and keep_alive is not None and keep_alive in (0, "0", "0s"):
                 self._sched.unload(model.name)  # routes.go: empty request + keep_alive 0
                 self._json(h, 200, self._frame(model, generate, "", done=True,

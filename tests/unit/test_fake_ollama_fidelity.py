@@ -292,15 +292,22 @@ def test_one_request_at_a_time(fake_ollama: FakeOllamaServer) -> None:
 
 def test_a_queued_request_whose_client_left_is_skipped(fake_ollama: FakeOllamaServer) -> None:
     # server/sched.go processPending: "pending request cancelled or timed out, skipping".
-    fake_ollama.script_chat("slow " * 20, chunk_delay=0.05, thinking="")
-    holder = threading.Thread(target=chat, args=(fake_ollama,))
+    # The first request holds the slot until the second has given up: a slot held for a
+    # fixed time (it was 1 s) ran out under load before the second request was even sent,
+    # which then got an answer instead of its timeout.
+    release = threading.Event()
+    fake_ollama.script_chat("slow " * 20, hold=release, thinking="")
+    answers: list[dict[str, Any]] = []
+    holder = threading.Thread(target=lambda: answers.append(chat(fake_ollama)))
     holder.start()
     wait_busy(fake_ollama)
     with pytest.raises(httpx.ReadTimeout):
         chat(fake_ollama, timeout=0.2)
+    wait_until(lambda: fake_ollama.disconnects, what="the server to see the client leave")
+    assert [d.phase for d in fake_ollama.disconnects] == ["queued"]
+    release.set()
     holder.join(10)
-    wait_until(lambda: fake_ollama.disconnects)
-    assert fake_ollama.disconnects[-1].phase == "queued"
+    assert answers and answers[0]["message"]["content"].startswith("slow")
     assert len(fake_ollama.generations) == 1
 
 
