@@ -599,11 +599,11 @@ class FakeOllamaServer:
         tool_calls ([{"name", "arguments"}]), thinking (the model's reasoning: None = a
         default for thinking models, "" = none; where it lands depends on the model and
         `think`), fail (HTTP status) + error (message), error_after (N chunks then an in-stream
-        {"error"}), delay (before the first byte), chunk_delay, hold (an Event: holding the
-        model's slot, the reply waits in silence until it is set), disconnect_after (N chunks
-        then drop the connection), done_reason (e.g. "length"), prompt_eval_count/eval_count (token
-        counts), raw_body/content_type (send these bytes verbatim), match (predicate on the
-        body)."""
+        {"error"}), delay (before the first byte), chunk_delay, hold (an Event: the prompt
+        reading, silent and holding the model's slot, lasts until it is set), disconnect_after
+        (N chunks then drop the connection), done_reason (e.g. "length"),
+        prompt_eval_count/eval_count (token counts), raw_body/content_type (send these bytes
+        verbatim), match (predicate on the body)."""
         return self.script("/api/chat", reply, **options)
 
     def script_generate(self, reply: str | Sequence[str] | None = None, **options: Any) -> Script:
@@ -733,8 +733,8 @@ class FakeOllamaServer:
                 raise _Disconnect
 
     def _hold(self, h: _Handler, event: threading.Event) -> None:
-        """Wait, watching the client, until the test sets `event`: a request that keeps the
-        slot exactly as long as the test needs, not for a time guessed to be long enough."""
+        """Wait, watching the client, until the test sets `event`: a prompt reading that lasts
+        exactly as long as the test needs, not for a time guessed to be long enough."""
         while not event.wait(_POLL):
             if _client_gone(h.connection):
                 raise _ClientGone("prompt")
@@ -986,8 +986,6 @@ class FakeOllamaServer:
         stream = body.get("stream", True) is not False
         keep_alive = body.get("keep_alive")
         with self._slot(h, model):
-            if script.hold is not None:
-                self._hold(h, script.hold)
             if not messages and keep_alive is not None and keep_alive in (0, "0", "0s"):
                 self._sched.unload(model.name)  # routes.go: empty request + keep_alive 0
                 self._json(h, 200, self._frame(model, generate, "", done=True,
@@ -1079,6 +1077,8 @@ class FakeOllamaServer:
         # Prompt reading, in silence; the slot forgets its old content as soon as it starts.
         runner.cache = list(fitted.tokens[:cached])
         prompt_seconds = self.timing.prompt(evaluated)
+        if script.hold is not None:
+            self._hold(h, script.hold)
         self._wait(h, prompt_seconds, "prompt")
         runner.cache = list(fitted.tokens)
         output: list[str] = []

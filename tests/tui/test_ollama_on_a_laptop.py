@@ -8,6 +8,7 @@ over real HTTP); only the embedding model is the fast HashEmbedder.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -202,8 +203,12 @@ async def test_the_silent_wait_says_what_ollama_is_doing(
     async with app.run_test(size=SIZE) as pilot:
         await _started(pilot, fake_ollama)
         # Ollama sends nothing before the first token (server/routes.go streamResponse writes
-        # the headers with the first chunk): the reading of the prompt is silent.
-        fake_ollama.timing = FakeTiming(prompt_tokens_per_second=8)
+        # the headers with the first chunk): the reading of the prompt is silent. It lasts
+        # until the test has seen the wait described: a reading of a fixed length (it was 52 s
+        # at 8 tokens/s, which setting a faster timing later did not shorten) left the answer
+        # a few seconds of its 60 to arrive, and under load it missed them.
+        read = threading.Event()
+        fake_ollama.script_chat(hold=read, match=chat_turn)
         await ask(pilot, "What is in my notes about backups and restores?")
         answer = _answer(app)
         bar = app.chat_screen.status_bar
@@ -220,7 +225,7 @@ async def test_the_silent_wait_says_what_ollama_is_doing(
 
         await wait_until(pilot, counting,
                          timeout=20, what="the seconds counting")
-        fake_ollama.timing = FakeTiming()
+        read.set()
         await wait_until(pilot, lambda: answer.finished, timeout=60, what="the answer")
         assert bar.model_activity == ""
         # The model loaded once, at the preload: the turn paid no load and no reload.
