@@ -19,6 +19,20 @@ from tui.backend import CoreBackend
 class BrainTestApp(BrainApp):
     """BrainApp with blinking cursors off, so snapshots are deterministic."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.notified: list[str] = []
+
+    def notify(
+        self, message: str, *, title: str = "", severity: Any = "information",
+        timeout: float | None = None, markup: bool = True,
+    ) -> None:
+        """Every notification raised, kept for the tests: `_notifications` drops one once its
+        timeout has passed (3 s for "Opened … at turn 1"), and under load that can be before
+        the test's next poll, which then waits for a state already gone."""
+        self.notified.append(message)
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
     def on_mount(self) -> None:
         super().on_mount()
         self._no_blink()

@@ -162,8 +162,7 @@ async def test_preview_opens_editor_at_the_line(make_app, tmp_path, monkeypatch)
         app.push_screen(SourcePreview(gone, "stash"))
         await pilot.pause()
         await pilot.press("e")
-        await wait_until(pilot, lambda: any("no longer exists" in n.message
-                                            for n in app._notifications))
+        await wait_until(pilot, lambda: any("no longer exists" in m for m in app.notified))
 
 
 async def test_an_editor_that_fails_oddly_is_said_and_logged_in_full(
@@ -195,7 +194,7 @@ async def test_an_editor_that_fails_oddly_is_said_and_logged_in_full(
             await pilot.pause()
             await pilot.press("e")
             await wait_until(pilot, lambda: any("Cannot open an editor here: the driver broke"
-                                                in n.message for n in app._notifications),
+                                                in m for m in app.notified),
                              what="the failure said")
     [record] = [r for r in caplog.records if r.name == "tui.screens.source_preview"]
     assert record.exc_info is not None and record.exc_info[0] is RuntimeError

@@ -122,8 +122,7 @@ async def test_between_90_and_120_columns_the_chat_keeps_50(make_app) -> None:
         assert screen.side.outer_size.width == 50
         assert screen.chat_column.outer_size.width >= CHAT_MIN_COLUMNS
         await pilot.press("alt+left")  # wider side: no room left, said so, nothing moves
-        await wait_until(pilot, lambda: any("at least 50 columns" in n.message
-                                            for n in app._notifications))
+        await wait_until(pilot, lambda: any("at least 50 columns" in m for m in app.notified))
         assert screen.chat_column.outer_size.width >= CHAT_MIN_COLUMNS
         await pilot.press("alt+right")  # narrower works, from the width on screen
         await wait_until(pilot, lambda: screen.side.outer_size.width == 46)

@@ -87,7 +87,7 @@ async def test_delete_then_undo_restores_exactly_that_memory(core, home: Path) -
         await wait_until(pilot, lambda: len(pane.items) == 4, what="row back")
         await wait_until(pilot, lambda: screen.status_bar.memories == 4, what="count 4")
         assert victim.id in [i.memory.id for i in pane.items]
-        assert any("Undone: memory deleted" in n.message for n in app._notifications)
+        assert any("Undone: memory deleted" in m for m in app.notified)
     statuses = listed(await brain(home, "memory", "list", "--all", "--json"))
     assert statuses == dict.fromkeys(FOUR, "active")
 
@@ -110,8 +110,7 @@ async def test_undo_follows_the_changes_not_the_cursor(core) -> None:
         await wait_until(pilot, lambda: store.count() == 4)
         # Nothing left to undo here: `u` says so and changes nothing.
         await pilot.press("u")
-        await wait_until(pilot, lambda: any("Nothing to undo" in n.message
-                                            for n in app._notifications))
+        await wait_until(pilot, lambda: any("Nothing to undo" in m for m in app.notified))
         assert store.count() == 4
 
 
@@ -130,8 +129,7 @@ async def test_undo_refuses_when_another_process_changed_that_memory(core, home:
         await brain(home, "memory", "undo", victim.id)  # restored elsewhere meanwhile
         await wait_until(pilot, lambda: len(pane.items) == 4, what="restore seen by the poll")
         await pilot.press("u")
-        await wait_until(pilot, lambda: any("nothing was undone" in n.message
-                                            for n in app._notifications))
+        await wait_until(pilot, lambda: any("nothing was undone" in m for m in app.notified))
         assert store.count() == 4
         assert store.get(victim.id).status.value == "active"
 

@@ -62,15 +62,14 @@ async def test_recalled_turns_and_dates_are_shown_and_open_their_session(
         pane.recalled.focus()
         pane.recalled.move_cursor(row=1)
         await pilot.press("enter")
-        await wait_until(pilot, lambda: any("deleted" in n.message
-                                            for n in app._notifications))
+        await wait_until(pilot, lambda: any("deleted" in m for m in app.notified))
         pane.recalled.move_cursor(row=0)
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.chat_screen.chat.session_id == "s2",
                          what="the recalled session opened")
         # Shown, not focused: the keys go back to the message box (issue 23).
-        await wait_until(pilot, lambda: any("at turn 1" in n.message
-                                            for n in app._notifications), what="opened")
+        await wait_until(pilot, lambda: any("at turn 1" in m for m in app.notified),
+                         what="opened")
         assert isinstance(app.focused, ChatInput)
 
         # A new session clears both.
@@ -106,8 +105,7 @@ async def test_sessions_screen_searches_every_conversation_by_date(
         # A date the core cannot read: a clear error, the search text stays.
         await pilot.press(*"kayak since:someday")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: any("cannot read" in n.message
-                                            for n in app._notifications))
+        await wait_until(pilot, lambda: any("cannot read" in m for m in app.notified))
         assert search.value == "kayak since:someday" and not screen.searching
         # Typing keys the screen binds (q, r, d, x) goes into the box.
         search.value = ""
@@ -177,7 +175,7 @@ async def test_ctrl_f_still_searches_conversations_when_files_cannot_be(
         assert backend.sessions.searches == ["kayak since:7d"]
         assert len(recalled_rows(app)) == 1
         assert "files could not be searched" in str(pane.query_one(".pane-caption").render())
-        assert any("index is empty" in n.message for n in app._notifications)
+        assert any("index is empty" in m for m in app.notified)
 
 
 # --- over the real core -----------------------------------------------------------------------

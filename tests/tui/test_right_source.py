@@ -22,7 +22,7 @@ async def test_thumbs_down_then_c_names_the_right_source(make_app, backend) -> N
         await ask(pilot, "how do I make a branch?")
         await wait_until(pilot, lambda: answer_finished(app), what="answer")
         await pilot.press("ctrl+g")  # 👎
-        await wait_until(pilot, lambda: any("press c" in n.message for n in app._notifications),
+        await wait_until(pilot, lambda: any("press c" in m for m in app.notified),
                          what="the 👎 toast says how to name the right source")
         await pilot.press("ctrl+s")
         pane = app.query_one(SourcesPane)
@@ -30,8 +30,7 @@ async def test_thumbs_down_then_c_names_the_right_source(make_app, backend) -> N
         await pilot.press("down", "c")  # the second source: git/branch.md
         await wait_until(pilot, lambda: backend.chat.right_sources, what="marked")
         assert backend.chat.right_sources == [("log-1", "/notes/git/branch.md")]
-        await wait_until(pilot, lambda: any("Marked git/branch.md" in n.message
-                                            for n in app._notifications))
+        await wait_until(pilot, lambda: any("Marked git/branch.md" in m for m in app.notified))
 
 
 async def test_c_without_a_logged_retrieval_says_so(make_app, backend) -> None:
@@ -39,8 +38,7 @@ async def test_c_without_a_logged_retrieval_says_so(make_app, backend) -> None:
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press("ctrl+s")
         await pilot.press("c")
-        await wait_until(pilot, lambda: any("Select the source" in n.message
-                                            for n in app._notifications))
+        await wait_until(pilot, lambda: any("Select the source" in m for m in app.notified))
         assert backend.chat.right_sources == []
 
 

@@ -91,7 +91,7 @@ async def test_missing_last_session_starts_fresh(ctx: AppContext, make_app) -> N
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: app.chat_screen.chat.session_id is None,
                          what="session forgotten")
-        assert any("no session gone" in n.message for n in app._notifications)
+        assert any("no session gone" in m for m in app.notified)
     assert load_state(ctx.paths.ui_state_file).last_session is None
 
 
@@ -123,8 +123,7 @@ async def test_help_lists_keys_with_config_override(home: Path, backend: FakeBac
     ctx = AppContext.load(str(home))
     app = BrainTestApp(ctx, backend, watch=False)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: any("unknown action 'bogus'" in n.message
-                                            for n in app._notifications))
+        await wait_until(pilot, lambda: any("unknown action 'bogus'" in m for m in app.notified))
         await pilot.press("f13")
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
         table = app.screen.query_one(DataTable)
@@ -339,8 +338,7 @@ async def test_theme_extra_css_applies_and_bad_css_is_ignored(
         await pilot.pause()
         assert not bold()
         app.theme = "broken"
-        await wait_until(pilot, lambda: any("css is invalid" in n.message
-                                            for n in app._notifications))
+        await wait_until(pilot, lambda: any("css is invalid" in m for m in app.notified))
         assert app.theme == "broken"  # colours still apply; only the CSS was dropped
 
 
