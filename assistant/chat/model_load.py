@@ -14,6 +14,7 @@ from assistant.chat.turn_context import TurnContext, facts_or_fail, facts_quiet
 from assistant.llm import errors
 from assistant.llm.errors import ChatError
 from assistant.llm.models import ModelCatalog
+from indexing.llama_import import load_llama_index
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +25,11 @@ async def warm_up(ctx: TurnContext) -> None:
     loop = asyncio.get_running_loop()
 
     def imports() -> None:
-        import llama_index.llms.ollama  # noqa: F401  (~1.5 s the first time)
+        # What the turn needs (its messages' type), through the one lock every llama_index
+        # import takes (indexing/llama_import.py: a second entry into its circular imports
+        # raced the turn's); llama_index.llms.ollama is not used since the transport speaks
+        # Ollama's API itself, and importing it cost the first answer another second.
+        load_llama_index()
 
     def touch(source: object) -> None:
         opener = getattr(source, "warm_up", None)

@@ -28,7 +28,7 @@ from assistant.chat.turn_state import TurnState, note_stats
 from assistant.llm import errors
 from assistant.llm.tokens import MESSAGE_OVERHEAD
 from assistant.sessions.turn import Recollection, Retrieval
-from indexing.llama_import import load_llama_index
+from indexing.llama_import import load_llama_index, load_llama_index_async
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,7 @@ async def generate(turn: Generation, new_tokens: Callable[[], int]) -> None:
     """Stream the answer into `turn.state` (and as events), tool rounds included."""
     ctx, state, prepared = turn.ctx, turn.state, turn.prepared
     settings, prompt, facts = ctx.settings, prepared.prompt, turn.found.facts
+    await load_llama_index_async()  # the messages' type; never imported on the loop itself
     llm = ctx.transport.llm(model=settings.model, window=prepared.window, think=prepared.think,
                             temperature=settings.temperature, keep_alive=settings.keep_alive,
                             num_predict=answer_cap(settings.max_answer_tokens, prompt.budget))

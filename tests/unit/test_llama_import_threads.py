@@ -7,9 +7,13 @@ in 6 without the shared lock."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
+import threading
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,3 +57,29 @@ def test_three_threads_importing_llama_index_at_once_all_succeed() -> None:
                                                            "PATH": "/usr/bin:/bin"})
         assert done.returncode == 0, done.stderr[-2000:]
         assert done.stdout.strip() == "[]", done.stdout
+
+
+async def test_waiting_for_the_import_leaves_the_event_loop_running(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A chat turn (on the TUI's loop) that needs llama_index while another thread imports it
+    waits on a thread: the loop went on blocked for the whole import, ~10 s under --stress
+    (the screen frozen, Esc unread). Here the import is held until the loop has run a step."""
+    import indexing.llama_import as llama_import
+
+    loop = asyncio.get_running_loop()
+    importing = threading.Event()
+    ticked = threading.Event()
+
+    def held_import(name: str) -> None:
+        importing.set()
+        if not ticked.wait(10):  # set by the loop: only if it still runs
+            raise AssertionError("the event loop was blocked by the import")
+
+    monkeypatch.setattr(llama_import, "_loaded", False)
+    monkeypatch.setattr(llama_import.importlib, "import_module", held_import)
+    loading = asyncio.ensure_future(llama_import.load_llama_index_async())
+    assert await loop.run_in_executor(None, importing.wait, 10)
+    ticked.set()  # the loop ran while the import was held
+    await asyncio.wait_for(loading, 10)
+    assert llama_import._loaded
