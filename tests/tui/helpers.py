@@ -15,15 +15,19 @@ if TYPE_CHECKING:
 
 
 async def wait_until(
-    pilot: Pilot, condition: Callable[[], object], *, timeout: float = 10.0, what: str = ""
+    pilot: Pilot, condition: Callable[[], object], *, timeout: float = 10.0, what: str = "",
+    detail: Callable[[], str] | None = None,
 ) -> None:
     """Let the app run until `condition()` is true; fail with `what` (and the app's
-    notifications: an error shown there is usually why) after `timeout` s."""
-    await wait_until_async(
-        condition, timeout, what or str(condition),
-        step=lambda: pilot.pause(0.02),
-        detail=lambda: f"notifications: {[n.message for n in pilot.app._notifications]}",
-    )
+    notifications: an error shown there is usually why; then `detail()`, the state the test
+    knows is worth seeing) after `timeout` s."""
+
+    def described() -> str:
+        shown = f"notifications: {[n.message for n in pilot.app._notifications]}"
+        return shown + (f"; {detail()}" if detail is not None else "")
+
+    await wait_until_async(condition, timeout, what or str(condition),
+                           step=lambda: pilot.pause(0.02), detail=described)
 
 
 def answer_finished(app: BrainApp) -> bool:

@@ -300,7 +300,9 @@ async def test_escape_cancels_real_stream(
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "tell me a long story")
         await wait_until(pilot, lambda: app.query(AnswerMessage)
-                         and "word2" in app.query_one(AnswerMessage).text, timeout=60)
+                         and "word2" in app.query_one(AnswerMessage).text, timeout=60,
+                         what="the stream under way",
+                         detail=lambda: stream_state(app, fake_ollama))
         await pilot.press("escape")
         answer = app.query_one(AnswerMessage)
         await wait_until(pilot, lambda: answer.finished, what="stopped")
@@ -514,6 +516,25 @@ def streaming_disconnects(fake: FakeOllamaServer) -> list[Disconnect]:
     return [d for d in fake.disconnects if d.path == "/api/chat" and d.phase == "streaming"]
 
 
+def stream_state(app: BrainTestApp, fake: FakeOllamaServer) -> str:
+    """What a wait on a streamed answer saw when it gave up: each answer on screen (its text's
+    length, finished, status line) and what the fake Ollama was asked and did — enough to
+    tell an answer that ended early (a cap, a script another request took) from one that
+    streamed too slowly."""
+    from tui.widgets.message import AnswerMessage
+
+    answers = [f"{len(a.text)} chars, finished={a.finished}, status={a._status_text!r}"
+               for a in app.query(AnswerMessage)]
+    requests = [{"turn": chat_turn(b), "messages": len(b.get("messages") or ()),
+                 "format": bool(b.get("format")), "options": b.get("options")}
+                for b in fake.chat_requests]
+    generations = [(g.num_ctx, g.prompt_tokens, g.output_tokens, g.done_reason or "running")
+                   for g in fake.generations]
+    return (f"answers: {answers}; chat requests: {requests}; generations (num_ctx, prompt, "
+            f"output tokens, done): {generations}; scripts left: {fake.pending_scripts()}; "
+            f"disconnects: {fake.disconnects}")
+
+
 def watch_disconnect(fake: FakeOllamaServer) -> tuple[threading.Event, list[float]]:
     """When the fake saw the answer's stream closed, timed off the UI's loop (a thread)."""
     gone = threading.Event()
@@ -555,7 +576,7 @@ async def test_esc_stops_a_back_to_back_stream_at_once(
         # Under a loaded machine the screen, not the model, sets the pace: a generous bound.
         await wait_until(pilot, lambda: app.query(AnswerMessage)
                          and len(app.query_one(AnswerMessage).text) > 3_000, timeout=120,
-                         what="a fast stream")
+                         what="a fast stream", detail=lambda: stream_state(app, fake_ollama))
         answer = app.query_one(AnswerMessage)
         gone, gone_at = watch_disconnect(fake_ollama)
         pressed: list[float] = []
@@ -700,7 +721,9 @@ async def test_quitting_mid_answer_stores_the_turn(
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "a long story please")
         await wait_until(pilot, lambda: app.query(AnswerMessage)
-                         and "word3" in app.query_one(AnswerMessage).text, timeout=60)
+                         and "word3" in app.query_one(AnswerMessage).text, timeout=60,
+                         what="the stream under way",
+                         detail=lambda: stream_state(app, fake_ollama))
         session_id = app.chat_screen.chat.session_id or ""
         started = time.monotonic()
         await pilot.press("ctrl+q")
