@@ -63,8 +63,10 @@ async def test_waiting_for_the_import_leaves_the_event_loop_running(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A chat turn (on the TUI's loop) that needs llama_index while another thread imports it
-    waits on a thread: the loop went on blocked for the whole import, ~10 s under --stress
+    waits on a thread: the loop stood blocked for the whole import, ~10 s under --stress
     (the screen frozen, Esc unread). Here the import is held until the loop has run a step."""
+    import importlib
+
     import indexing.llama_import as llama_import
 
     loop = asyncio.get_running_loop()
@@ -77,7 +79,7 @@ async def test_waiting_for_the_import_leaves_the_event_loop_running(
             raise AssertionError("the event loop was blocked by the import")
 
     monkeypatch.setattr(llama_import, "_loaded", False)
-    monkeypatch.setattr(llama_import.importlib, "import_module", held_import)
+    monkeypatch.setattr(importlib, "import_module", held_import)
     loading = asyncio.ensure_future(llama_import.load_llama_index_async())
     assert await loop.run_in_executor(None, importing.wait, 10)
     ticked.set()  # the loop ran while the import was held
