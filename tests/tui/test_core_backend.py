@@ -76,8 +76,8 @@ async def test_add_folder_shows_progress_then_counts(core: Core, tmp_path: Path)
                          what="status counts")
         # Adding the same folder again is a clear error, not a crash.
         app.chat_screen.indexing.add_folder(notes)
-        await wait_until(pilot, lambda: any("already indexed" in n.message
-                                            for n in app._notifications))
+        await wait_until(pilot, lambda: any("already indexed" in m for m in app.notified),
+                         what="the already-indexed notice")
 
 
 async def test_edit_delete_undo_memory_in_the_store(core: Core) -> None:
