@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
@@ -273,8 +274,9 @@ class BackgroundScheduler:
         user's shell for a model call). The TUI calls it after memory.extract_idle_seconds
         without input. Returns the number of turns it went through; it stops at the first
         failure, or when the user sends a question (the rest stays pending)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         await self.drain(timeout)
-        if not memory_on or self.jobs.running:
+        if not memory_on:
             return 0
         extraction = self.extraction
         work = await self._on_store(partial(self._pending_work, extraction))
@@ -289,8 +291,15 @@ class BackgroundScheduler:
                 done.append(len(turns))
             await self.cache.warm()
 
-        self.jobs.start(job)
-        await self.jobs.wait(timeout)
+        # A job can start after the drain (the start-up's prompt warm-up once the model has
+        # loaded, late on a loaded machine): let it end, then run. Returning 0 then read as
+        # "nothing to extract", and the TUI did not look for an earlier run's turns again.
+        while not self.jobs.start(job):
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return 0
+            await self.jobs.wait(left)
+        await self.jobs.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
         return sum(done)
 
     def _pending_work(self, extraction: MemoryExtraction) -> list[tuple[str, list[Turn]]]:

@@ -10,6 +10,8 @@ import time
 import pytest
 
 from assistant.chat.events import Done, Failed, Retrieved, Thinking, Token, ToolCalled
+from assistant.chat.extraction import MemoryExtraction
+from assistant.sessions.turn import Turn
 from tests.fixtures.chat import ChatRig, knowledge_item, memory_item
 from tests.waiting import wait_until_async
 
@@ -546,6 +548,40 @@ async def test_extract_pending_takes_up_what_an_earlier_run_left(chat_rig: ChatR
     assert first is not None and chat_rig.store.get(first.id).extracted_through == 1
     assert later.pending_extraction() == 0
     assert await later.extract_pending(timeout=5) == 0
+
+
+async def test_extract_pending_waits_for_a_job_that_started_meanwhile(
+        chat_rig: ChatRig, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A background job can start while the idle extraction reads its work from the store (the
+    start-up's prompt warm-up, once the model has loaded late on a loaded machine): the
+    extraction waits for it and then runs. It returned 0 instead, which the TUI read as
+    "nothing left by an earlier run" and never looked again (test_quit_while_busy under
+    --stress)."""
+    earlier = chat_rig.make(extract_every_turns=0)
+    await earlier.ask("I live in Lisbon.")
+    await earlier.aclose()
+    later = chat_rig.make(extract_every_turns=0)
+    loop = asyncio.get_running_loop()
+    release = asyncio.Event()
+    other: list[str] = []
+
+    async def warming() -> None:
+        await release.wait()
+        other.append("warmed")
+
+    read = later.background._pending_work
+
+    def read_then_start(extraction: MemoryExtraction) -> list[tuple[str, list[Turn]]]:
+        work = read(extraction)
+        # Scheduled before the read's result reaches the loop: the job starts first.
+        loop.call_soon_threadsafe(lambda: later.jobs.start(warming))
+        loop.call_soon_threadsafe(loop.call_later, 0.2, release.set)
+        return work
+
+    monkeypatch.setattr(later.background, "_pending_work", read_then_start)
+    assert await later.extract_pending(timeout=10) == 1
+    assert other == ["warmed"]
+    assert [q for batch in chat_rig.memory.extracted for q, _ in batch] == ["I live in Lisbon."]
 
 
 async def test_closing_never_waits_for_a_store_busy_on_its_thread(chat_rig: ChatRig) -> None:
