@@ -75,6 +75,21 @@ def test_without_a_log_entry_resuming_still_works(home: Path) -> None:
     assert [s.vector for s in turn.sources] == [None, None]
 
 
+def test_a_damaged_log_resumes_without_scores_and_says_so_in_the_log(
+        home: Path, caplog: pytest.LogCaptureFixture) -> None:
+    ctx = AppContext.load(str(home))
+    session_id = stored_session(ctx)
+    ctx.paths.retrieval_log_db.write_bytes(b"not a database " * 100)
+    adapter = SessionsAdapter(Services(ctx))
+    try:
+        with caplog.at_level("WARNING", logger="tui.backend.sessions"):
+            (turn,) = adapter.turns(session_id)
+    finally:
+        adapter.services.close()
+    assert [s.vector for s in turn.sources] == [None, None]
+    assert any("scores could not be read" in r.getMessage() for r in caplog.records)
+
+
 async def test_the_sources_pane_of_a_resumed_session_shows_scores(home: Path) -> None:
     ctx = AppContext.load(str(home))
     ctx._embedder = HashEmbedder()

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import builtins
+import logging
+import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from assistant.errors import UserError
 from assistant.services import Services
+from indexing.errors import log_failure
 from tui.backend.convert import hit_view, iso, turn_view
 from tui.views import ConversationSearch, SessionView, TurnView
 
 if TYPE_CHECKING:
     from assistant.sessions.store import SessionStore
     from assistant.sessions.turn import HitScores, Turn
+
+log = logging.getLogger(__name__)
 
 
 class SessionsAdapter:
@@ -110,9 +115,9 @@ def _logged_scores(services: Services, log_ids: builtins.list[int]
         return {}
     out: dict[int, dict[str, HitScores]] = {}
     try:
-        log = services.retrieval_log()
+        retrieval_log = services.retrieval_log()
         for log_id in log_ids:
-            entry = log.get(log_id)
+            entry = retrieval_log.get(log_id)
             if entry is not None:
                 out[log_id] = {
                     h.chunk_id: HitScores(rank=h.rank, vector=h.cosine, keyword=h.keyword,
@@ -121,7 +126,9 @@ def _logged_scores(services: Services, log_ids: builtins.list[int]
                 }
     # Not a worker's failure (this runs inside the resume's `attempt`): scores are a nicety, a
     # damaged log must not stop a resume.
-    except Exception:
+    except Exception as exc:
+        log_failure(log, "the resumed turns' scores could not be read", exc,
+                    foreseen=(sqlite3.Error, OSError))
         return out
     return out
 
