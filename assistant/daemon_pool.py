@@ -52,8 +52,8 @@ class DaemonThreadPool(ThreadPoolExecutor):
             self._queued += 1
             # A worker starts when the queued jobs outnumber the workers free to take them.
             # Comparing `_idle` with 0 alone counted a worker that was about to take an
-            # earlier job as free for this one: under load 5 jobs submitted to a 2-thread pool
-            # started one thread, and 4 jobs waited behind a blocked one.
+            # earlier job as free for this one: two jobs submitted back to back to a 2-thread
+            # pool ran one after the other (test_daemon_pool).
             if self._queued > self._idle and len(self._workers) < self._limit:
                 worker = threading.Thread(target=self._work, daemon=True,
                                           name=f"{self._prefix}-{next(_ids)}")
